@@ -1,0 +1,1 @@
+"""IR → files of a Triton model repository."""

@@ -1,0 +1,80 @@
+"""IR → Triton's ``ModelConfig`` protobuf message, printed with ``text_format``."""
+
+from __future__ import annotations
+
+import io
+
+from google.protobuf import text_format
+
+from ..ir.spec import DynamicBatchingSpec, ModelSpec, QueuePolicySpec, TensorSpec
+from ..proto import model_config_pb2 as mc
+
+_MAX_BATCH_SIZE = mc.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
+
+
+def model_config(spec: ModelSpec) -> mc.ModelConfig:
+    config = mc.ModelConfig(name=spec.name, backend="python", max_batch_size=spec.max_batch_size)
+    config.input.extend(_input(t) for t in spec.inputs)
+    config.output.extend(_output(t) for t in spec.outputs)
+    config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_CPU, count=spec.instance_count)
+    if isinstance(spec.scheduler, DynamicBatchingSpec):
+        _dynamic_batching(config.dynamic_batching, spec.scheduler)
+    if spec.response_cache:
+        config.response_cache.enable = True
+    if spec.decoupled:
+        config.model_transaction_policy.decoupled = True
+    for key, value in spec.parameters:
+        config.parameters[key].string_value = value
+    if len(spec.versions) > 1:
+        config.version_policy.specific.versions.extend(v.version for v in spec.versions)
+    return config
+
+
+def to_text(config: mc.ModelConfig) -> str:
+    """Proto3 text output drops zero values; ``max_batch_size: 0`` is always written explicitly.
+
+    It goes right after ``name``: Triton reads fields in any order, and a reader of the file
+    sees at once that the model does not batch.
+    """
+    text = text_format.MessageToString(config)
+    if config.max_batch_size:
+        return text
+    head = text_format.MessageToString(mc.ModelConfig(name=config.name))
+    zero = io.StringIO()
+    text_format.PrintField(_MAX_BATCH_SIZE, 0, zero)
+    return head + zero.getvalue() + text[len(head) :]
+
+
+def _input(tensor: TensorSpec) -> mc.ModelInput:
+    return mc.ModelInput(
+        name=tensor.name,
+        data_type=mc.DataType.Value(tensor.data_type),
+        dims=list(tensor.dims),
+        optional=tensor.optional,
+    )
+
+
+def _output(tensor: TensorSpec) -> mc.ModelOutput:
+    return mc.ModelOutput(name=tensor.name, data_type=mc.DataType.Value(tensor.data_type), dims=list(tensor.dims))
+
+
+def _dynamic_batching(message: mc.ModelDynamicBatching, spec: DynamicBatchingSpec) -> None:
+    message.SetInParent()  # `dynamic_batching {}` with all defaults is meaningful: it enables batching
+    message.max_queue_delay_microseconds = spec.max_queue_delay_microseconds
+    message.preferred_batch_size.extend(spec.preferred_batch_size)
+    message.preserve_ordering = spec.preserve_ordering
+    message.priority_levels = spec.priority_levels
+    message.default_priority_level = spec.default_priority_level
+    if spec.default_queue_policy is not None:
+        message.default_queue_policy.CopyFrom(_queue_policy(spec.default_queue_policy))
+    for level, policy in spec.priority_queue_policy:
+        message.priority_queue_policy[level].CopyFrom(_queue_policy(policy))
+
+
+def _queue_policy(spec: QueuePolicySpec) -> mc.ModelQueuePolicy:
+    return mc.ModelQueuePolicy(
+        timeout_action=mc.ModelQueuePolicy.TimeoutAction.Value(spec.timeout_action),
+        default_timeout_microseconds=spec.default_timeout_microseconds,
+        allow_timeout_override=spec.allow_timeout_override,
+        max_queue_size=spec.max_queue_size,
+    )

@@ -1,0 +1,104 @@
+"""Finding the user's ``Repository`` from ``path/to/app.py:attr`` or ``package.module:attr``."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import sys
+import sysconfig
+import types
+from pathlib import Path
+
+from .dsl.repository import Repository
+from .errors import BuildError
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadedApp:
+    repository: Repository
+    app_dir: Path
+    local_modules: tuple[types.ModuleType, ...]  # the user's own modules, pickled by value
+
+
+def load_app(target: str, app_dir: str | os.PathLike[str] | None = None) -> LoadedApp:
+    module_part, sep, attr = target.rpartition(":")
+    if not sep or not module_part or not attr:
+        raise BuildError(
+            f"app {target!r} is not of the form 'path/to/app.py:attr' or 'package.module:attr'; "
+            "e.g. `repogen build examples/quickstart/app.py:models`"
+        )
+    if module_part.endswith(".py") or "/" in module_part or os.sep in module_part:
+        path = Path(module_part).resolve()
+        if not path.is_file():
+            raise BuildError(f"app file {module_part} does not exist (resolved to {path})")
+        root = Path(app_dir).resolve() if app_dir else path.parent
+        module = _import_file(path, root)
+    else:
+        root = Path(app_dir).resolve() if app_dir else Path.cwd()
+        _prepend_path(root)
+        try:
+            module = importlib.import_module(module_part)
+        except ImportError as exc:
+            raise BuildError(f"cannot import module {module_part!r} (from {root}): {exc}") from exc
+    if not hasattr(module, attr):
+        raise BuildError(f"{module_part} has no attribute {attr!r}; expected the repogen.Repository to build")
+    repository = getattr(module, attr)
+    if not isinstance(repository, Repository):
+        raise BuildError(
+            f"{module_part}:{attr} is a {type(repository).__name__}, expected a repogen.Repository "
+            "(e.g. `models = Repository()`)"
+        )
+    return LoadedApp(repository=repository, app_dir=root, local_modules=local_modules(root))
+
+
+def _prepend_path(root: Path) -> None:
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
+def _import_file(path: Path, root: Path) -> types.ModuleType:
+    _prepend_path(path.parent)
+    _prepend_path(root)
+    try:
+        parts = path.with_suffix("").relative_to(root).parts
+    except ValueError:
+        parts = (path.stem,)
+    name = ".".join(parts)
+    existing = sys.modules.get(name)
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() != path:
+        del sys.modules[name]  # another app of the same name was loaded in this process
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise BuildError(f"cannot load {path} as a Python module") from None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+
+
+def _installed_roots() -> list[Path]:
+    paths = sysconfig.get_paths()
+    keys = ("stdlib", "platstdlib", "purelib", "platlib")
+    return [Path(paths[k]).resolve() for k in keys if k in paths] + [Path(__file__).resolve().parent]
+
+
+def local_modules(root: Path) -> tuple[types.ModuleType, ...]:
+    """Modules loaded from files under ``root`` that are not installed packages (nor repogen)."""
+    installed = _installed_roots()
+    found = []
+    for name, module in sorted(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file:
+            continue
+        path = Path(file).resolve()
+        if not path.is_relative_to(root) or any(path.is_relative_to(p) for p in installed):
+            continue
+        if "site-packages" in path.parts or "dist-packages" in path.parts:
+            continue
+        found.append(module)
+    return tuple(found)

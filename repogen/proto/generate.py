@@ -1,0 +1,60 @@
+"""Regenerate ``model_config_pb2.py``/``.pyi`` from ``proto/model_config.proto``.
+
+Usage: ``python -m repogen.proto.generate [--out DIR] [--proto-dir DIR]`` (what ``make proto`` runs).
+The output depends on the grpcio-tools version, so generate with the pinned one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROTO_DIR = PACKAGE_DIR.parents[1] / "proto"
+PROTO_FILE = "model_config.proto"
+GENERATED_FILES = ("model_config_pb2.py", "model_config_pb2.pyi")
+
+
+def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[Path]:
+    """Run protoc (from grpcio-tools) on the schema; return the paths of the generated files."""
+    from grpc_tools import protoc  # build-time dependency, imported lazily
+
+    proto_path = proto_dir / PROTO_FILE
+    if not proto_path.is_file():
+        raise FileNotFoundError(f"schema not found: {proto_path}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    args = [
+        "grpc_tools.protoc",
+        f"-I{proto_dir}",
+        f"--python_out={out_dir}",
+        f"--pyi_out={out_dir}",
+        str(proto_path),
+    ]
+    rc = protoc.main(args)
+    if rc != 0:
+        raise RuntimeError(f"protoc failed with exit status {rc}: {' '.join(args[1:])}")
+    return [out_dir / name for name in GENERATED_FILES]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m repogen.proto.generate", description=__doc__)
+    parser.add_argument(
+        "--out", type=Path, default=PACKAGE_DIR, help="output directory (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--proto-dir", type=Path, default=PROTO_DIR, help="directory holding model_config.proto"
+    )
+    ns = parser.parse_args(argv)
+    try:
+        paths = generate(ns.out, ns.proto_dir)
+    except (FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Which Triton release introduced which ``ModelConfig`` field (used by ``repogen validate``).
+
+Keys are fully-qualified protobuf names, as ``FieldDescriptor.full_name`` spells them
+(``inference.<Message>[.<Nested>].<field>``); values are NGC release tags (``"yy.mm"``).
+
+How these facts were verified: the ``tritonclient`` wheel of each release ships
+``tritonclient/grpc/model_config_pb2.py`` compiled from that release's
+``model_config.proto``; the serialized descriptors of tritonclient 2.38.0 (23.09), 2.39.0
+(23.10), 2.40.0, 2.41.0, 2.42.0, 2.45.0, 2.48.0, 2.49.0, 2.50.0, 2.51.0 (24.10), 2.52.0,
+2.53.0, 2.62.0, 2.63.0 and 2.73.0 were compared field by field. A release is listed as "introduced in"
+only where the field is absent from the previous release's wheel and present in that one's.
+Everything else in ``proto/model_config.proto`` (``ModelInput.optional``,
+``ModelTransactionPolicy.decoupled``, ``ModelResponseCache``, ``ModelRateLimiter``,
+``TYPE_BF16``, ``Step.model_namespace``, ...) was already present in 23.09 (2.38.0), so it
+loads on every release repogen supports (23.10 and later) and is not listed.
+"""
+
+from __future__ import annotations
+
+#: The release whose schema ``proto/model_config.proto`` mirrors; nothing newer may be emitted.
+TARGET_RELEASE = "24.10"
+
+#: NGC release tag -> tritonserver version (the ``2.N.0`` numbering used by tritonclient too).
+SERVER_VERSIONS: dict[str, str] = {
+    "23.10": "2.39.0",
+    "23.11": "2.40.0",
+    "23.12": "2.41.0",
+    "24.01": "2.42.0",
+    "24.08": "2.49.0",
+    "24.10": "2.51.0",
+    "24.11": "2.52.0",
+    "25.10": "2.63.0",
+}
+
+#: Fields added between r23.10 and r24.10 (inclusive): they are in our schema, but a config
+#: that sets them is rejected by a server older than the release given here.
+FIELDS_ADDED: dict[str, str] = {
+    "inference.ModelSequenceBatching.State.use_same_buffer_for_input_output": "23.11",
+    "inference.ModelSequenceBatching.State.use_growable_memory": "23.11",
+    "inference.ModelSequenceBatching.iterative_sequence": "23.11",
+    "inference.ModelConfig.runtime": "24.01",
+    "inference.ModelInput.is_non_linear_format_io": "24.08",
+    "inference.ModelOutput.is_non_linear_format_io": "24.08",
+}
+
+#: Fields added AFTER r24.10. They are deliberately absent from our schema; a 24.10 server
+#: rejects a config.pbtxt that sets them ("failed to read text proto").
+FIELDS_AFTER_TARGET: dict[str, str] = {
+    # message inference.ModelMetrics (per-model histogram bucket overrides) came with it
+    "inference.ModelConfig.model_metrics": "24.11",
+    "inference.ModelEnsembling.max_inflight_requests": "25.10",
+}
+
+
+def _key(release: str) -> tuple[int, int]:
+    year, month = release.split(".")
+    return int(year), int(month)
+
+
+def introduced_in(full_name: str) -> str | None:
+    """The release that added ``full_name``, or None when it predates 23.10 (or is unknown)."""
+    return FIELDS_ADDED.get(full_name) or FIELDS_AFTER_TARGET.get(full_name)
+
+
+def supported_by(full_name: str, release: str) -> bool:
+    """Whether a server of ``release`` (``"yy.mm"``) knows the field ``full_name``."""
+    added = introduced_in(full_name)
+    return added is None or _key(added) <= _key(release)
