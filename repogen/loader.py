@@ -91,7 +91,7 @@ def local_modules(root: Path) -> tuple[types.ModuleType, ...]:
     """Modules loaded from files under ``root`` that are not installed packages (nor repogen)."""
     installed = _installed_roots()
     found = []
-    for name, module in sorted(sys.modules.items()):
+    for _, module in sorted(sys.modules.items()):
         file = getattr(module, "__file__", None)
         if not file:
             continue

@@ -1,6 +1,6 @@
 """Quickstart: two models, one numeric and batched, one on text (BYTES).
 
-    repogen build examples/quickstart/app.py:models -o build/repo
+repogen build examples/quickstart/app.py:models -o build/repo
 """
 
 import numpy as np
@@ -19,7 +19,10 @@ models.bind(
     model_name="AddSub",
     infer_func=add_sub,
     inputs=[Tensor(name="a", dtype=np.float32, shape=(-1,)), Tensor(name="b", dtype=np.float32, shape=(-1,))],
-    outputs=[Tensor(name="add", dtype=np.float32, shape=(-1,)), Tensor(name="sub", dtype=np.float32, shape=(-1,))],
+    outputs=[
+        Tensor(name="add", dtype=np.float32, shape=(-1,)),
+        Tensor(name="sub", dtype=np.float32, shape=(-1,)),
+    ],
     config=ModelConfig(max_batch_size=64, batcher=DynamicBatcher(max_queue_delay_microseconds=100)),
     strict=True,
 )

@@ -4,4 +4,12 @@ from .config import DynamicBatcher, ModelConfig, QueuePolicy, TimeoutAction
 from .repository import ModelHandle, Repository
 from .tensor import Tensor
 
-__all__ = ["DynamicBatcher", "ModelConfig", "ModelHandle", "QueuePolicy", "Repository", "Tensor", "TimeoutAction"]
+__all__ = [
+    "DynamicBatcher",
+    "ModelConfig",
+    "ModelHandle",
+    "QueuePolicy",
+    "Repository",
+    "Tensor",
+    "TimeoutAction",
+]

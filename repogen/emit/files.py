@@ -30,7 +30,7 @@ def build_environment() -> dict[str, str]:
     return {
         "cloudpickle": cloudpickle.__version__,
         "numpy": np.__version__,
-        "python": "%d.%d" % sys.version_info[:2],
+        "python": "{}.{}".format(*sys.version_info[:2]),
     }
 
 

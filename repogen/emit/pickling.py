@@ -93,10 +93,11 @@ class DeterministicPickler(cloudpickle.Pickler):
         if isinstance(obj, types.ModuleType):
             if _cp._should_pickle_by_reference(obj):
                 self.modules.add(obj.__name__)
-        elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
-            module = getattr(obj, "__module__", None)
-            if isinstance(module, str) and _cp._should_pickle_by_reference(obj):
-                self.modules.add(module)
+        elif isinstance(obj, types.BuiltinFunctionType):
+            if isinstance(getattr(obj, "__module__", None), str):
+                self.modules.add(obj.__module__)
+        elif isinstance(obj, (type, types.FunctionType)) and _cp._should_pickle_by_reference(obj):
+            self.modules.add(obj.__module__)
 
     def _function_getnewargs(self, func: types.FunctionType) -> Any:
         code, base_globals, name, defaults, closure = super()._function_getnewargs(func)

@@ -53,6 +53,5 @@ def runtime_files() -> tuple[tuple[str, bytes], ...]:
     """The runtime package's sources, as (path relative to ``repogen/``, bytes), sorted."""
     runtime = _PACKAGE_DIR / "runtime"
     return tuple(
-        (f"runtime/{path.relative_to(runtime).as_posix()}", path.read_bytes())
-        for path in sorted(runtime.rglob("*.py"))
+        (f"runtime/{path.relative_to(runtime).as_posix()}", path.read_bytes()) for path in sorted(runtime.rglob("*.py"))
     )

@@ -73,8 +73,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     counts = {len(v.infer_funcs) for v in versions}
     if len(counts) != 1:
         raise BuildError(
-            f"{where}: every version must bind the same number of callables (one per instance); "
-            f"found {sorted(counts)}"
+            f"{where}: every version must bind the same number of callables (one per instance); found {sorted(counts)}"
         )
     config = first.config
     if not isinstance(config, ModelConfig):
@@ -181,7 +180,9 @@ def _lower_batcher(where: str, batcher: DynamicBatcher | None, max_batch_size: i
             f"max_batch_size={max_batch_size}"
         )
     if batcher.max_queue_delay_microseconds < 0:
-        raise BuildError(f"{where}: max_queue_delay_microseconds must be >= 0, found {batcher.max_queue_delay_microseconds}")
+        raise BuildError(
+            f"{where}: max_queue_delay_microseconds must be >= 0, found {batcher.max_queue_delay_microseconds}"
+        )
     levels = batcher.priority_levels
     if levels < 0 or (levels and not 1 <= batcher.default_priority_level <= levels):
         raise BuildError(

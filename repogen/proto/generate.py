@@ -7,7 +7,9 @@ The output depends on the grpcio-tools version, so generate with the pinned one.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -24,27 +26,28 @@ def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[P
     if not proto_path.is_file():
         raise FileNotFoundError(f"schema not found: {proto_path}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    args = [
-        "grpc_tools.protoc",
-        f"-I{proto_dir}",
-        f"--python_out={out_dir}",
-        f"--pyi_out={out_dir}",
-        str(proto_path),
-    ]
-    rc = protoc.main(args)
-    if rc != 0:
-        raise RuntimeError(f"protoc failed with exit status {rc}: {' '.join(args[1:])}")
+    # Compiled from the schema's parent so that it registers as "proto/model_config.proto", not
+    # "model_config.proto": tritonclient registers a file of that name in the same default pool.
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [
+            "grpc_tools.protoc",
+            f"-I{proto_dir.parent}",
+            f"--python_out={tmp}",
+            f"--pyi_out={tmp}",
+            str(proto_path),
+        ]
+        rc = protoc.main(args)
+        if rc != 0:
+            raise RuntimeError(f"protoc failed with exit status {rc}: {' '.join(args[1:])}")
+        for name in GENERATED_FILES:
+            shutil.move(str(Path(tmp) / proto_dir.name / name), out_dir / name)
     return [out_dir / name for name in GENERATED_FILES]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m repogen.proto.generate", description=__doc__)
-    parser.add_argument(
-        "--out", type=Path, default=PACKAGE_DIR, help="output directory (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--proto-dir", type=Path, default=PROTO_DIR, help="directory holding model_config.proto"
-    )
+    parser.add_argument("--out", type=Path, default=PACKAGE_DIR, help="output directory (default: %(default)s)")
+    parser.add_argument("--proto-dir", type=Path, default=PROTO_DIR, help="directory holding model_config.proto")
     ns = parser.parse_args(argv)
     try:
         paths = generate(ns.out, ns.proto_dir)

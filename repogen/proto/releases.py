@@ -57,6 +57,11 @@ def _key(release: str) -> tuple[int, int]:
     return int(year), int(month)
 
 
+def triton_name(full_name: str) -> str:
+    """Triton's name of a field of our schema, whose package is ``repogen.inference``."""
+    return full_name.removeprefix("repogen.")
+
+
 def introduced_in(full_name: str) -> str | None:
     """The release that added ``full_name``, or None when it predates 23.10 (or is unknown)."""
     return FIELDS_ADDED.get(full_name) or FIELDS_AFTER_TARGET.get(full_name)

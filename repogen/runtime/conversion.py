@@ -81,7 +81,7 @@ class OutputPlan:
 
     def _check_shape(self, shape: tuple[int, ...]) -> None:
         dims = shape[1:] if self.batched else shape
-        ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims))
+        ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims, strict=True))
         if self.batched and not shape:
             ok = False
         if not ok:

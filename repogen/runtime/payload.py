@@ -37,7 +37,7 @@ def read_metadata(version_dir: str) -> dict[str, Any]:
 
 def check_python(meta: dict[str, Any], model: str) -> None:
     built = meta["build"]["python"]
-    serving = "%d.%d" % sys.version_info[:2]
+    serving = "{}.{}".format(*sys.version_info[:2])
     if built != serving:
         raise PayloadError(
             f"model '{model}' was built with Python {built} but this server runs Python {serving}; "

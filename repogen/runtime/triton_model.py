@@ -45,9 +45,7 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         batched = int(config.get("max_batch_size", 0)) > 0
         strict = bool(meta.get("strict", False))
-        self._as_numpy = frozenset(
-            t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES
-        )
+        self._as_numpy = frozenset(t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES)
         self._outputs = [
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
@@ -104,8 +102,7 @@ class TritonPythonModel:
             for plan in self._outputs:
                 if plan.name not in result:
                     raise InferenceError(
-                        f"model '{self._model}' did not return output '{plan.name}'; it returned "
-                        f"{sorted(result)}"
+                        f"model '{self._model}' did not return output '{plan.name}'; it returned {sorted(result)}"
                     )
                 pairs.append((plan, result[plan.name]))
             return pairs
@@ -115,7 +112,7 @@ class TritonPythonModel:
                     f"model '{self._model}' returned {len(result)} outputs as a sequence; expected "
                     f"{len(self._outputs)} in the declared order {[p.name for p in self._outputs]}"
                 )
-            return list(zip(self._outputs, result))
+            return list(zip(self._outputs, result, strict=True))
         raise InferenceError(
             f"model '{self._model}' returned {type(result).__name__} for a request; expected a dict of "
             "output name to array"

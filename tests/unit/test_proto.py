@@ -44,7 +44,7 @@ def _all_field_names() -> set[str]:
 
     def visit(desc: Descriptor) -> None:
         for field in desc.fields:
-            names.add(field.full_name)
+            names.add(releases.triton_name(field.full_name))
         for nested in desc.nested_types:
             visit(nested)
 
@@ -55,7 +55,8 @@ def _all_field_names() -> set[str]:
 
 def test_schema_is_r24_10() -> None:
     fields = _all_field_names()
-    assert mc.DESCRIPTOR.package == "inference"
+    assert mc.DESCRIPTOR.package == "repogen.inference"
+    assert mc.DESCRIPTOR.name == "proto/model_config.proto"
     for name in releases.FIELDS_ADDED:
         assert name in fields, name
     for name in releases.FIELDS_AFTER_TARGET:
@@ -128,9 +129,7 @@ def test_roundtrip_sequence_batching() -> None:
     start = seq.control_input.add(name="START")
     start.control.add(kind=mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_START, int32_false_true=[0, 1])
     corrid = seq.control_input.add(name="CORRID")
-    corrid.control.add(
-        kind=mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID, data_type=mc.TYPE_UINT64
-    )
+    corrid.control.add(kind=mc.ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID, data_type=mc.TYPE_UINT64)
     state = seq.state.add(input_name="IN_STATE", output_name="OUT_STATE", data_type=mc.TYPE_FP32, dims=[-1])
     state.initial_state.add(name="init", data_type=mc.TYPE_FP32, dims=[1], zero_data=True)
     seq.iterative_sequence = True

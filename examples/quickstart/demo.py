@@ -1,0 +1,43 @@
+"""`make demo`: build the quickstart, serve it on the embedded stock tritonserver, ask it twice.
+
+The server is the unmodified tritonserver 2.51 binary from PyPI's nvidia-pytriton wheel,
+running models from a virtualenv that holds numpy and nothing else.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from repogen import build_app
+from repogen.server import TritonServer, ensure_server, ensure_server_venv
+from repogen.testing.client import infer
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    output = HERE.parents[1] / "build" / "quickstart"
+    result = build_app(f"{HERE / 'app.py'}:models", output)
+    print(f"built {[m.name for m in result.spec.models]} into {output}")
+
+    print("preparing the stock tritonserver 2.51.0 and a numpy-only server venv (first run downloads ~55 MB)")
+    install, venv = ensure_server("2.51.0"), ensure_server_venv()
+    with TritonServer(output, install, venv) as server:
+        print(f"tritonserver ready: HTTP {server.http_url}, gRPC {server.grpc_url} (pid {server.pid})")
+        a = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)
+        b = np.array([[0.5, 0.5, 0.5]], dtype=np.float32)
+        out = infer("http", server, "AddSub", {"a": a, "b": b})
+        print(f"HTTP  AddSub(a={a.tolist()}, b={b.tolist()}) -> add={out['add'].tolist()} sub={out['sub'].tolist()}")
+        text = np.array([[b"hello triton"]], dtype=object)
+        out = infer("grpc", server, "Shout", {"text": text})
+        print(f"gRPC  Shout(text={text.tolist()}) -> loud={out['loud'].tolist()} length={out['length'].tolist()}")
+        ok = out["loud"][0, 0] == b"HELLO TRITON!"
+    print("server stopped")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

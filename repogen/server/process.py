@@ -1,0 +1,312 @@
+"""Run a stock tritonserver against a model repository, bound to loopback only.
+
+The server is started in its own session so that it and the backend stubs it spawns
+form one process group: stopping it can never leave a stub behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from repogen.server.install import ServerInstall, VenvInfo, venv_info
+
+__all__ = ["TritonServer", "TritonServerError", "free_ports", "pid_alive"]
+
+HOST = "127.0.0.1"
+LOG_TAIL_LINES = 60
+_STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
+
+
+class TritonServerError(RuntimeError):
+    """tritonserver did not start, did not become ready, or misbehaved."""
+
+
+def free_ports(count: int) -> list[int]:
+    """Ask the kernel for ``count`` distinct free loopback ports (held together so they differ)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in socks:
+            sock.bind((HOST, 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def pid_alive(pid: int) -> bool:
+    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _group_pids(pgid: int) -> list[int]:
+    """Live processes in process group ``pgid`` (the server and its backend stubs)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            pids.append(int(entry.name))
+    return sorted(pids)
+
+
+class TritonServer:
+    """A tritonserver process serving ``model_repository`` from a numpy-only venv.
+
+    Use as a context manager (start, wait until ready, stop) or call :meth:`start`,
+    :meth:`wait_ready` and :meth:`stop` yourself.
+    """
+
+    def __init__(
+        self,
+        model_repository: str | Path,
+        install: ServerInstall,
+        venv: str | Path | VenvInfo,
+        *,
+        http_port: int | None = None,
+        grpc_port: int | None = None,
+        metrics_port: int | None = None,
+        log_verbose: int = 0,
+        log_path: str | Path | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        self.model_repository = Path(model_repository).resolve()
+        self.install = install
+        self.venv = venv if isinstance(venv, VenvInfo) else venv_info(venv)
+        ports = iter(free_ports(3))
+        self.http_port = http_port or next(ports)
+        self.grpc_port = grpc_port or next(ports)
+        self.metrics_port = metrics_port or next(ports)
+        self.log_verbose = log_verbose
+        self.extra_args = tuple(extra_args)
+        if log_path is None:
+            log_path = Path(tempfile.mkdtemp(prefix="repogen-tritonserver-")) / "tritonserver.log"
+        self.log_path = Path(log_path)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: BinaryIO | None = None
+
+    # ------------------------------------------------------------------ addresses
+
+    @property
+    def http_url(self) -> str:
+        """``host:port`` as ``tritonclient.http.InferenceServerClient(url=...)`` expects."""
+        return f"{HOST}:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"{HOST}:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{HOST}:{self.metrics_port}/metrics"
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise TritonServerError("tritonserver is not started; call start() first")
+        return self._proc.pid
+
+    # ------------------------------------------------------------------ process
+
+    def command(self) -> list[str]:
+        """The full tritonserver command line."""
+        backend_dir = self.install.backend_directory(self.venv.python_version)
+        return [
+            str(self.install.binary),
+            f"--model-repository={self.model_repository}",
+            f"--backend-directory={backend_dir}",
+            f"--cache-directory={self.install.cache_directory}",
+            f"--http-address={HOST}",
+            f"--grpc-address={HOST}",
+            f"--metrics-address={HOST}",
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            f"--log-verbose={self.log_verbose}",
+            *self.extra_args,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        """The environment of an activated numpy-only venv; the stub embeds its Python.
+
+        The venv interpreter's LIBDIR comes first on LD_LIBRARY_PATH so the stub loads the
+        libpython matching that interpreter's stdlib, not the system's.
+        """
+        env = {k: v for k, v in os.environ.items() if k not in _STRIPPED_ENV}
+        env["VIRTUAL_ENV"] = str(self.venv.path)
+        env["PATH"] = os.pathsep.join([str(self.venv.path / "bin"), env.get("PATH", os.defpath)])
+        env["PYTHONNOUSERSITE"] = "1"
+        lib_path = [p for p in (self.venv.libdir, str(self.install.libs_dir)) if p]
+        if env.get("LD_LIBRARY_PATH"):
+            lib_path.append(env["LD_LIBRARY_PATH"])
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(lib_path)
+        return env
+
+    def start(self) -> TritonServer:
+        """Launch tritonserver in a new session (its own process group); output goes to :attr:`log_path`."""
+        if self._proc is not None:
+            raise TritonServerError(f"tritonserver already started (pid {self._proc.pid})")
+        if not self.model_repository.is_dir():
+            raise TritonServerError(
+                f"model repository {self.model_repository} is not a directory; build one first "
+                "(repogen build ... -o DIR) and pass DIR."
+            )
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = self.log_path.open("wb")
+        self._proc = subprocess.Popen(
+            self.command(),
+            env=self.environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def wait_ready(self, timeout: float = 120.0) -> TritonServer:
+        """Poll ``/v2/health/ready`` until 200; raise with the log tail if it exits or times out."""
+        proc = self._proc
+        if proc is None:
+            raise TritonServerError("tritonserver is not started; call start() first")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise self._error(f"tritonserver exited with code {proc.returncode} before becoming ready")
+            if self._http_status("GET", "/v2/health/ready") == 200:
+                return self
+            time.sleep(0.2)
+        raise self._error(
+            f"tritonserver was not ready after {timeout:.0f} s (models still loading or failing; "
+            "pass a longer timeout or check the log)"
+        )
+
+    def process_group_pids(self) -> list[int]:
+        """Live PIDs of the server and the backend stubs it spawned."""
+        return _group_pids(self.pid) if self._proc is not None else []
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGINT (graceful unload), SIGKILL after ``timeout`` s, then kill leftover stubs.
+
+        Returns the server's exit code (``None`` if it was never started).
+        """
+        proc = self._proc
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self._kill_group_leftovers(proc.pid)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        return proc.returncode
+
+    def _kill_group_leftovers(self, pgid: int, timeout: float = 10.0) -> None:
+        """Stubs live in the server's process group; make sure none outlives the server."""
+        if not _group_pids(pgid):
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while _group_pids(pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    # ------------------------------------------------------------------ context manager
+
+    def __enter__(self) -> TritonServer:
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ logs
+
+    def log_text(self) -> str:
+        """Everything the server has written so far."""
+        if self._log_file is not None:
+            self._log_file.flush()
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def _error(self, message: str) -> TritonServerError:
+        return TritonServerError(
+            f"{message}.\ncommand: {' '.join(self.command())}\nlog: {self.log_path}\n"
+            f"--- last {LOG_TAIL_LINES} log lines ---\n{self.log_tail()}"
+        )
+
+    # ------------------------------------------------------------------ HTTP helpers
+
+    def _request(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> tuple[int, bytes]:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(f"http://{self.http_url}{path}", data=data, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return int(resp.status), resp.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def _http_status(self, method: str, path: str) -> int | None:
+        try:
+            return self._request(method, path, timeout=2.0)[0]
+        except (urllib.error.URLError, OSError):
+            return None
+
+    def models_status(self) -> list[dict[str, Any]]:
+        """``/v2/repository/index``: one dict (name, version, state, reason) per model."""
+        status, body = self._request("POST", "/v2/repository/index", body={})
+        if status != 200:
+            raise TritonServerError(f"/v2/repository/index returned HTTP {status}: {body.decode(errors='replace')}")
+        result: list[dict[str, Any]] = json.loads(body)
+        return result
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether model ``name`` (optionally one ``version``) is loaded and ready."""
+        path = f"/v2/models/{name}" + (f"/versions/{version}" if version else "") + "/ready"
+        return self._http_status("GET", path) == 200
+
+    def __repr__(self) -> str:
+        state = "running" if self.is_running() else "stopped"
+        version = self.install.release.tritonserver
+        return f"TritonServer({self.model_repository}, tritonserver {version}, {state})"

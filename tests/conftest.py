@@ -1,0 +1,1 @@
+pytest_plugins = ["repogen.testing.pytest_plugin"]

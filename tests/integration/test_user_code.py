@@ -1,0 +1,41 @@
+"""User code in the server: a sibling helper module pickled by value, and a raising callable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def server(serve, cli_build, tmp_path_factory):
+    repo = tmp_path_factory.mktemp("features") / "repo"
+    cli_build("tests/apps/features/app.py:models", repo)
+    return serve(repo)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_helper_from_sibling_module_runs_in_server(server, protocol):
+    x = np.array([[3.0, 4.0], [0.0, 2.0]], dtype=np.float32)
+    out = infer(protocol, server, "Normalize", {"x": x})
+    np.testing.assert_allclose(out["y"], [[0.6, 0.8], [0.0, 1.0]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_exception_becomes_error_response_and_model_keeps_serving(server, protocol):
+    with pytest.raises(InferenceServerException, match="ValueError: bad x"):
+        infer(protocol, server, "Fragile", {"x": np.array([-1.0], dtype=np.float32)})
+    out = infer(protocol, server, "Fragile", {"x": np.array([9.0], dtype=np.float32)})
+    np.testing.assert_array_equal(out["y"], [3.0])
+    assert server.model_ready("Fragile")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_set_constants_and_bool_outputs(server, protocol):
+    words = np.array([[b"cat"], [b"yak"], [b"owl"]], dtype=object)
+    out = infer(protocol, server, "Categories", {"word": words})
+    assert out["known"].dtype == np.bool_
+    assert out["known"].tolist() == [[True], [True], [False]]
