@@ -1,15 +1,15 @@
-"""``repogen``: a thin click layer over the library API."""
+"""``repogen``: a thin click layer over the library API (commands live in ``repogen.commands``)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import sys
-import time
 
 import click
 
-from .build import build_app
-from .errors import BuildError
+from . import commands
 from .version import __version__
 
 
@@ -30,26 +30,9 @@ def cli() -> None:
     """Compile Python inference callables into a static Triton model repository."""
 
 
-@cli.command()
-@click.argument("app")
-@click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Repository directory to write.")
-@click.option(
-    "--app-dir",
-    type=click.Path(exists=True, file_okay=False),
-    help="Directory of the user's project: modules under it are pickled by value (default: the app file's directory).",
-)
-@click.option("--force", is_flag=True, help="Replace OUTPUT even if it holds files repogen did not write.")
-def build(app: str, output: str, app_dir: str | None, force: bool) -> None:
-    """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
-    started = time.perf_counter()
-    try:
-        result = build_app(app, output, app_dir=app_dir, force=force)
-    except BuildError as exc:
-        raise click.ClickException(str(exc)) from exc
-    names = ", ".join(m.name for m in result.spec.models)
-    click.echo(
-        f"Built {len(result.spec.models)} model(s) into {output} in {time.perf_counter() - started:.2f}s: {names}"
-    )
+for _module in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
+    for _command in importlib.import_module(f"{commands.__name__}.{_module}").COMMANDS:
+        cli.add_command(_command)
 
 
 def main() -> None:
