@@ -1,9 +1,19 @@
 """repogen: compile Python inference callables into a static NVIDIA Triton model repository."""
 
 from .build import BuildResult, build_app, build_repository
-from .dsl import DynamicBatcher, ModelConfig, ModelHandle, QueuePolicy, Repository, Tensor, TimeoutAction
+from .dsl import (
+    DynamicBatcher,
+    InstanceGroup,
+    ModelConfig,
+    ModelHandle,
+    QueuePolicy,
+    Repository,
+    Tensor,
+    TimeoutAction,
+    VersionPolicy,
+)
 from .errors import BuildError
-from .runtime import InferenceError, PyTritonUnrecoverableError, Request, batch
+from .runtime import InferenceError, ModelContext, PyTritonUnrecoverableError, Request, batch, factory
 from .version import __version__
 
 __all__ = [
@@ -11,7 +21,9 @@ __all__ = [
     "BuildResult",
     "DynamicBatcher",
     "InferenceError",
+    "InstanceGroup",
     "ModelConfig",
+    "ModelContext",
     "ModelHandle",
     "PyTritonUnrecoverableError",
     "QueuePolicy",
@@ -19,8 +31,10 @@ __all__ = [
     "Request",
     "Tensor",
     "TimeoutAction",
+    "VersionPolicy",
     "__version__",
     "batch",
     "build_app",
     "build_repository",
+    "factory",
 ]

@@ -37,11 +37,46 @@ class DynamicBatcher:
 
 
 @dataclasses.dataclass(frozen=True)
+class InstanceGroup:
+    """Where and how many instances run (Triton's ``instance_group``); each is its own stub process.
+
+    ``kind`` is ``"KIND_CPU"`` or ``"KIND_GPU"`` (``"cpu"``/``"gpu"`` also accepted); ``gpus``
+    lists device ids for GPU groups, and ``count`` instances run on each of them.
+    """
+
+    count: int = 1
+    kind: str = "KIND_CPU"
+    gpus: tuple[int, ...] | list[int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class VersionPolicy:
+    """Which of a model's versions Triton serves; build with ``latest``, ``all`` or ``specific``."""
+
+    kind: str = "latest"
+    versions: tuple[int, ...] = (1,)
+
+    @classmethod
+    def latest(cls, num_versions: int = 1) -> VersionPolicy:
+        return cls("latest", (num_versions,))
+
+    @classmethod
+    def all(cls) -> VersionPolicy:
+        return cls("all", ())
+
+    @classmethod
+    def specific(cls, *versions: int) -> VersionPolicy:
+        return cls("specific", tuple(versions))
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelConfig:
     """How Triton schedules a model (PyTriton's ``ModelConfig`` plus Triton-only extras).
 
     ``batching=False`` (or ``max_batch_size=0``) makes a model that sees each request's tensors
-    exactly as sent, with no batch axis and no dynamic batcher.
+    exactly as sent, with no batch axis and no dynamic batcher. Without ``instance_groups`` a
+    model gets one CPU instance per callable bound; with several versions bound and no
+    ``version_policy``, all of them are served.
     """
 
     batching: bool = True
@@ -50,3 +85,5 @@ class ModelConfig:
     response_cache: bool = False
     decoupled: bool = False
     parameters: dict[str, str] | None = None
+    instance_groups: tuple[InstanceGroup, ...] | list[InstanceGroup] | None = None
+    version_policy: VersionPolicy | None = None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -13,10 +15,13 @@ class Tensor:
     ``shape`` excludes the batch axis when the model batches (``max_batch_size > 0``); ``-1``
     marks a variable dimension. ``dtype`` may be a numpy dtype or scalar type, ``bytes`` /
     ``np.bytes_`` / ``object`` for BYTES, or a string such as ``"float32"``. Unnamed tensors get
-    PyTriton's default names (``INPUT_1``, ``OUTPUT_1``, ...) when bound.
+    PyTriton's default names (``INPUT_1``, ``OUTPUT_1``, ...) when bound. ``labels`` (outputs
+    only; a list of strings or a text file with one label per line) enables Triton's
+    classification extension: clients ask for ``class_count`` and get "score:index:label".
     """
 
     shape: tuple[int, ...]
     dtype: Any
     name: str | None = None
     optional: bool = False
+    labels: Sequence[str] | str | os.PathLike[str] | None = None

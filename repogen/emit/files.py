@@ -10,6 +10,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import cloudpickle
@@ -18,7 +19,7 @@ import numpy as np
 from ..ir.spec import ModelSpec, RepositorySpec, VersionSpec
 from ..version import __version__
 from . import pickling, requirements
-from .model_config import model_config, to_text
+from .model_config import label_file, model_config, to_text
 from .templates import cloudpickle_files, render, runtime_files
 
 MANIFEST = "repogen.manifest.json"
@@ -61,6 +62,9 @@ def emit_repository(spec: RepositorySpec, roots: Sequence[str] = ()) -> dict[str
 
 def emit_model(model: ModelSpec, roots: Sequence[str] = ()) -> dict[str, bytes]:
     files = {f"{model.name}/config.pbtxt": to_text(model_config(model)).encode("utf-8")}
+    for index, output in enumerate(model.outputs):
+        if output.labels:
+            files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
     for version in model.versions:
         files.update(_emit_version(model, version, roots))
     return files
@@ -91,4 +95,17 @@ def _emit_version(model: ModelSpec, version: VersionSpec, roots: Sequence[str]) 
         files[f"{base}/repogen/{path}"] = data
     for path, data in cloudpickle_files():
         files[f"{base}/{path}"] = data
+    for name, source in model.files:
+        files.update(_shipped(f"{base}/files/{name}", source))
     return files
+
+
+def _shipped(destination: str, source: Path) -> dict[str, bytes]:
+    """A shipped file, or every file under a shipped directory, sorted."""
+    if source.is_file():
+        return {destination: source.read_bytes()}
+    return {
+        f"{destination}/{path.relative_to(source).as_posix()}": path.read_bytes()
+        for path in sorted(source.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts
+    }

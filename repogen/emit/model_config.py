@@ -15,8 +15,11 @@ _MAX_BATCH_SIZE = mc.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
 def model_config(spec: ModelSpec) -> mc.ModelConfig:
     config = mc.ModelConfig(name=spec.name, backend="python", max_batch_size=spec.max_batch_size)
     config.input.extend(_input(t) for t in spec.inputs)
-    config.output.extend(_output(t) for t in spec.outputs)
-    config.instance_group.add(kind=mc.ModelInstanceGroup.KIND_CPU, count=spec.instance_count)
+    config.output.extend(_output(t, index) for index, t in enumerate(spec.outputs))
+    for group in spec.instance_groups:
+        config.instance_group.add(
+            name=group.name, kind=mc.ModelInstanceGroup.Kind.Value(group.kind), count=group.count, gpus=group.gpus
+        )
     if isinstance(spec.scheduler, DynamicBatchingSpec):
         _dynamic_batching(config.dynamic_batching, spec.scheduler)
     if spec.response_cache:
@@ -25,8 +28,14 @@ def model_config(spec: ModelSpec) -> mc.ModelConfig:
         config.model_transaction_policy.decoupled = True
     for key, value in spec.parameters:
         config.parameters[key].string_value = value
-    if len(spec.versions) > 1:
-        config.version_policy.specific.versions.extend(v.version for v in spec.versions)
+    if spec.version_policy is not None:
+        kind, numbers = spec.version_policy
+        if kind == "latest":
+            config.version_policy.latest.num_versions = numbers[0]
+        elif kind == "all":
+            config.version_policy.all.SetInParent()
+        else:
+            config.version_policy.specific.versions.extend(numbers)
     return config
 
 
@@ -54,8 +63,18 @@ def _input(tensor: TensorSpec) -> mc.ModelInput:
     )
 
 
-def _output(tensor: TensorSpec) -> mc.ModelOutput:
-    return mc.ModelOutput(name=tensor.name, data_type=mc.DataType.Value(tensor.data_type), dims=list(tensor.dims))
+def label_file(index: int) -> str:
+    """Triton reads ``label_filename`` from the model directory."""
+    return f"labels_{index}.txt"
+
+
+def _output(tensor: TensorSpec, index: int) -> mc.ModelOutput:
+    return mc.ModelOutput(
+        name=tensor.name,
+        data_type=mc.DataType.Value(tensor.data_type),
+        dims=list(tensor.dims),
+        label_filename=label_file(index) if tensor.labels else "",
+    )
 
 
 def _dynamic_batching(message: mc.ModelDynamicBatching, spec: DynamicBatchingSpec) -> None:

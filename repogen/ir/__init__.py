@@ -1,10 +1,19 @@
 """The immutable, validated description of a whole repository (DSL → IR → emit)."""
 
 from .lower import lower
-from .spec import DynamicBatchingSpec, ModelSpec, QueuePolicySpec, RepositorySpec, TensorSpec, VersionSpec
+from .spec import (
+    DynamicBatchingSpec,
+    InstanceGroupSpec,
+    ModelSpec,
+    QueuePolicySpec,
+    RepositorySpec,
+    TensorSpec,
+    VersionSpec,
+)
 
 __all__ = [
     "DynamicBatchingSpec",
+    "InstanceGroupSpec",
     "ModelSpec",
     "QueuePolicySpec",
     "RepositorySpec",

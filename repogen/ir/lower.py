@@ -6,16 +6,27 @@ what was found and how to fix it.
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from ..dsl.config import DynamicBatcher, ModelConfig, QueuePolicy, TimeoutAction
+from ..dsl.config import DynamicBatcher, InstanceGroup, ModelConfig, QueuePolicy, TimeoutAction, VersionPolicy
 from ..dsl.repository import ModelDefinition, Repository
 from ..dsl.tensor import Tensor
 from ..errors import BuildError
 from .dtypes import triton_data_type
-from .spec import DynamicBatchingSpec, ModelSpec, QueuePolicySpec, RepositorySpec, TensorSpec, VersionSpec
+from .spec import (
+    DynamicBatchingSpec,
+    InstanceGroupSpec,
+    ModelSpec,
+    QueuePolicySpec,
+    RepositorySpec,
+    TensorSpec,
+    VersionSpec,
+)
 
 # A model name becomes a directory name; a tensor name travels in URLs and protobuf strings.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
@@ -85,12 +96,14 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         outputs=_lower_tensors(where, "output", first.outputs, allow_optional=False),
         max_batch_size=max_batch_size,
         scheduler=_lower_batcher(where, config.batcher, max_batch_size) if max_batch_size else None,
-        instance_count=counts.pop(),
+        instance_groups=_lower_instance_groups(where, config.instance_groups, counts.pop()),
+        version_policy=_lower_version_policy(where, config.version_policy, versions),
         response_cache=bool(config.response_cache),
-        decoupled=bool(config.decoupled),
+        decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
         strict=bool(first.strict),
         parameters=_lower_parameters(where, config.parameters),
         versions=tuple(sorted(versions, key=lambda v: v.version)),
+        files=_lower_files(where, first.files),
     )
 
 
@@ -140,12 +153,15 @@ def _lower_tensors(
         seen.add(name)
         if tensor.optional and not allow_optional:
             raise BuildError(f"{label}: outputs cannot be optional; only inputs may set optional=True")
+        if tensor.labels is not None and kind != "output":
+            raise BuildError(f"{label}: labels belong to outputs (Triton's classification extension), not inputs")
         specs.append(
             TensorSpec(
                 name=name,
                 data_type=triton_data_type(tensor.dtype, label),
                 dims=_lower_shape(label, tensor.shape),
                 optional=bool(tensor.optional),
+                labels=_lower_labels(label, tensor.labels),
             )
         )
     return tuple(specs)
@@ -236,3 +252,101 @@ def _lower_parameters(where: str, parameters: dict[str, str] | None) -> tuple[tu
             )
         items.append((key, value))
     return tuple(items)
+
+
+_KINDS = {"KIND_CPU": "KIND_CPU", "CPU": "KIND_CPU", "KIND_GPU": "KIND_GPU", "GPU": "KIND_GPU"}
+
+
+def _lower_instance_groups(
+    where: str, groups: Sequence[InstanceGroup] | None, callables: int
+) -> tuple[InstanceGroupSpec, ...]:
+    """Groups get explicit names ``<model>_<i>`` so the runtime can find an instance's callable."""
+    name = where.split("'")[1]
+    if not groups:
+        return (InstanceGroupSpec(name=f"{name}_0", kind="KIND_CPU", count=callables, gpus=()),)
+    specs = []
+    for index, group in enumerate(groups):
+        if not isinstance(group, InstanceGroup):
+            raise BuildError(f"{where}: instance_groups[{index}] must be a repogen.InstanceGroup, found {group!r}")
+        kind = _KINDS.get(str(group.kind).upper())
+        if kind is None:
+            raise BuildError(
+                f"{where}: instance_groups[{index}].kind must be KIND_CPU or KIND_GPU, found {group.kind!r}"
+            )
+        gpus = tuple(group.gpus or ())
+        if isinstance(group.count, bool) or not isinstance(group.count, int) or group.count < 1:
+            raise BuildError(f"{where}: instance_groups[{index}].count must be an integer >= 1, found {group.count!r}")
+        if gpus and kind != "KIND_GPU":
+            raise BuildError(
+                f"{where}: instance_groups[{index}] lists gpus {list(gpus)} but is {kind}; use kind='KIND_GPU'"
+            )
+        if any(not isinstance(g, int) or g < 0 for g in gpus):
+            raise BuildError(f"{where}: instance_groups[{index}].gpus must be device ids >= 0, found {list(gpus)}")
+        specs.append(InstanceGroupSpec(name=f"{name}_{index}", kind=kind, count=group.count, gpus=gpus))
+    total = sum(spec.instances for spec in specs)
+    if callables > 1 and total != callables:
+        raise BuildError(
+            f"{where}: infer_func lists {callables} callables (one per instance) but instance_groups make {total} "
+            "instances; bind one callable, or as many as there are instances"
+        )
+    return tuple(specs)
+
+
+def _lower_version_policy(
+    where: str, policy: VersionPolicy | None, versions: list[VersionSpec]
+) -> tuple[str, tuple[int, ...]] | None:
+    numbers = sorted(v.version for v in versions)
+    if policy is None:
+        return ("all", ()) if len(numbers) > 1 else None
+    if not isinstance(policy, VersionPolicy) or policy.kind not in ("latest", "all", "specific"):
+        raise BuildError(f"{where}: version_policy must be VersionPolicy.latest(n), .all() or .specific(...)")
+    if policy.kind == "latest" and (len(policy.versions) != 1 or policy.versions[0] < 1):
+        raise BuildError(f"{where}: VersionPolicy.latest(n) needs n >= 1, found {policy.versions}")
+    missing = sorted(set(policy.versions) - set(numbers)) if policy.kind == "specific" else []
+    if missing or (policy.kind == "specific" and not policy.versions):
+        raise BuildError(
+            f"{where}: VersionPolicy.specific{tuple(policy.versions)} names versions {missing or '()'} that are not "
+            f"bound; bound versions: {numbers}"
+        )
+    return policy.kind, tuple(policy.versions)
+
+
+def _lower_labels(label: str, labels: Any) -> tuple[str, ...] | None:
+    if labels is None:
+        return None
+    if isinstance(labels, (str, os.PathLike)):
+        path = Path(labels)
+        if not path.is_file():
+            raise BuildError(f"{label}: labels file {path} does not exist; pass a list of labels or an existing file")
+        labels = path.read_text(encoding="utf-8").splitlines()
+    items = tuple(labels)
+    if not items or not all(isinstance(item, str) and "\n" not in item for item in items):
+        raise BuildError(f"{label}: labels must be a non-empty list of single-line strings, found {labels!r}")
+    return items
+
+
+def _lower_files(where: str, files: Sequence[Path]) -> tuple[tuple[str, Path], ...]:
+    shipped: dict[str, Path] = {}
+    for path in files:
+        if not path.exists():
+            raise BuildError(f"{where}: file to ship {path} does not exist; paths are relative to the declaring module")
+        if path.name in shipped:
+            raise BuildError(
+                f"{where}: two files to ship are named '{path.name}' ({shipped[path.name]} and {path}); "
+                "rename one, or ship their common directory"
+            )
+        shipped[path.name] = path
+    return tuple(sorted(shipped.items()))
+
+
+def _streams(target: Any) -> bool:
+    """A generator callable (possibly decorated, or a class's ``__call__``) is a decoupled model."""
+    seen = 0
+    while target is not None and seen < 32:
+        if inspect.isclass(target):
+            target = getattr(target, "__call__", None)  # noqa: B004 - the class's method, not callable()
+        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+            return True
+        target = getattr(target, "__wrapped__", None)
+        seen += 1
+    return False

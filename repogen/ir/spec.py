@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 
@@ -12,6 +13,7 @@ class TensorSpec:
     data_type: str  # Triton's enum name, e.g. "TYPE_FP32"
     dims: tuple[int, ...]
     optional: bool = False
+    labels: tuple[str, ...] | None = None  # classification labels of an output
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,6 +36,18 @@ class DynamicBatchingSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class InstanceGroupSpec:
+    name: str
+    kind: str  # "KIND_CPU" or "KIND_GPU"
+    count: int
+    gpus: tuple[int, ...]
+
+    @property
+    def instances(self) -> int:
+        return self.count * max(1, len(self.gpus))
+
+
+@dataclasses.dataclass(frozen=True)
 class VersionSpec:
     version: int
     infer_funcs: tuple[Any, ...]  # one callable per model instance
@@ -47,12 +61,14 @@ class ModelSpec:
     max_batch_size: int
     # One field for Triton's `scheduling_choice` oneof, so two schedulers cannot be set at once.
     scheduler: DynamicBatchingSpec | None
-    instance_count: int
+    instance_groups: tuple[InstanceGroupSpec, ...]
+    version_policy: tuple[str, tuple[int, ...]] | None  # ("latest" | "all" | "specific", numbers)
     response_cache: bool
     decoupled: bool
     strict: bool
     parameters: tuple[tuple[str, str], ...]
     versions: tuple[VersionSpec, ...]
+    files: tuple[tuple[str, Path], ...] = ()  # (name under <version>/files/, source path)
 
 
 @dataclasses.dataclass(frozen=True)

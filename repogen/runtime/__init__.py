@@ -6,6 +6,7 @@ imports only the standard library and numpy, and only relative to itself.
 
 from .decorators import batch
 from .errors import InferenceError, PyTritonUnrecoverableError
+from .instance import ModelContext, factory
 from .request import Request
 
-__all__ = ["InferenceError", "PyTritonUnrecoverableError", "Request", "batch"]
+__all__ = ["InferenceError", "ModelContext", "PyTritonUnrecoverableError", "Request", "batch", "factory"]

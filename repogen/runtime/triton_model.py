@@ -19,14 +19,28 @@ import triton_python_backend_utils as pb_utils
 
 from .conversion import AS_NUMPY_TYPES, OutputPlan
 from .errors import InferenceError
+from .instance import ModelContext, instantiate
 from .payload import load_payload
 from .request import Request
 
 
-def _instance_index(instance_name: str) -> int:
-    """Triton names instances ``<group>_<k>``; ``k`` picks the callable of ``infer_func=[...]``."""
-    tail = instance_name.rsplit("_", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
+def _instance_index(args: dict[str, str], config: dict[str, Any]) -> int:
+    """The position of this instance among all of the model's instances.
+
+    Triton names an instance ``<group name>_<k>`` (``k`` < the group's count) and gives each GPU
+    of a group the same name, so the GPU's place in ``gpus`` completes the index. It picks the
+    callable of ``infer_func=[...]``.
+    """
+    group_name, _, tail = args["model_instance_name"].rpartition("_")
+    k = int(tail) if tail.isdigit() else 0
+    offset = 0
+    for group in config.get("instance_group", []):
+        gpus = [int(g) for g in group.get("gpus", [])]
+        if group.get("name") == group_name:
+            device = int(args.get("model_instance_device_id", 0) or 0)
+            return offset + k * max(1, len(gpus)) + (gpus.index(device) if device in gpus else 0)
+        offset += int(group.get("count", 1)) * max(1, len(gpus))
+    return k
 
 
 def _error_message(exc: BaseException) -> str:
@@ -40,9 +54,21 @@ class TritonPythonModel:
         self._model = args["model_name"]
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         meta, payload = load_payload(version_dir, self._model)
-        funcs = payload["infer_funcs"]
-        self._infer = funcs[_instance_index(args["model_instance_name"]) % len(funcs)]
         config = json.loads(args["model_config"])
+        funcs = payload["infer_funcs"]
+        index = _instance_index(args, config)
+        context = ModelContext(
+            model_name=self._model,
+            model_version=int(args["model_version"]),
+            instance_name=args["model_instance_name"],
+            instance_index=index,
+            instance_kind=args.get("model_instance_kind", "CPU"),
+            device_id=int(args.get("model_instance_device_id", 0) or 0),
+            model_dir=version_dir,
+            files_dir=os.path.join(version_dir, "files"),
+        )
+        self._infer = instantiate(funcs[index % len(funcs)], context)
+        self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
         strict = bool(meta.get("strict", False))
         self._as_numpy = frozenset(t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES)
@@ -54,7 +80,10 @@ class TritonPythonModel:
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def execute(self, requests: list[Any]) -> list[Any]:
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        if self._decoupled:
+            self._execute_decoupled(requests)
+            return None
         try:
             batch = [self._request(r) for r in requests]
             results = self._infer(batch)
@@ -68,7 +97,44 @@ class TritonPythonModel:
             return [error] * len(requests)
         return [self._response(result) for result in results]
 
+    def _execute_decoupled(self, requests: list[Any]) -> None:
+        """Each step of a generator is one response per request; FINAL closes every stream."""
+        senders = [request.get_response_sender() for request in requests]
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        try:
+            results = self._infer([self._request(r) for r in requests])
+            if inspect.isawaitable(results):
+                results = self._run(results)
+            steps = [results] if isinstance(results, (list, tuple)) else self._steps(results)
+            for step in steps:
+                if not isinstance(step, (list, tuple)) or len(step) != len(requests):
+                    raise InferenceError(self._shape_of_results_message(step, len(requests)))
+                for sender, result in zip(senders, step, strict=True):
+                    sender.send(self._response(result))
+        except Exception as exc:
+            self._log_failure(exc)
+            error = pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
+            for sender in senders:
+                sender.send(error, flags=final)
+            return None
+        for sender in senders:
+            sender.send(flags=final)
+        return None
+
+    def _steps(self, results: Any) -> Any:
+        """Iterate a generator, or an async generator on this instance's event loop."""
+        if inspect.isasyncgen(results):
+            while True:
+                try:
+                    yield self._run(results.__anext__())
+                except StopAsyncIteration:
+                    return
+        yield from results
+
     def finalize(self) -> None:
+        close = getattr(self._infer, "finalize", None) or getattr(self._infer, "close", None)
+        if callable(close) and not inspect.isclass(self._infer):
+            close()
         if self._loop is not None:
             self._loop.close()
 

@@ -35,6 +35,7 @@ def infer(
     *,
     parameters: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
+    model_version: str = "",
 ) -> dict[str, np.ndarray]:
     """Send one request; raise ``InferenceServerException`` on an error response."""
     module: Any = httpclient if protocol == "http" else grpcclient
@@ -46,7 +47,9 @@ def infer(
             tensor.set_data_from_numpy(array)
             tensors.append(tensor)
         requested = [module.InferRequestedOutput(name) for name in outputs] if outputs else None
-        result = client.infer(model, tensors, outputs=requested, parameters=parameters, headers=headers)
+        result = client.infer(
+            model, tensors, model_version=model_version, outputs=requested, parameters=parameters, headers=headers
+        )
         names = outputs or [o["name"] for o in _output_list(result, protocol)]
         return {name: result.as_numpy(name) for name in names}
     finally:

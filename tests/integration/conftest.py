@@ -37,9 +37,9 @@ def serve(triton_install: TritonInstallation, tmp_path_factory: pytest.TempPathF
     """Module-scoped: ``serve(repo_dir)`` starts one ready server, stopped after the module."""
     servers: list[TritonServer] = []
 
-    def start(repository: Path) -> TritonServer:
+    def start(repository: Path, **kwargs: object) -> TritonServer:
         log = tmp_path_factory.mktemp("server") / "tritonserver.log"
-        server = triton_install.server(repository, log_path=log)
+        server = triton_install.server(repository, log_path=log, **kwargs)
         servers.append(server)
         server.start()
         server.wait_ready(120)
