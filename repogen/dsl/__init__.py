@@ -1,6 +1,16 @@
 """What users write: PyTriton-compatible declarations of tensors, configs and models."""
 
-from .config import DynamicBatcher, InstanceGroup, ModelConfig, QueuePolicy, TimeoutAction, VersionPolicy
+from .config import (
+    DynamicBatcher,
+    InstanceGroup,
+    ModelConfig,
+    QueuePolicy,
+    RateLimiter,
+    SequenceBatcher,
+    TimeoutAction,
+    VersionPolicy,
+    Warmup,
+)
 from .repository import ModelHandle, Repository
 from .tensor import Tensor
 
@@ -10,8 +20,11 @@ __all__ = [
     "ModelConfig",
     "ModelHandle",
     "QueuePolicy",
+    "RateLimiter",
     "Repository",
+    "SequenceBatcher",
     "Tensor",
     "TimeoutAction",
     "VersionPolicy",
+    "Warmup",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from typing import Any
 
 
 class TimeoutAction(enum.Enum):
@@ -37,6 +38,52 @@ class DynamicBatcher:
 
 
 @dataclasses.dataclass(frozen=True)
+class SequenceBatcher:
+    """Triton's sequence batcher, for stateful models: requests of one sequence reach one instance.
+
+    The named control inputs (``None`` leaves one out) reach the callable as extra inputs:
+    ``start``/``end``/``ready`` as int32 0/1 flags, ``correlation_id`` as uint64 (or BYTES with
+    ``correlation_id_dtype=bytes``). ``strategy`` is ``"direct"`` (a batch slot per sequence) or
+    ``"oldest"``.
+    """
+
+    max_sequence_idle_microseconds: int = 1_000_000
+    start: str | None = "START"
+    end: str | None = "END"
+    ready: str | None = "READY"
+    correlation_id: str | None = "CORRID"
+    correlation_id_dtype: Any = "uint64"
+    strategy: str = "direct"
+    max_queue_delay_microseconds: int = 0
+    max_candidate_sequences: int = 1
+    preferred_batch_size: tuple[int, ...] | list[int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RateLimiter:
+    """Resources an instance must hold to execute (Triton's rate limiter, ``--rate-limit=execution_count``)."""
+
+    resources: dict[str, int] | None = None
+    global_resources: dict[str, int] | None = None
+    priority: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Warmup:
+    """Requests Triton sends before the model is READY, so first clients do not pay for lazy set-up.
+
+    Every input gets ``data`` (``"zero"`` or ``"random"``) of its declared shape; ``shapes``
+    gives the shape of inputs declared with -1.
+    """
+
+    name: str = "warmup"
+    batch_size: int = 1
+    count: int = 1
+    data: str = "zero"
+    shapes: dict[str, tuple[int, ...]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class InstanceGroup:
     """Where and how many instances run (Triton's ``instance_group``); each is its own stub process.
 
@@ -47,6 +94,7 @@ class InstanceGroup:
     count: int = 1
     kind: str = "KIND_CPU"
     gpus: tuple[int, ...] | list[int] | None = None
+    rate_limiter: RateLimiter | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,9 +129,10 @@ class ModelConfig:
 
     batching: bool = True
     max_batch_size: int = 4
-    batcher: DynamicBatcher | None = dataclasses.field(default_factory=DynamicBatcher)
+    batcher: DynamicBatcher | SequenceBatcher | None = dataclasses.field(default_factory=DynamicBatcher)
     response_cache: bool = False
     decoupled: bool = False
     parameters: dict[str, str] | None = None
     instance_groups: tuple[InstanceGroup, ...] | list[InstanceGroup] | None = None
     version_policy: VersionPolicy | None = None
+    warmup: tuple[Warmup, ...] | list[Warmup] | None = None

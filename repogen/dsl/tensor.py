@@ -18,6 +18,8 @@ class Tensor:
     PyTriton's default names (``INPUT_1``, ``OUTPUT_1``, ...) when bound. ``labels`` (outputs
     only; a list of strings or a text file with one label per line) enables Triton's
     classification extension: clients ask for ``class_count`` and get "score:index:label".
+    ``reshape`` is the shape the model sees (Triton's ``reshape``), e.g. ``shape=(1,)`` with
+    ``reshape=()`` for a scalar per sample.
     """
 
     shape: tuple[int, ...]
@@ -25,3 +27,4 @@ class Tensor:
     name: str | None = None
     optional: bool = False
     labels: Sequence[str] | str | os.PathLike[str] | None = None
+    reshape: tuple[int, ...] | None = None

@@ -6,7 +6,14 @@ import io
 
 from google.protobuf import text_format
 
-from ..ir.spec import DynamicBatchingSpec, ModelSpec, QueuePolicySpec, TensorSpec
+from ..ir.spec import (
+    DynamicBatchingSpec,
+    ModelSpec,
+    QueuePolicySpec,
+    SequenceBatchingSpec,
+    TensorSpec,
+    WarmupSpec,
+)
 from ..proto import model_config_pb2 as mc
 
 _MAX_BATCH_SIZE = mc.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
@@ -17,11 +24,19 @@ def model_config(spec: ModelSpec) -> mc.ModelConfig:
     config.input.extend(_input(t) for t in spec.inputs)
     config.output.extend(_output(t, index) for index, t in enumerate(spec.outputs))
     for group in spec.instance_groups:
-        config.instance_group.add(
+        message = config.instance_group.add(
             name=group.name, kind=mc.ModelInstanceGroup.Kind.Value(group.kind), count=group.count, gpus=group.gpus
         )
+        if group.rate_limiter is not None:
+            message.rate_limiter.priority = group.rate_limiter.priority
+            for name, is_global, count in group.rate_limiter.resources:
+                message.rate_limiter.resources.add(name=name, count=count, **{"global": is_global})
     if isinstance(spec.scheduler, DynamicBatchingSpec):
         _dynamic_batching(config.dynamic_batching, spec.scheduler)
+    elif isinstance(spec.scheduler, SequenceBatchingSpec):
+        _sequence_batching(config.sequence_batching, spec.scheduler)
+    for warmup in spec.warmup:
+        _warmup(config.model_warmup.add(), warmup)
     if spec.response_cache:
         config.response_cache.enable = True
     if spec.decoupled:
@@ -55,12 +70,16 @@ def to_text(config: mc.ModelConfig) -> str:
 
 
 def _input(tensor: TensorSpec) -> mc.ModelInput:
-    return mc.ModelInput(
+    message = mc.ModelInput(
         name=tensor.name,
         data_type=mc.DataType.Value(tensor.data_type),
         dims=list(tensor.dims),
         optional=tensor.optional,
     )
+    if tensor.reshape is not None:
+        message.reshape.SetInParent()  # an empty reshape (a scalar) is meaningful
+        message.reshape.shape.extend(tensor.reshape)
+    return message
 
 
 def label_file(index: int) -> str:
@@ -69,12 +88,16 @@ def label_file(index: int) -> str:
 
 
 def _output(tensor: TensorSpec, index: int) -> mc.ModelOutput:
-    return mc.ModelOutput(
+    message = mc.ModelOutput(
         name=tensor.name,
         data_type=mc.DataType.Value(tensor.data_type),
         dims=list(tensor.dims),
         label_filename=label_file(index) if tensor.labels else "",
     )
+    if tensor.reshape is not None:
+        message.reshape.SetInParent()
+        message.reshape.shape.extend(tensor.reshape)
+    return message
 
 
 def _dynamic_batching(message: mc.ModelDynamicBatching, spec: DynamicBatchingSpec) -> None:
@@ -97,3 +120,40 @@ def _queue_policy(spec: QueuePolicySpec) -> mc.ModelQueuePolicy:
         allow_timeout_override=spec.allow_timeout_override,
         max_queue_size=spec.max_queue_size,
     )
+
+
+_FLAG_KINDS = ("CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_END", "CONTROL_SEQUENCE_READY")
+
+
+def _sequence_batching(message: mc.ModelSequenceBatching, spec: SequenceBatchingSpec) -> None:
+    message.SetInParent()
+    message.max_sequence_idle_microseconds = spec.max_sequence_idle_microseconds
+    for control in spec.controls:
+        entry = message.control_input.add(name=control.name).control.add(
+            kind=mc.ModelSequenceBatching.Control.Kind.Value(control.kind)
+        )
+        if control.kind in _FLAG_KINDS:
+            entry.int32_false_true.extend([0, 1])
+        else:
+            entry.data_type = mc.DataType.Value(control.data_type)
+    if spec.strategy == "oldest":
+        message.oldest.max_candidate_sequences = spec.max_candidate_sequences
+        message.oldest.preferred_batch_size.extend(spec.preferred_batch_size)
+        message.oldest.max_queue_delay_microseconds = spec.max_queue_delay_microseconds
+    else:
+        message.direct.SetInParent()
+        message.direct.max_queue_delay_microseconds = spec.max_queue_delay_microseconds
+
+
+def _warmup(message: mc.ModelWarmup, spec: WarmupSpec) -> None:
+    message.name = spec.name
+    message.batch_size = spec.batch_size
+    message.count = spec.count
+    for name, data_type, dims in spec.inputs:
+        entry = message.inputs[name]
+        entry.data_type = mc.DataType.Value(data_type)
+        entry.dims.extend(dims)
+        if spec.random:
+            entry.random_data = True
+        else:
+            entry.zero_data = True

@@ -6,9 +6,13 @@ from .spec import (
     InstanceGroupSpec,
     ModelSpec,
     QueuePolicySpec,
+    RateLimiterSpec,
     RepositorySpec,
+    SequenceBatchingSpec,
+    SequenceControlSpec,
     TensorSpec,
     VersionSpec,
+    WarmupSpec,
 )
 
 __all__ = [
@@ -16,8 +20,12 @@ __all__ = [
     "InstanceGroupSpec",
     "ModelSpec",
     "QueuePolicySpec",
+    "RateLimiterSpec",
     "RepositorySpec",
+    "SequenceBatchingSpec",
+    "SequenceControlSpec",
     "TensorSpec",
     "VersionSpec",
+    "WarmupSpec",
     "lower",
 ]

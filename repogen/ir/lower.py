@@ -13,17 +13,27 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..dsl.config import DynamicBatcher, InstanceGroup, ModelConfig, QueuePolicy, TimeoutAction, VersionPolicy
+from ..dsl.config import (
+    DynamicBatcher,
+    InstanceGroup,
+    ModelConfig,
+    QueuePolicy,
+    SequenceBatcher,
+    TimeoutAction,
+    VersionPolicy,
+)
 from ..dsl.repository import ModelDefinition, Repository
 from ..dsl.tensor import Tensor
 from ..errors import BuildError
 from .dtypes import triton_data_type
+from .lower_extras import lower_rate_limiter, lower_sequence_batcher, lower_warmup
 from .spec import (
     DynamicBatchingSpec,
     InstanceGroupSpec,
     ModelSpec,
     QueuePolicySpec,
     RepositorySpec,
+    SequenceBatchingSpec,
     TensorSpec,
     VersionSpec,
 )
@@ -90,12 +100,13 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     if not isinstance(config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     max_batch_size = _max_batch_size(where, config)
+    inputs = _lower_tensors(where, "input", first.inputs)
     return ModelSpec(
         name=name,
-        inputs=_lower_tensors(where, "input", first.inputs),
+        inputs=inputs,
         outputs=_lower_tensors(where, "output", first.outputs, allow_optional=False),
         max_batch_size=max_batch_size,
-        scheduler=_lower_batcher(where, config.batcher, max_batch_size) if max_batch_size else None,
+        scheduler=_lower_scheduler(where, config.batcher, max_batch_size, inputs),
         instance_groups=_lower_instance_groups(where, config.instance_groups, counts.pop()),
         version_policy=_lower_version_policy(where, config.version_policy, versions),
         response_cache=bool(config.response_cache),
@@ -104,6 +115,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         parameters=_lower_parameters(where, config.parameters),
         versions=tuple(sorted(versions, key=lambda v: v.version)),
         files=_lower_files(where, first.files),
+        warmup=lower_warmup(where, config.warmup, inputs, max_batch_size),
     )
 
 
@@ -162,6 +174,7 @@ def _lower_tensors(
                 dims=_lower_shape(label, tensor.shape),
                 optional=bool(tensor.optional),
                 labels=_lower_labels(label, tensor.labels),
+                reshape=_lower_reshape(label, tensor.reshape),
             )
         )
     return tuple(specs)
@@ -183,11 +196,22 @@ def _lower_shape(label: str, shape: Any) -> tuple[int, ...]:
     return dims
 
 
+def _lower_scheduler(
+    where: str, batcher: Any, max_batch_size: int, inputs: Sequence[TensorSpec]
+) -> DynamicBatchingSpec | SequenceBatchingSpec | None:
+    """One scheduler at most: Triton's ``scheduling_choice`` oneof would silently drop the other."""
+    if isinstance(batcher, SequenceBatcher):
+        return lower_sequence_batcher(where, batcher, max_batch_size, inputs)
+    return _lower_batcher(where, batcher, max_batch_size) if max_batch_size else None
+
+
 def _lower_batcher(where: str, batcher: DynamicBatcher | None, max_batch_size: int) -> DynamicBatchingSpec | None:
     if batcher is None:
         return None
     if not isinstance(batcher, DynamicBatcher):
-        raise BuildError(f"{where}: batcher must be a repogen.DynamicBatcher, found {type(batcher).__name__}")
+        raise BuildError(
+            f"{where}: batcher must be a repogen.DynamicBatcher or SequenceBatcher, found {type(batcher).__name__}"
+        )
     preferred = tuple(batcher.preferred_batch_size or ())
     bad = [p for p in preferred if not isinstance(p, int) or not 1 <= p <= max_batch_size]
     if bad:
@@ -282,7 +306,15 @@ def _lower_instance_groups(
             )
         if any(not isinstance(g, int) or g < 0 for g in gpus):
             raise BuildError(f"{where}: instance_groups[{index}].gpus must be device ids >= 0, found {list(gpus)}")
-        specs.append(InstanceGroupSpec(name=f"{name}_{index}", kind=kind, count=group.count, gpus=gpus))
+        specs.append(
+            InstanceGroupSpec(
+                name=f"{name}_{index}",
+                kind=kind,
+                count=group.count,
+                gpus=gpus,
+                rate_limiter=lower_rate_limiter(where, group.rate_limiter),
+            )
+        )
     total = sum(spec.instances for spec in specs)
     if callables > 1 and total != callables:
         raise BuildError(
@@ -350,3 +382,15 @@ def _streams(target: Any) -> bool:
         target = getattr(target, "__wrapped__", None)
         seen += 1
     return False
+
+
+def _lower_reshape(label: str, reshape: Any) -> tuple[int, ...] | None:
+    if reshape is None:
+        return None
+    try:
+        dims = tuple(int(d) for d in reshape)
+    except TypeError:
+        dims = (0,)
+    if any(d == 0 or d < -1 for d in dims):
+        raise BuildError(f"{label}: reshape must be a tuple of positive ints or -1 (may be empty), found {reshape!r}")
+    return dims

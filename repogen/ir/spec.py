@@ -14,6 +14,7 @@ class TensorSpec:
     dims: tuple[int, ...]
     optional: bool = False
     labels: tuple[str, ...] | None = None  # classification labels of an output
+    reshape: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,11 +37,44 @@ class DynamicBatchingSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class SequenceControlSpec:
+    name: str  # the input tensor carrying the control
+    kind: str  # Triton's Control.Kind name, e.g. "CONTROL_SEQUENCE_START"
+    data_type: str = ""  # CORRID only
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceBatchingSpec:
+    max_sequence_idle_microseconds: int
+    controls: tuple[SequenceControlSpec, ...]
+    strategy: str  # "direct" or "oldest"
+    max_queue_delay_microseconds: int
+    max_candidate_sequences: int
+    preferred_batch_size: tuple[int, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RateLimiterSpec:
+    resources: tuple[tuple[str, bool, int], ...]  # (name, global, count), sorted
+    priority: int
+
+
+@dataclasses.dataclass(frozen=True)
+class WarmupSpec:
+    name: str
+    batch_size: int
+    count: int
+    random: bool
+    inputs: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, data type, dims)
+
+
+@dataclasses.dataclass(frozen=True)
 class InstanceGroupSpec:
     name: str
     kind: str  # "KIND_CPU" or "KIND_GPU"
     count: int
     gpus: tuple[int, ...]
+    rate_limiter: RateLimiterSpec | None = None
 
     @property
     def instances(self) -> int:
@@ -60,7 +94,7 @@ class ModelSpec:
     outputs: tuple[TensorSpec, ...]
     max_batch_size: int
     # One field for Triton's `scheduling_choice` oneof, so two schedulers cannot be set at once.
-    scheduler: DynamicBatchingSpec | None
+    scheduler: DynamicBatchingSpec | SequenceBatchingSpec | None
     instance_groups: tuple[InstanceGroupSpec, ...]
     version_policy: tuple[str, tuple[int, ...]] | None  # ("latest" | "all" | "specific", numbers)
     response_cache: bool
@@ -69,6 +103,7 @@ class ModelSpec:
     parameters: tuple[tuple[str, str], ...]
     versions: tuple[VersionSpec, ...]
     files: tuple[tuple[str, Path], ...] = ()  # (name under <version>/files/, source path)
+    warmup: tuple[WarmupSpec, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,14 +16,19 @@ from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 
 pytestmark = pytest.mark.integration
 
-HEADER_ARGS = ("--http-header-forward-pattern=x-repogen-.*", "--grpc-header-forward-pattern=x-repogen-.*")
+SERVER_ARGS = (
+    "--http-header-forward-pattern=x-repogen-.*",
+    "--grpc-header-forward-pattern=x-repogen-.*",
+    "--cache-config=local,size=1048576",
+    "--rate-limit=execution_count",
+)
 
 
 @pytest.fixture(scope="module")
 def server(serve, cli_build, tmp_path_factory):
     repo = tmp_path_factory.mktemp("parity") / "repo"
     cli_build("tests/apps/parity/app.py:models", repo)
-    return serve(repo, extra_args=HEADER_ARGS)
+    return serve(repo, extra_args=SERVER_ARGS)
 
 
 def _stub_models(server) -> list[str]:
@@ -131,3 +136,43 @@ def test_version_policies(server, protocol):
     assert infer(protocol, server, "LatestOnly", x)["version"][0] == 2
     with pytest.raises(InferenceServerException):
         infer(protocol, server, "LatestOnly", x, model_version="1")
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sequence_batching_keeps_state_per_correlation_id(server, protocol):
+    module = httpclient if protocol == "http" else grpcclient
+    client = module.InferenceServerClient(server.http_url if protocol == "http" else server.grpc_url)
+
+    def send(sequence: int, value: float, start: bool = False, end: bool = False) -> float:
+        tensor = module.InferInput("x", [1, 1], "FP32")
+        tensor.set_data_from_numpy(np.array([[value]], dtype=np.float32))
+        result = client.infer("Accumulator", [tensor], sequence_id=sequence, sequence_start=start, sequence_end=end)
+        return float(result.as_numpy("total")[0, 0])
+
+    base = 1000 if protocol == "http" else 2000
+    assert send(base + 1, 1.0, start=True) == 1.0
+    assert send(base + 2, 10.0, start=True) == 10.0
+    assert send(base + 1, 2.0) == 3.0
+    assert send(base + 2, 20.0) == 30.0
+    assert send(base + 1, 3.0, end=True) == 6.0
+    assert send(base + 2, 30.0, end=True) == 60.0
+    assert send(base + 1, 5.0, start=True, end=True) == 5.0  # a new sequence starts from zero
+    client.close()
+
+
+def test_warmup_runs_before_ready(server):
+    out = infer("grpc", server, "Warmed", {"x": np.zeros((1, 2), dtype=np.float32)})
+    assert out["calls"][0, 0] == 4  # three warmup requests, then ours
+
+
+def test_response_cache_answers_repeated_requests(server):
+    x = {"x": np.array([42.0], dtype=np.float32)}
+    first = infer("http", server, "Cached", x)["calls"][0]
+    assert infer("grpc", server, "Cached", x)["calls"][0] == first  # served from the cache
+    assert infer("http", server, "Cached", {"x": np.array([7.0], dtype=np.float32)})["calls"][0] == first + 1
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_reshape_to_scalar_and_rate_limited_instance(server, protocol):
+    out = infer(protocol, server, "Scalar", {"x": np.ones((3, 1), dtype=np.float32)})
+    assert out["ndim"].tolist() == [[1], [1], [1]]  # each sample arrives as a scalar: a batch of shape (3,)

@@ -8,7 +8,18 @@ import time
 
 import numpy as np
 
-from repogen import ModelConfig, ModelContext, Repository, Tensor, VersionPolicy, batch
+from repogen import (
+    InstanceGroup,
+    ModelConfig,
+    ModelContext,
+    RateLimiter,
+    Repository,
+    SequenceBatcher,
+    Tensor,
+    VersionPolicy,
+    Warmup,
+    batch,
+)
 
 models = Repository()
 
@@ -86,7 +97,9 @@ def countdown(requests):
     config=ModelConfig(batching=False),
 )
 def echo(requests):
-    return [{"parameters": np.array([json.dumps(r.parameters, sort_keys=True).encode()], dtype=object)} for r in requests]
+    return [
+        {"parameters": np.array([json.dumps(r.parameters, sort_keys=True).encode()], dtype=object)} for r in requests
+    ]
 
 
 def _versioned(version):
@@ -106,3 +119,73 @@ for _name, _policy in (("AllVersions", None), ("LatestOnly", VersionPolicy.lates
             model_version=_version,
             config=ModelConfig(batching=False, version_policy=_policy),
         )
+
+
+class Accumulator:
+    """Per-sequence running sums: state lives in the instance, keyed by correlation id."""
+
+    def __init__(self):
+        self.sums = {}
+
+    def __call__(self, requests):
+        results = []
+        for request in requests:
+            if not request["READY"].ravel()[0]:  # an empty batch slot the direct strategy fills
+                results.append({"total": np.zeros((1, 1), dtype=np.float32)})
+                continue
+            sequence = int(request["CORRID"].ravel()[0])
+            if request["START"].ravel()[0]:
+                self.sums[sequence] = 0.0
+            self.sums[sequence] += float(request["x"].ravel()[0])
+            results.append({"total": np.array([[self.sums[sequence]]], dtype=np.float32)})
+            if request["END"].ravel()[0]:
+                del self.sums[sequence]
+        return results
+
+
+models.bind(
+    "Accumulator",
+    infer_func=Accumulator,
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(1,))],
+    outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))],
+    config=ModelConfig(max_batch_size=2, batcher=SequenceBatcher(max_sequence_idle_microseconds=5_000_000)),
+)
+
+_calls = []
+
+
+@models.model(
+    "Warmed",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+    outputs=[Tensor(name="calls", dtype=np.int64, shape=(1,))],
+    config=ModelConfig(max_batch_size=4, warmup=[Warmup(name="zeros", batch_size=2, count=3, shapes={"x": (5,)})]),
+)
+@batch
+def warmed(x):
+    _calls.append(x.shape)  # warmup requests run in this process before the model is READY
+    return {"calls": np.full((len(x), 1), len(_calls), dtype=np.int64)}
+
+
+@models.model(
+    "Cached",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(1,))],
+    outputs=[Tensor(name="calls", dtype=np.int64, shape=(1,))],
+    config=ModelConfig(batching=False, response_cache=True),
+)
+def cached(requests):
+    _calls.append(len(requests))
+    return [{"calls": np.array([len(_calls)], dtype=np.int64)} for _ in requests]
+
+
+@models.model(
+    "Scalar",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(1,), reshape=())],
+    outputs=[Tensor(name="ndim", dtype=np.int32, shape=(1,))],
+    config=ModelConfig(
+        max_batch_size=4,
+        instance_groups=[InstanceGroup(count=1, rate_limiter=RateLimiter(resources={"R": 1}, priority=1))],
+    ),
+)
+@batch
+def scalar(x):
+    return {"ndim": np.full((len(x), 1), x.ndim, dtype=np.int32)}
