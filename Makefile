@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export REPOGEN_CACHE_DIR ?= $(CURDIR)/.cache
 
-.PHONY: install lint format test unit integration demo proto clean
+.PHONY: install lint format test unit integration demo proto golden clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ demo: install
 
 proto: install
 	$(PY) -m repogen.proto.generate
+
+# Regenerate the golden repositories that tests/unit/test_golden.py compares builds against.
+golden: install
+	rm -rf tests/golden/quickstart
+	$(PY) -m repogen build examples/quickstart/app.py:models -o tests/golden/quickstart
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import errno
 import json
 import os
@@ -50,10 +51,17 @@ def _unlisted_files(output: Path) -> list[str]:
     return sorted(p for p in found if p not in listed and "__pycache__" not in p)[:10]
 
 
+def _lock_path(output: Path) -> Path:
+    """Locks live in the temp directory, keyed by the output's path, so the user's tree stays clean."""
+    locks = Path(tempfile.gettempdir()) / "repogen-locks"
+    locks.mkdir(exist_ok=True)
+    return locks / (hashlib.sha256(str(output).encode()).hexdigest()[:32] + ".lock")
+
+
 def write_repository(files: dict[str, bytes], output: Path, force: bool = False) -> None:
     output = output.resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(output.parent / f".{output.name}.repogen.lock")):
+    with FileLock(str(_lock_path(output))):
         if output.exists():
             if not output.is_dir():
                 raise BuildError(f"output {output} exists and is not a directory; choose another -o path")

@@ -1,39 +1,14 @@
-"""What a class model learns about the instance it is constructed for, inside the server."""
+"""Constructing class models and factories inside the server, once per model instance."""
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
-import os
 from typing import Any
 
+from .context import TritonContext
 
-@dataclasses.dataclass(frozen=True)
-class ModelContext:
-    """Passed to a bound class's constructor (or factory), once per model instance.
-
-    Weights load here, at server start, instead of being pickled with the model.
-    """
-
-    model_name: str
-    model_version: int
-    instance_name: str
-    instance_index: int
-    instance_kind: str  # "CPU" or "GPU", as Triton reports it
-    device_id: int
-    model_dir: str  # the version directory: model.py, model.pkl, files/
-    files_dir: str
-
-    def path(self, name: str) -> str:
-        """Absolute path of a file shipped with ``files=[...]`` at build time."""
-        path = os.path.join(self.files_dir, name)
-        if not os.path.exists(path):
-            shipped = sorted(os.listdir(self.files_dir)) if os.path.isdir(self.files_dir) else []
-            raise FileNotFoundError(
-                f"model '{self.model_name}' has no shipped file '{name}'; shipped: {shipped}. "
-                "List it in files=[...] when binding the model"
-            )
-        return path
+# The context a class model's constructor receives is the one ``@triton_context`` injects.
+ModelContext = TritonContext
 
 
 class factory:  # noqa: N801 - used as a decorator

@@ -11,36 +11,21 @@ import asyncio
 import inspect
 import json
 import os
+import threading
 import traceback
 from typing import Any
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
+from .context import TritonContext, bind_context
 from .conversion import AS_NUMPY_TYPES, OutputPlan
-from .errors import InferenceError
-from .instance import ModelContext, instantiate
+from .errors import InferenceError, PyTritonUnrecoverableError
+from .instance import instantiate
 from .payload import load_payload
 from .request import Request
 
-
-def _instance_index(args: dict[str, str], config: dict[str, Any]) -> int:
-    """The position of this instance among all of the model's instances.
-
-    Triton names an instance ``<group name>_<k>`` (``k`` < the group's count) and gives each GPU
-    of a group the same name, so the GPU's place in ``gpus`` completes the index. It picks the
-    callable of ``infer_func=[...]``.
-    """
-    group_name, _, tail = args["model_instance_name"].rpartition("_")
-    k = int(tail) if tail.isdigit() else 0
-    offset = 0
-    for group in config.get("instance_group", []):
-        gpus = [int(g) for g in group.get("gpus", [])]
-        if group.get("name") == group_name:
-            device = int(args.get("model_instance_device_id", 0) or 0)
-            return offset + k * max(1, len(gpus)) + (gpus.index(device) if device in gpus else 0)
-        offset += int(group.get("count", 1)) * max(1, len(gpus))
-    return k
+UNRECOVERABLE_EXIT_DELAY_S = 0.5
 
 
 def _error_message(exc: BaseException) -> str:
@@ -56,18 +41,10 @@ class TritonPythonModel:
         meta, payload = load_payload(version_dir, self._model)
         config = json.loads(args["model_config"])
         funcs = payload["infer_funcs"]
-        index = _instance_index(args, config)
-        context = ModelContext(
-            model_name=self._model,
-            model_version=int(args["model_version"]),
-            instance_name=args["model_instance_name"],
-            instance_index=index,
-            instance_kind=args.get("model_instance_kind", "CPU"),
-            device_id=int(args.get("model_instance_device_id", 0) or 0),
-            model_dir=version_dir,
-            files_dir=os.path.join(version_dir, "files"),
-        )
-        self._infer = instantiate(funcs[index % len(funcs)], context)
+        context = TritonContext.from_args(args)
+        target = funcs[context.instance_index % len(funcs)]
+        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
+        self._infer = instantiate(target, context)
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
         strict = bool(meta.get("strict", False))
@@ -92,9 +69,7 @@ class TritonPythonModel:
             if not isinstance(results, (list, tuple)) or len(results) != len(requests):
                 raise InferenceError(self._shape_of_results_message(results, len(requests)))
         except Exception as exc:  # the callable's failure is the clients' answer, not the server's
-            self._log_failure(exc)
-            error = pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
-            return [error] * len(requests)
+            return [self._failure(exc)] * len(requests)
         return [self._response(result) for result in results]
 
     def _execute_decoupled(self, requests: list[Any]) -> None:
@@ -112,8 +87,7 @@ class TritonPythonModel:
                 for sender, result in zip(senders, step, strict=True):
                     sender.send(self._response(result))
         except Exception as exc:
-            self._log_failure(exc)
-            error = pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
+            error = self._failure(exc)
             for sender in senders:
                 sender.send(error, flags=final)
             return None
@@ -152,8 +126,7 @@ class TritonPythonModel:
         try:
             tensors = [pb_utils.Tensor(plan.name, plan.convert(value)) for plan, value in self._pairs(result)]
         except Exception as exc:
-            self._log_failure(exc)
-            return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
+            return self._failure(exc)
         return pb_utils.InferenceResponse(output_tensors=tensors)
 
     def _pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
@@ -199,6 +172,17 @@ class TritonPythonModel:
             )
         found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
         return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
+
+    def _failure(self, exc: BaseException) -> Any:
+        """The error response for ``exc``; an unrecoverable error also ends this stub process.
+
+        The exit is deferred so the error responses reach the clients first; the server then
+        marks the instance unhealthy (and, up to 24.10, restarts its stub).
+        """
+        self._log_failure(exc)
+        if isinstance(exc, PyTritonUnrecoverableError):
+            threading.Timer(UNRECOVERABLE_EXIT_DELAY_S, os._exit, (1,)).start()
+        return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
 
     def _log_failure(self, exc: BaseException) -> None:
         logger = getattr(pb_utils, "Logger", None)

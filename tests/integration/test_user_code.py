@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -39,3 +42,34 @@ def test_set_constants_and_bool_outputs(server, protocol):
     out = infer(protocol, server, "Categories", {"word": words})
     assert out["known"].dtype == np.bool_
     assert out["known"].tolist() == [[True], [True], [False]]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_strict_names_the_output_lenient_casts(server, protocol):
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    with pytest.raises(
+        InferenceServerException, match=r"model 'Strict' output 'y': expected dtype float32, found float64"
+    ):
+        infer(protocol, server, "Strict", {"x": x})
+    out = infer(protocol, server, "Lenient", {"x": x})
+    assert out["y"].dtype == np.float32 and out["y"].tolist() == [[2.0, 4.0]]
+    assert out["n"].dtype == np.int32 and out["n"].tolist() == [[1]]  # one row in the batch
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_optional_input_may_be_left_out(server, protocol):
+    x = np.array([2.0], dtype=np.float32)
+    assert infer(protocol, server, "WithDefault", {"x": x})["y"].tolist() == [20.0]
+    assert infer(protocol, server, "WithDefault", {"x": x, "scale": np.array([3.0], np.float32)})["y"].tolist() == [6.0]
+
+
+def test_unrecoverable_error_ends_the_stub(server):
+    before = int(infer("http", server, "Doomed", {"x": np.array([1.0], np.float32)})["pid"][0])
+    with pytest.raises(InferenceServerException, match="PyTritonUnrecoverableError: weights are corrupt"):
+        infer("http", server, "Doomed", {"x": np.array([-1.0], np.float32)})
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{before}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{before}").exists() or "Z" in Path(f"/proc/{before}/stat").read_text().split()[2]
+    with pytest.raises(InferenceServerException, match="not healthy"):  # 2.51 keeps the failed instance out
+        infer("http", server, "Doomed", {"x": np.array([1.0], np.float32)})

@@ -3,7 +3,7 @@
 import numpy as np
 from helpers import normalize
 
-from repogen import ModelConfig, Repository, Tensor, batch
+from repogen import ModelConfig, PyTritonUnrecoverableError, Repository, Tensor, batch
 
 models = Repository()
 
@@ -47,3 +47,46 @@ _CATEGORIES = {"cat", "dog", "emu"}  # a set: its pickled order must not follow 
 @batch
 def categories(word):
     return {"known": np.array([[w.decode() in _CATEGORIES or w in {b"yak", b"gnu"}] for w in word[:, 0]])}
+
+
+def _sloppy(requests):
+    # float64 and a bare list where float32 arrays are declared
+    return [{"y": np.asarray(r["x"], dtype=np.float64) * 2, "n": [[len(r["x"])]]} for r in requests]
+
+
+for _name, _strict in (("Strict", True), ("Lenient", False)):
+    models.bind(
+        _name,
+        infer_func=_sloppy,
+        inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+        outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,)), Tensor(name="n", dtype=np.int32, shape=(1,))],
+        config=ModelConfig(max_batch_size=4),
+        strict=_strict,
+    )
+
+
+@models.model(
+    "WithDefault",
+    inputs=[
+        Tensor(name="x", dtype=np.float32, shape=(1,)),
+        Tensor(name="scale", dtype=np.float32, shape=(1,), optional=True),
+    ],
+    outputs=[Tensor(name="y", dtype=np.float32, shape=(1,))],
+    config=ModelConfig(batching=False),
+)
+def with_default(requests):
+    return [{"y": r["x"] * (r["scale"] if "scale" in r else np.float32(10))} for r in requests]
+
+
+@models.model(
+    "Doomed",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(1,))],
+    outputs=[Tensor(name="pid", dtype=np.int64, shape=(1,))],
+    config=ModelConfig(batching=False),
+)
+def doomed(requests):
+    import os
+
+    if (requests[0]["x"] < 0).any():
+        raise PyTritonUnrecoverableError("weights are corrupt")
+    return [{"pid": np.array([os.getpid()], dtype=np.int64)} for _ in requests]

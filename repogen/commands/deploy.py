@@ -1,0 +1,77 @@
+"""``repogen deploy``: Dockerfile, Kubernetes and KServe files for a built repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..deploy import DeployError, DeployOptions, generate
+from ..deploy.target import DEFAULT_NGC
+
+
+@click.command()
+@click.argument("repository", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--docker", is_flag=True, help="A Dockerfile FROM the stock NGC tritonserver image.")
+@click.option("--k8s", is_flag=True, help="A Kubernetes Deployment + Service.")
+@click.option("--kserve", is_flag=True, help="A KServe InferenceService on the Triton runtime.")
+@click.option(
+    "-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default: stdout)."
+)
+@click.option("--triton-version", default=DEFAULT_NGC, show_default=True, help="NGC release (24.10) or tritonserver "
+              "version (2.51.0) of nvcr.io/nvidia/tritonserver:<release>-py3.")  # fmt: skip
+@click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY as built, instead of building in the image.")
+@click.option(
+    "--app", help="Docker: the APP:ATTR `repogen build` takes, rebuilt inside the image (path under --context)."
+)
+@click.option(
+    "--context",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Docker build context: the project directory that `docker build` gets.",
+)
+@click.option("--repogen-requirement", default=None, help="Docker: what pip installs as repogen in the build stage "
+              "(default repogen==<this version>; a path under the context or a git URL also work).")  # fmt: skip
+@click.option("--name", help="Kubernetes object name (default: REPOSITORY's directory name).")
+@click.option(
+    "--image", help="Image to run (default <name>:latest). KServe: serve this image instead of --storage-uri."
+)
+@click.option("--replicas", type=int, default=1, show_default=True)
+@click.option("--cpu-request", default="1", show_default=True)
+@click.option("--cpu-limit", default="2", show_default=True)
+@click.option("--memory-request", help="Default 2Gi.")
+@click.option("--memory-limit", help="Default 4Gi, or more to hold /dev/shm.")
+@click.option("--shm-size", help="/dev/shm size (default: 64 MiB per Python model instance plus headroom).")
+@click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
+@click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
+def deploy(repository: Path, output: Path | None, repogen_requirement: str | None, **options: object) -> None:
+    """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
+
+    One machine: `repogen serve DIR`. A container: --docker, then `docker build`. A cluster:
+    --k8s (Deployment + Service) or --kserve (InferenceService) running that image.
+    """
+    if repogen_requirement:
+        options["repogen_requirement"] = repogen_requirement
+    try:
+        result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
+    except DeployError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    if output is None:  # stdout: the files themselves; a separator line names each when there are several
+        shown = {name: text for name, text in result.files.items() if not name.endswith(".dockerignore")}
+        for index, (name, text) in enumerate(shown.items()):
+            if index and name.endswith(".yaml"):
+                click.echo("---")  # `repogen deploy DIR --k8s --kserve | kubectl apply -f -` sees every document
+            if len(shown) > 1:
+                click.echo(f"# ---- {name}")
+            click.echo(text, nl=False)
+        return
+    output.mkdir(parents=True, exist_ok=True)
+    for name, text in result.files.items():
+        (output / name).write_text(text, encoding="utf-8")
+        click.echo(f"Wrote {output / name}")
+
+
+COMMANDS = [deploy]

@@ -1,0 +1,124 @@
+"""Dockerfiles that serve a repository on the stock NGC ``tritonserver`` image.
+
+Two modes. By default the repository is built *inside* the target image (the user's project
+is copied in and ``repogen build`` runs with the image's Python), because cloudpickle payloads
+only load under the Python minor version that wrote them. ``prebuilt`` copies a repository
+built on the host instead, for when the host's Python already matches the container's.
+Either way the third-party packages the build recorded are installed into the image.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..emit.templates import render
+from ..version import __version__
+from .repository import DeployError, RepositoryInfo
+from .resources import format_quantity, shm_size_bytes
+from .target import NgcTarget
+
+__all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
+
+
+@dataclass(frozen=True)
+class DockerFiles:
+    dockerfile: str
+    dockerignore: str
+
+
+def requirements_run(info: RepositoryInfo) -> str:
+    """The ``RUN pip install`` line for the recorded requirements (a comment when there are none)."""
+    if not info.requirements:
+        return "# No third-party requirements recorded in <model>/<version>/model.json."
+    packages = " ".join(shlex.quote(r) for r in info.requirements)
+    return f"RUN python3 -m pip install --no-cache-dir {packages}"
+
+
+_PREBUILT_FIX = "Drop --prebuilt to build inside the image"
+
+
+def python_mismatch(info: RepositoryInfo, target: NgcTarget, fix: str = _PREBUILT_FIX) -> str | None:
+    """Why a prebuilt repository will not load on ``target`` (``None`` when it can, or is unknown)."""
+    built = info.build.get("python")
+    if not built or not target.python or built == target.python:
+        return None
+    return (
+        f"{info.path} was built with Python {built}, but {target.image} serves models with Python "
+        f"{target.python}; cloudpickle payloads only load under the Python that wrote them. {fix}, "
+        f"or rebuild with Python {target.python}."
+    )
+
+
+def _relative_to_context(path: Path, context: Path, what: str) -> str:
+    try:
+        relative = path.resolve().relative_to(context.resolve())
+    except ValueError:
+        raise DeployError(
+            f"{what} {path} is outside the Docker build context {context}; expected a path under it. "
+            "Pass --context with a directory that contains it."
+        ) from None
+    return relative.as_posix() or "."
+
+
+def _app_in_image(app: str, context: Path) -> str:
+    """``path/to/app.py:attr`` relative to the build context → its path under ``/src``."""
+    target, sep, attr = app.rpartition(":")
+    if not sep or not target:
+        raise DeployError(
+            f"--app {app!r} is not APP:ATTR; expected what `repogen build` takes, e.g. "
+            "examples/quickstart/app.py:models."
+        )
+    if not target.endswith(".py"):  # a module path (package.module:attr) resolves from /src
+        return app
+    relative = _relative_to_context(Path(target), context, "app file")
+    return f"/src/{relative}:{attr}"
+
+
+def dockerfile(
+    info: RepositoryInfo,
+    target: NgcTarget,
+    *,
+    app: str | None,
+    prebuilt: bool,
+    context: Path,
+    dockerfile_path: str,
+    tag: str,
+    repogen_requirement: str,
+    gpus: int = 1,
+) -> DockerFiles:
+    """Render the Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``."""
+    shm = format_quantity(shm_size_bytes(info, gpus))
+    common = {
+        "repogen_version": __version__,
+        "image": target.image,
+        "python": target.python or "(unknown for this release)",
+        "dockerfile": dockerfile_path,
+        "tag": tag,
+        "context": context.as_posix(),
+        "shm_size": shm.replace("Mi", "m").replace("Gi", "g"),
+        "python_instances": info.python_instances(gpus),
+        "requirements_run": requirements_run(info),
+    }
+    if prebuilt:
+        text = render(
+            "deploy/Dockerfile.prebuilt.tmpl",
+            **common,
+            repository=_relative_to_context(info.path, context, "repository"),
+            build_python=info.build.get("python", "(unknown)"),
+        )
+    else:
+        if not app:
+            raise DeployError(
+                "building inside the image needs the app: pass --app APP:ATTR (what you gave `repogen build`), "
+                "or --prebuilt to copy the already built repository into the image."
+            )
+        text = render(
+            "deploy/Dockerfile.build.tmpl",
+            **common,
+            app=app,
+            app_in_image=_app_in_image(app, context),
+            repogen_requirement=shlex.quote(repogen_requirement),
+        )
+    return DockerFiles(text.decode(), render("deploy/dockerignore.tmpl", repogen_version=__version__).decode())

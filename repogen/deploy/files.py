@@ -1,0 +1,133 @@
+"""``repogen deploy``'s library entry point: a built repository → deployment files by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..emit.templates import render
+from ..version import __version__
+from . import docker, kserve, kubernetes, yaml
+from .repository import DeployError, RepositoryInfo, read_repository
+from .target import DEFAULT_NGC, NgcTarget, ngc_target
+
+__all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
+
+DOCKERFILE = "Dockerfile"
+DOCKERIGNORE = "Dockerfile.dockerignore"
+K8S_FILE = "kubernetes.yaml"
+KSERVE_FILE = "inferenceservice.yaml"
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    docker: bool = False
+    k8s: bool = False
+    kserve: bool = False
+    triton_version: str = DEFAULT_NGC
+    prebuilt: bool = False
+    app: str | None = None
+    context: Path = field(default_factory=Path)
+    output_dir: Path | None = None
+    """Where the files will be written; the Dockerfile's `docker build -f` hint points there."""
+    name: str | None = None
+    image: str | None = None
+    replicas: int = 1
+    cpu_request: str = "1"
+    cpu_limit: str = "2"
+    memory_request: str | None = None
+    memory_limit: str | None = None
+    shm_size: str | None = None
+    gpus: int | None = None
+    storage_uri: str | None = None
+    repogen_requirement: str = f"repogen=={__version__}"
+
+
+@dataclass(frozen=True)
+class DeployOutput:
+    files: dict[str, str]
+    """File name → content, in the order they should be printed."""
+    warnings: tuple[str, ...]
+
+
+def _header(info: RepositoryInfo, command: str, resources: kubernetes.Resources, gpus: int) -> str:
+    return render(
+        "deploy/manifest_header.tmpl",
+        repogen_version=__version__,
+        command=command,
+        models=", ".join(m.name for m in info.models),
+        shm_size=resources.shm_size,
+        python_instances=info.python_instances(max(gpus, 1)),
+    ).decode()
+
+
+def _storage_warnings(info: RepositoryInfo, target: NgcTarget) -> list[str]:
+    """A repository copied as is into a stock image must match its Python and need no packages."""
+    found = []
+    if info.requirements:
+        found.append(
+            f"the models need {', '.join(info.requirements)}, which the stock {target.image} lacks; "
+            "build an image with `repogen deploy --docker` and pass it as --image."
+        )
+    mismatch = docker.python_mismatch(info, target, "Serve an image built by `repogen deploy --docker` (--image)")
+    if mismatch:
+        found.append(mismatch)
+    return found
+
+
+def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
+    """Every requested deployment file for ``repository`` (nothing is written here)."""
+    if not (options.docker or options.k8s or options.kserve):
+        raise DeployError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
+    info = read_repository(repository)
+    target = ngc_target(options.triton_version)
+    name = options.name or kubernetes.dns_name(info.path.resolve().name)
+    image = options.image or f"{name}:latest"
+    files: dict[str, str] = {}
+    warnings: list[str] = []
+    if options.docker:
+        out_dir = options.output_dir
+        dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
+        built = docker.dockerfile(
+            info,
+            target,
+            app=options.app,
+            prebuilt=options.prebuilt,
+            context=options.context,
+            dockerfile_path=dockerfile_path,
+            tag=image,
+            repogen_requirement=options.repogen_requirement,
+            gpus=max(options.gpus or 0, 1),
+        )
+        files[DOCKERFILE] = built.dockerfile
+        files[DOCKERIGNORE] = built.dockerignore
+        if options.prebuilt:
+            warnings.extend(filter(None, [docker.python_mismatch(info, target)]))
+    if options.k8s or options.kserve:
+        resources = kubernetes.resolve_resources(
+            info,
+            cpu_request=options.cpu_request,
+            cpu_limit=options.cpu_limit,
+            memory_request=options.memory_request,
+            memory_limit=options.memory_limit,
+            shm_size=options.shm_size,
+            gpus=options.gpus,
+        )
+        if options.k8s:
+            documents = [
+                kubernetes.deployment(name, image, resources, replicas=options.replicas),
+                kubernetes.service(name),
+            ]
+            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + yaml.dumps_all(documents)
+        if options.kserve:
+            if options.image and options.storage_uri:
+                raise DeployError(
+                    "--image and --storage-uri both given for --kserve; expected one: --storage-uri serves the "
+                    "repository on KServe's stock Triton runtime, --image serves an image with it baked in."
+                )
+            storage = None if options.image else (options.storage_uri or f"pvc://{name}-models")
+            if storage:
+                warnings.extend(_storage_warnings(info, target))
+            isvc = kserve.inference_service(name, target, resources, storage_uri=storage, image=options.image)
+            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + yaml.dumps(isvc)
+    return DeployOutput(files, tuple(warnings))

@@ -1,0 +1,165 @@
+"""Kubernetes manifests (a Deployment and its Service) serving a repository's image.
+
+Built as plain dicts, printed by :mod:`repogen.deploy.yaml`; tests compare the parsed YAML
+against these dicts. Probes use Triton's own health endpoints: ``/v2/health/ready`` turns
+true only once every model loaded (a startup probe on it keeps liveness from killing a pod
+whose models are still loading), ``/v2/health/live`` while the server process responds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .repository import DeployError, RepositoryInfo
+from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
+
+__all__ = [
+    "HTTP_PORT",
+    "PORTS",
+    "Resources",
+    "deployment",
+    "dns_name",
+    "resolve_resources",
+    "service",
+    "shm_volume",
+]
+
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+PORTS = (("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+SHM_VOLUME = "dshm"
+MODEL_REPOSITORY = "/models"
+_DEFAULT_MEMORY_REQUEST = 2 * GiB
+_DEFAULT_MEMORY_LIMIT = 4 * GiB
+_WORKING_MEMORY = 512 * MiB
+"""What the server itself needs beside the memory-backed /dev/shm, at the least."""
+
+
+def dns_name(text: str) -> str:
+    """A DNS-1123 label (Kubernetes object names) from a directory name: ``model_repository`` → ``model-repository``."""
+    name = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:63].rstrip("-")
+    if not name:
+        raise DeployError(f"cannot derive a Kubernetes name from {text!r}; pass --name NAME (lowercase, digits, '-').")
+    return name
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Resolved container resources; memory values are Kubernetes quantities."""
+
+    cpu_request: str
+    cpu_limit: str
+    memory_request: str
+    memory_limit: str
+    shm_size: str
+    gpus: int
+
+    def as_dict(self) -> dict[str, Any]:
+        limits: dict[str, Any] = {"cpu": self.cpu_limit, "memory": self.memory_limit}
+        if self.gpus:
+            limits["nvidia.com/gpu"] = self.gpus
+        return {"requests": {"cpu": self.cpu_request, "memory": self.memory_request}, "limits": limits}
+
+
+def resolve_resources(
+    info: RepositoryInfo,
+    *,
+    cpu_request: str = "1",
+    cpu_limit: str = "2",
+    memory_request: str | None = None,
+    memory_limit: str | None = None,
+    shm_size: str | None = None,
+    gpus: int | None = None,
+) -> Resources:
+    """Fill defaults: /dev/shm from the instance count, a memory limit that holds it, a GPU if a model asks.
+
+    A memory-backed ``emptyDir`` counts against the container's memory limit, so the limit
+    must exceed the /dev/shm size with room for the server itself.
+    """
+    gpu_count = gpus if gpus is not None else (1 if info.uses_gpu else 0)
+    shm = parse_quantity(shm_size, "--shm-size") if shm_size else shm_size_bytes(info, max(gpu_count, 1))
+    needed = shm + _WORKING_MEMORY
+    if memory_limit:
+        limit = parse_quantity(memory_limit, "--memory-limit")
+        if limit < needed:
+            raise DeployError(
+                f"--memory-limit {memory_limit} cannot hold /dev/shm ({format_quantity(shm)}, memory-backed, counted "
+                f"against the limit) plus the server; expected at least {format_quantity(needed)}. Raise "
+                "--memory-limit or lower --shm-size."
+            )
+    else:
+        limit = max(_DEFAULT_MEMORY_LIMIT, -(-(shm + 2 * GiB) // GiB) * GiB)
+    request = (
+        parse_quantity(memory_request, "--memory-request") if memory_request else min(_DEFAULT_MEMORY_REQUEST, limit)
+    )
+    if request > limit:
+        raise DeployError(
+            f"--memory-request {format_quantity(request)} exceeds the memory limit {format_quantity(limit)}; "
+            "Kubernetes rejects that. Lower --memory-request or raise --memory-limit."
+        )
+    return Resources(
+        cpu_request=cpu_request,
+        cpu_limit=cpu_limit,
+        memory_request=memory_request or format_quantity(request),
+        memory_limit=memory_limit or format_quantity(limit),
+        shm_size=format_quantity(shm),
+        gpus=gpu_count,
+    )
+
+
+def shm_volume(resources: Resources) -> dict[str, Any]:
+    return {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": resources.shm_size}}
+
+
+def shm_mount() -> dict[str, Any]:
+    return {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
+
+
+def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": path, "port": HTTP_PORT}, "periodSeconds": period, "failureThreshold": failures}
+
+
+def _labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "repogen"}
+
+
+def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1) -> dict[str, Any]:
+    container = {
+        "name": "tritonserver",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["tritonserver"],
+        "args": [f"--model-repository={MODEL_REPOSITORY}"],
+        "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
+        "startupProbe": _probe("/v2/health/ready", 5, 120),
+        "readinessProbe": _probe("/v2/health/ready", 5, 3),
+        "livenessProbe": _probe("/v2/health/live", 10, 3),
+        "resources": resources.as_dict(),
+        "volumeMounts": [shm_mount()],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
+            "template": {
+                "metadata": {"labels": _labels(name)},
+                "spec": {"containers": [container], "volumes": [shm_volume(resources)]},
+            },
+        },
+    }
+
+
+def service(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "spec": {
+            "selector": {"app.kubernetes.io/name": name},
+            "ports": [{"name": port_name, "port": port, "targetPort": port_name} for port_name, port in PORTS],
+        },
+    }

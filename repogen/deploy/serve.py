@@ -1,0 +1,303 @@
+"""``repogen serve``: a stock tritonserver in the foreground, for development.
+
+The server runs in its own process group (see :class:`~repogen.server.process.TritonServer`);
+this module streams its log, prints the endpoints and a working ``curl`` once it is ready, and
+turns SIGINT/SIGTERM into a graceful stop that leaves no server or backend stub behind — a
+second signal during the stop kills the whole group at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from types import FrameType
+from typing import Any, BinaryIO, TextIO
+
+from ..server.install import (
+    INSTALL_MARKER,
+    ServerInstall,
+    ServerInstallError,
+    VenvInfo,
+    default_cache_dir,
+    ensure_server,
+    ensure_server_venv,
+    venv_info,
+)
+from ..server.process import HOST, TritonServer, TritonServerError
+from ..server.releases import DEFAULT_RELEASE, TritonRelease, get_release
+from .infer import sample_value
+from .progress import progress
+
+__all__ = ["ExternalTritonServer", "ServeError", "embedded_server", "find_tritonserver", "run_server", "sample_curl"]
+
+Echo = Callable[[str], None]
+
+
+class ServeError(Exception):
+    """The server could not be installed, started or kept running; the message says what to do."""
+
+
+class _Stop(BaseException):
+    """SIGTERM (or SIGINT) asked the foreground server to stop."""
+
+
+# --------------------------------------------------------------------------- which server
+
+
+class ExternalTritonServer(TritonServer):
+    """A tritonserver the user installed (``--tritonserver``, or found on PATH).
+
+    It uses its own backends and Python backend stub, so it runs with the caller's environment
+    unchanged: the managed numpy-only venv only pairs with the embedded server's stubs.
+    """
+
+    def __init__(self, binary: Path, model_repository: str | Path, **kwargs: Any) -> None:
+        self.binary = binary
+        placeholder_venv = VenvInfo(Path(sys.prefix), "", "", "")
+        super().__init__(model_repository, ServerInstall(DEFAULT_RELEASE, binary.parent), placeholder_venv, **kwargs)
+
+    def command(self) -> list[str]:
+        return [
+            str(self.binary),
+            f"--model-repository={self.model_repository}",
+            *(f"--{endpoint}-address={HOST}" for endpoint in ("http", "grpc", "metrics")),
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            f"--log-verbose={self.log_verbose}",
+            *self.extra_args,
+        ]
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def __repr__(self) -> str:
+        return f"ExternalTritonServer({self.binary}, {self.model_repository})"
+
+
+def find_tritonserver(explicit: str | None) -> Path | None:
+    """``--tritonserver PATH`` (must exist and be executable), else ``tritonserver`` on PATH, else ``None``."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ServeError(
+                f"--tritonserver {explicit}: no executable file there; expected the path of a tritonserver "
+                "binary (e.g. /opt/tritonserver/bin/tritonserver). Omit it to use the embedded server."
+            )
+        return path.resolve()
+    found = shutil.which("tritonserver")
+    return Path(found).resolve() if found else None
+
+
+def embedded_server(release_key: str | None, echo: Echo) -> tuple[ServerInstall, VenvInfo]:
+    """The stock tritonserver from the ``nvidia-pytriton`` wheel plus the numpy-only venv, installed once."""
+    try:
+        release: TritonRelease = get_release(release_key or DEFAULT_RELEASE)
+    except LookupError as exc:
+        raise ServeError(str(exc)) from exc
+    cache = default_cache_dir()
+    try:
+        if not (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
+            echo(
+                f"First use of tritonserver {release.tritonserver} (NGC {release.ngc}): installing it into {cache} "
+                f"from {release.pip_requirement} on your package index (~55 MB download, sha256-checked)."
+            )
+        with progress(f"installing tritonserver {release.tritonserver}"):
+            install = ensure_server(release, cache_dir=cache)
+        with progress("preparing the numpy-only server venv"):
+            venv = ensure_server_venv(numpy=release.container_numpy, cache_dir=cache)
+        return install, venv_info(venv)
+    except ServerInstallError as exc:
+        raise ServeError(
+            f"{exc}\nOffline? Point --tritonserver at an installed tritonserver binary, or copy a populated "
+            f"{cache} (REPOGEN_CACHE_DIR) from a connected machine."
+        ) from exc
+
+
+# --------------------------------------------------------------------------- readiness and hints
+
+
+def _get_json(url: str, method: str = "GET", timeout: float = 2.0) -> tuple[int, Any]:
+    data = b"{}" if method == "POST" else None
+    request = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+            return int(response.status), json.loads(body) if body else None
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    except (urllib.error.URLError, OSError, ValueError):
+        return 0, None
+
+
+def _is_ready(server: TritonServer) -> bool:
+    return _get_json(f"http://{server.http_url}/v2/health/ready")[0] == 200
+
+
+def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
+    """A real request for ``model`` built from its metadata: every input, shape with -1 as 1."""
+    inputs = []
+    for tensor in metadata.get("inputs", []):
+        shape = [1 if int(d) < 0 else int(d) for d in tensor["shape"]]
+        count = 1
+        for dim in shape:
+            count *= dim
+        value = sample_value(tensor["datatype"])
+        inputs.append({"name": tensor["name"], "shape": shape, "datatype": tensor["datatype"], "data": [value] * count})
+    body = json.dumps({"inputs": inputs}, separators=(",", ":"))
+    return f"curl -s {http_url}/v2/models/{model}/infer -d {shlex.quote(body)}"
+
+
+def _sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
+    parts = ["repogen", "infer", model]
+    for tensor in metadata.get("inputs", []):
+        value = json.dumps(sample_value(tensor["datatype"]))
+        parts += ["--input", f"{tensor['name']}={value}"]
+    if http_port != 8000:
+        parts += ["--url", f"127.0.0.1:{http_port}"]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def ready_banner(server: TritonServer, version: str) -> list[str]:
+    """Endpoints, model states and sample requests, as printed once the server is ready."""
+    status, index = _get_json(f"http://{server.http_url}/v2/repository/index", method="POST")
+    models = sorted(index or [], key=lambda m: m.get("name", "")) if status == 200 else []
+    ready = [m["name"] for m in models if m.get("state") == "READY"]
+    lines = [
+        f"tritonserver {version} ready (pid {server.pid}), serving {len(ready)} model(s) from "
+        f"{server.model_repository}: {', '.join(ready) or 'none'}",
+        f"  HTTP     http://{server.http_url}",
+        f"  gRPC     {server.grpc_url}",
+        f"  metrics  {server.metrics_url}",
+    ]
+    for model in models:
+        if model.get("state") != "READY":
+            lines.append(f"  not ready: {model.get('name')} ({model.get('state')}: {model.get('reason', '')})")
+    if ready:
+        status, metadata = _get_json(f"http://{server.http_url}/v2/models/{ready[0]}")
+        if status == 200 and metadata:
+            lines += [
+                "Try:",
+                f"  {sample_curl(server.http_url, ready[0], metadata)}",
+                f"  {_sample_infer(ready[0], metadata, server.http_port)}",
+            ]
+    lines.append("Press Ctrl+C to stop.")
+    return lines
+
+
+# --------------------------------------------------------------------------- the foreground loop
+
+
+class _LogPump:
+    """Copies what the server appends to its log file onto ``out``."""
+
+    def __init__(self, path: Path, out: TextIO) -> None:
+        self.path, self.out = path, out
+        self._file: BinaryIO | None = None
+
+    def pump(self) -> None:
+        if self._file is None:
+            try:
+                self._file = self.path.open("rb")
+            except FileNotFoundError:
+                return
+        chunk = self._file.read()
+        if chunk:
+            self.out.write(chunk.decode(errors="replace"))
+            self.out.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+@contextmanager
+def _signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _stop(server: TritonServer, echo: Echo) -> None:
+    """Graceful stop; a further SIGINT/SIGTERM kills the server's whole process group."""
+
+    def kill_group(signum: int, frame: FrameType | None) -> None:
+        with suppress(ProcessLookupError, PermissionError, TritonServerError):
+            os.killpg(server.pid, signal.SIGKILL)
+
+    with _signals(kill_group):
+        server.stop()
+
+
+def run_server(
+    server: TritonServer,
+    version: str,
+    echo: Echo,
+    *,
+    out: TextIO | None = None,
+    ready_timeout: float = 300.0,
+    poll: float = 0.1,
+) -> None:
+    """Start ``server``, stream its log, print the banner when ready, block until a signal, stop.
+
+    Returns after a requested stop; raises :class:`ServeError` if the server fails to start,
+    does not become ready, or dies on its own.
+    """
+    pump = _LogPump(server.log_path, out or sys.stdout)
+    with _signals(_raise_stop):
+        try:
+            try:
+                server.start()
+            except (TritonServerError, ServerInstallError, OSError) as exc:
+                raise ServeError(str(exc)) from exc
+            deadline = time.monotonic() + ready_timeout
+            while not _is_ready(server):
+                pump.pump()
+                if not server.is_running():
+                    raise ServeError(_exited(server, "before becoming ready"))
+                if time.monotonic() > deadline:
+                    raise ServeError(
+                        f"tritonserver was not ready after {ready_timeout:.0f} s (models still loading or failing; "
+                        f"see the log above, also in {server.log_path}). Pass a longer --ready-timeout."
+                    )
+                time.sleep(poll)
+            pump.pump()
+            for line in ready_banner(server, version):
+                echo(line)
+            while server.is_running():
+                pump.pump()
+                time.sleep(poll)
+            pump.pump()
+            raise ServeError(_exited(server, "unexpectedly"))
+        except (_Stop, KeyboardInterrupt):
+            echo("Stopping tritonserver...")
+        finally:
+            _stop(server, echo)
+            pump.pump()
+            pump.close()
+    echo("tritonserver stopped.")
+
+
+def _exited(server: TritonServer, when: str) -> str:
+    code = server.stop()  # already exited: this only reaps it and returns its exit code
+    return (
+        f"tritonserver exited with code {code} {when}; its log is above (also in {server.log_path}). "
+        "Fix the failing model it names, or check `repogen validate` on the repository."
+    )

@@ -1,0 +1,190 @@
+"""``repogen inspect``: what a repository serves, as plain data (then text, JSON or Mermaid).
+
+``describe_repository`` returns JSON-ready dicts with sorted keys and models sorted by name, so
+``--json`` output is byte-stable and can itself be golden-tested or diffed in review.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from ..proto import model_config_pb2 as mc
+from .repository import METADATA, ModelDir, model_dirs
+
+
+def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> dict[str, Any]:
+    described: dict[str, Any] = {
+        "name": tensor.name,
+        "data_type": mc.DataType.Name(tensor.data_type),
+        "dims": list(tensor.dims),
+    }
+    if isinstance(tensor, mc.ModelInput) and tensor.optional:
+        described["optional"] = True
+    if tensor.HasField("reshape"):
+        described["reshape"] = list(tensor.reshape.shape)
+    return described
+
+
+def _value(descriptor: FieldDescriptor, value: Any) -> Any:
+    if descriptor.message_type is not None:
+        return _message(value)
+    if descriptor.enum_type is not None:
+        return descriptor.enum_type.values_by_number[value].name
+    return value
+
+
+def _message(message: Message) -> dict[str, Any]:
+    """Set fields as JSON-ready values: proto field names, enums by name, and (unlike protobuf's
+    JSON mapping, which quotes 64-bit integers) numbers as numbers."""
+    described: dict[str, Any] = {}
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
+            value_field = descriptor.message_type.fields_by_name["value"]
+            described[descriptor.name] = {k: _value(value_field, v) for k, v in sorted(value.items())}
+        elif descriptor.is_repeated:
+            described[descriptor.name] = [_value(descriptor, v) for v in value]
+        else:
+            described[descriptor.name] = _value(descriptor, value)
+    return described
+
+
+def _batching(config: mc.ModelConfig) -> dict[str, Any]:
+    choice = config.WhichOneof("scheduling_choice")
+    if choice == "dynamic_batching":
+        return {"kind": "dynamic", **_message(config.dynamic_batching)}
+    if choice == "sequence_batching":
+        return {"kind": "sequence", **_message(config.sequence_batching)}
+    if choice == "ensemble_scheduling":
+        return {"kind": "ensemble"}
+    return {"kind": "none"}
+
+
+def _instance_groups(config: mc.ModelConfig) -> list[dict[str, Any]]:
+    groups = []
+    for group in config.instance_group:
+        described: dict[str, Any] = {
+            "count": group.count or 1,  # tritonserver's default
+            "kind": mc.ModelInstanceGroup.Kind.Name(group.kind),
+        }
+        if group.name:
+            described["name"] = group.name
+        if group.gpus:
+            described["gpus"] = list(group.gpus)
+        groups.append(described)
+    return groups
+
+
+def _steps(config: mc.ModelConfig) -> list[dict[str, Any]]:
+    return [
+        {
+            "model_name": step.model_name,
+            "model_version": step.model_version,
+            "input_map": dict(sorted(step.input_map.items())),
+            "output_map": dict(sorted(step.output_map.items())),
+        }
+        for step in config.ensemble_scheduling.step
+    ]
+
+
+def bls_calls(model: ModelDir, version: int) -> list[str]:
+    """Hook for BLS edges: the models a version calls, from its ``model.json`` sidecar.
+
+    The emitter does not record BLS calls yet; when it does, it is expected to write
+    ``"calls": ["OtherModel", ...]`` into model.json, and ``--mermaid`` draws them as dotted edges.
+    """
+    path = model.path / str(version) / METADATA
+    try:
+        calls = json.loads(path.read_text(encoding="utf-8")).get("calls", [])
+    except (OSError, ValueError, AttributeError):
+        return []
+    return sorted({str(c) for c in calls}) if isinstance(calls, list) else []
+
+
+def describe_model(model: ModelDir) -> dict[str, Any]:
+    described: dict[str, Any] = {"name": model.name, "versions": list(model.versions)}
+    if model.config is None:
+        described["error"] = model.error.message if model.error else "no config.pbtxt"
+        return described
+    config = model.config
+    described.update(
+        {
+            "platform": config.platform,
+            "backend": config.backend,
+            "max_batch_size": config.max_batch_size,
+            "batching": _batching(config),
+            "inputs": [_tensor(t) for t in config.input],
+            "outputs": [_tensor(t) for t in config.output],
+            "instance_groups": _instance_groups(config),
+            "decoupled": config.model_transaction_policy.decoupled,
+        }
+    )
+    if model.is_ensemble:
+        described["steps"] = _steps(config)
+    calls = sorted({c for v in model.versions for c in bls_calls(model, v)})
+    if calls:
+        described["bls_calls"] = calls
+    return described
+
+
+def describe_repository(repository: str | Path) -> dict[str, Any]:
+    """Independent of where the repository lives, so the JSON of two checkouts compares equal."""
+    return {"models": [describe_model(m) for m in model_dirs(Path(repository))]}
+
+
+def to_json(description: dict[str, Any]) -> str:
+    return json.dumps(description, indent=2, sort_keys=True)
+
+
+def _shape(tensor: dict[str, Any], max_batch_size: int) -> str:
+    dims = [str(d) for d in tensor["dims"]]
+    if max_batch_size:
+        dims.insert(0, f"batch≤{max_batch_size}")
+    suffix = " (optional)" if tensor.get("optional") else ""
+    return f"{tensor['data_type'].removeprefix('TYPE_')} [{', '.join(dims)}]{suffix}"
+
+
+def to_text(description: dict[str, Any]) -> str:
+    """A human summary: one block per model."""
+    lines: list[str] = []
+    for model in description["models"]:
+        versions = ", ".join(map(str, model["versions"])) or "none"
+        if "error" in model:
+            lines += [f"{model['name']}  (versions: {versions})", f"  cannot read: {model['error']}", ""]
+            continue
+        kind = f"platform {model['platform']}" if model["platform"] else f"backend {model['backend'] or '?'}"
+        lines.append(f"{model['name']}  ({kind}; versions: {versions})")
+        batching = model["batching"]
+        settings = ", ".join(f"{k}: {v}" for k, v in sorted(batching.items()) if k != "kind")
+        lines.append(
+            f"  max_batch_size: {model['max_batch_size']}; batching: {batching['kind']}"
+            + (f" ({settings})" if settings else "")
+            + ("; decoupled" if model["decoupled"] else "")
+        )
+        if model["instance_groups"]:
+            groups = ", ".join(
+                f"{g['count']} x {g['kind']}" + (f" gpus {g['gpus']}" if "gpus" in g else "")
+                for g in model["instance_groups"]
+            )
+            lines.append(f"  instances: {groups}")
+        for heading in ("inputs", "outputs"):
+            lines.append(f"  {heading}:")
+            for tensor in model[heading]:
+                lines.append(f"    {tensor['name']}: {_shape(tensor, model['max_batch_size'])}")
+        for index, step in enumerate(model.get("steps", []), start=1):
+            lines.append(f"  step {index}: {step['model_name']} {mapping_label(step)}")
+        if model.get("bls_calls"):
+            lines.append(f"  calls (BLS): {', '.join(model['bls_calls'])}")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n" if lines else "(no models)\n"
+
+
+def mapping_label(step: dict[str, Any]) -> str:
+    """``in: ens→model, ...; out: model→ens``, the direction tensors flow."""
+    inputs = ", ".join(f"{ens}→{name}" for name, ens in step["input_map"].items())
+    outputs = ", ".join(f"{name}→{ens}" for name, ens in step["output_map"].items())
+    return f"in: {inputs or '-'}; out: {outputs or '-'}"

@@ -1,0 +1,228 @@
+"""``repogen validate``: static checks that predict whether a stock tritonserver loads a repository.
+
+tritonserver's own messages are terse ("failed to read text proto from ...") and arrive one
+model at a time at server start; these checks run anywhere (CI, no server) and each problem
+names the file, what was expected, what was found and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from google.protobuf.message import Message
+
+from ..proto import releases
+from .ensembles import check_ensemble
+from .problems import Problem
+from .repository import CONFIG, MANIFEST, METADATA, ModelDir, files, model_dirs, sha256
+
+_UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
+
+
+def _server(release: str) -> str:
+    version = releases.SERVER_VERSIONS.get(release)
+    return f"{release} (tritonserver {version})" if version else release
+
+
+def explain_parse_error(message: str) -> str:
+    """Turn protobuf's parse error into what to do, naming the release that added an unknown field."""
+    match = _UNKNOWN_FIELD.search(message)
+    if not match:
+        return f"does not parse as a Triton {releases.TARGET_RELEASE} ModelConfig: {message}"
+    field, full_name = match["field"], f"{match['message']}.{match['field']}"
+    added = releases.FIELDS_AFTER_TARGET.get(full_name)
+    if added:
+        return (
+            f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}; the target release "
+            f'{_server(releases.TARGET_RELEASE)} rejects the whole model ("failed to read text proto"). '
+            f"Remove it, or serve with tritonserver {added} or newer"
+        )
+    return (
+        f"unknown field {field!r} in {match['message']}: it is not in Triton {releases.TARGET_RELEASE}'s "
+        "ModelConfig schema, so tritonserver rejects the whole model. Check the spelling, or remove it"
+    )
+
+
+def _set_fields(message: Message) -> Iterator[str]:
+    """Full names (Triton's spelling) of every field set anywhere in ``message``."""
+    for descriptor, value in message.ListFields():
+        yield releases.triton_name(descriptor.full_name)
+        if descriptor.message_type is None:
+            continue
+        if descriptor.message_type.GetOptions().map_entry:
+            values = value.values() if descriptor.message_type.fields_by_name["value"].message_type else []
+        else:
+            values = value if descriptor.is_repeated else [value]
+        for item in values:
+            yield from _set_fields(item)
+
+
+def _check_model(model: ModelDir, release: str) -> list[Problem]:
+    config_path = model.path / CONFIG
+    problems: list[Problem] = []
+    if not model.has_config:
+        return [
+            Problem.at(
+                model.path,
+                f"no {CONFIG}: tritonserver loads every subdirectory of the repository as a model; "
+                f"add {model.name}/{CONFIG} or move the directory out of the repository",
+            )
+        ]
+    if model.error is not None:
+        problems.append(Problem.at(config_path, explain_parse_error(model.error.message), model.error.line))
+    config = model.config
+    if config is not None:
+        for name in sorted(set(_set_fields(config))):
+            if not releases.supported_by(name, release):
+                problems.append(
+                    Problem.at(
+                        config_path,
+                        f"sets {name.rsplit('.', 1)[-1]!r} ({name}), introduced in Triton "
+                        f"{releases.introduced_in(name)}; the requested release {_server(release)} rejects "
+                        "the whole model. Remove it, or target a newer release",
+                    )
+                )
+        if config.name and config.name != model.name:
+            problems.append(
+                Problem.at(
+                    config_path,
+                    f"name is {config.name!r} but the directory is {model.name!r}; tritonserver requires them "
+                    f'to match: set name: "{model.name}" or rename the directory',
+                )
+            )
+    problems.extend(_check_versions(model))
+    if config is not None and config.backend == "python":
+        filename = config.default_model_filename or "model.py"
+        for version in model.versions:
+            if not (model.path / str(version) / filename).is_file():
+                problems.append(
+                    Problem.at(
+                        model.path / str(version),
+                        f"python-backend model {model.name!r} version {version} has no {filename}; "
+                        f"expected {model.name}/{version}/{filename} (the file the stub imports)",
+                    )
+                )
+    problems.extend(_check_payloads(model))
+    return problems
+
+
+def _check_versions(model: ModelDir) -> list[Problem]:
+    problems = []
+    for name in model.other_dirs:
+        if name.isdigit():
+            problems.append(
+                Problem.at(
+                    model.path / name,
+                    f"version directory {name!r} has a leading zero, so tritonserver ignores it; "
+                    f"rename it to {int(name)}",
+                )
+            )
+    if not model.versions:
+        problems.append(
+            Problem.at(
+                model.path,
+                f"model {model.name!r} has no numeric version directory; expected e.g. {model.name}/1/ "
+                "(ensembles need one too, even if empty)",
+            )
+        )
+    config = model.config
+    if config is not None and config.version_policy.HasField("specific"):
+        for version in config.version_policy.specific.versions:
+            if version not in model.versions:
+                problems.append(
+                    Problem.at(
+                        model.path / CONFIG,
+                        f"version_policy asks for version {version}, but {model.name}/{version}/ does not exist "
+                        f"(found {list(model.versions)})",
+                    )
+                )
+    return problems
+
+
+def _check_payloads(model: ModelDir) -> list[Problem]:
+    """model.json records the payload's sha256; the runtime refuses a payload that does not match."""
+    problems = []
+    for version in model.versions:
+        metadata_path = model.path / str(version) / METADATA
+        if not metadata_path.is_file():
+            continue
+        try:
+            payload = json.loads(metadata_path.read_text(encoding="utf-8")).get("payload") or {}
+        except (ValueError, AttributeError) as exc:
+            problems.append(Problem.at(metadata_path, f"is not a JSON object ({exc}); rebuild the repository"))
+            continue
+        if not payload.get("file") or not payload.get("sha256"):
+            continue
+        payload_path = model.path / str(version) / payload["file"]
+        if not payload_path.is_file():
+            problems.append(Problem.at(payload_path, f"missing: {METADATA} lists it as the payload; rebuild"))
+        elif (found := sha256(payload_path)) != payload["sha256"]:
+            problems.append(
+                Problem.at(
+                    payload_path,
+                    f"sha256 is {found}, but {METADATA} expects {payload['sha256']}: the runtime will refuse "
+                    "to unpickle it; rebuild with `repogen build` (or restore the file)",
+                )
+            )
+    return problems
+
+
+def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
+    manifest_path = repository / MANIFEST
+    if not manifest_path.is_file():
+        return []
+    try:
+        listed = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+        if not isinstance(listed, dict):
+            raise TypeError("'files' is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        return [Problem.at(manifest_path, f"is not a repogen manifest ({exc}); rebuild the repository")]
+    problems = []
+    for relative, expected in sorted(listed.items()):
+        path = repository / relative
+        if not path.is_file():
+            problems.append(Problem.at(path, f"missing: listed in {MANIFEST} but not on disk; rebuild or restore it"))
+        elif (found := sha256(path)) != expected:
+            problems.append(
+                Problem.at(
+                    path,
+                    f"sha256 is {found}, but {MANIFEST} lists {expected}: the file changed after the build; "
+                    "rebuild with `repogen build` (or restore the file)",
+                )
+            )
+    for model in models:
+        for relative in files(model.path):
+            full = f"{model.name}/{relative}"
+            if full not in listed:
+                problems.append(
+                    Problem.at(
+                        repository / full,
+                        f"not listed in {MANIFEST}: added after the build; remove it, or rebuild to include it",
+                    )
+                )
+    return problems
+
+
+def validate_repository(repository: str | Path, release: str = releases.TARGET_RELEASE) -> list[Problem]:
+    """Every problem found in ``repository``, in a stable order; an empty list means clean.
+
+    ``release`` (``"yy.mm"``, at most the target) also flags fields our schema knows but an older
+    server does not (e.g. ``runtime`` before 24.01).
+    """
+    repo = Path(repository)
+    if not repo.is_dir():
+        return [Problem.at(repo, "is not a directory; expected a model repository (<model>/config.pbtxt)")]
+    models = model_dirs(repo)
+    if not models:
+        return [Problem.at(repo, "holds no model directories; expected <model>/config.pbtxt and <model>/1/")]
+    problems: list[Problem] = []
+    by_name = {m.name: m for m in models}
+    for model in models:
+        problems.extend(_check_model(model, release))
+        if model.is_ensemble:
+            problems.extend(check_ensemble(model, by_name))
+    problems.extend(_check_manifest(repo, models))
+    return problems

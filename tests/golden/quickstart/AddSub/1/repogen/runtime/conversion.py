@@ -1,0 +1,92 @@
+"""Precomputed plans that turn a callable's results into Triton output tensors.
+
+Plans are built once per model instance from the model configuration so that the per-request
+path does a dictionary lookup and, only when needed, a cast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import InferenceError
+
+# Triton data types that numpy cannot hand over through DLPack (or holds as Python objects).
+AS_NUMPY_TYPES = frozenset({"TYPE_STRING", "TYPE_BOOL"})
+
+NUMPY_DTYPES = {
+    "TYPE_BOOL": np.dtype(np.bool_),
+    "TYPE_UINT8": np.dtype(np.uint8),
+    "TYPE_UINT16": np.dtype(np.uint16),
+    "TYPE_UINT32": np.dtype(np.uint32),
+    "TYPE_UINT64": np.dtype(np.uint64),
+    "TYPE_INT8": np.dtype(np.int8),
+    "TYPE_INT16": np.dtype(np.int16),
+    "TYPE_INT32": np.dtype(np.int32),
+    "TYPE_INT64": np.dtype(np.int64),
+    "TYPE_FP16": np.dtype(np.float16),
+    "TYPE_FP32": np.dtype(np.float32),
+    "TYPE_FP64": np.dtype(np.float64),
+    "TYPE_STRING": np.dtype(object),
+}
+
+
+def to_bytes_array(value: np.ndarray) -> np.ndarray:
+    """BYTES tensors travel as object arrays of ``bytes``; ``str`` is encoded as UTF-8."""
+    if value.dtype == object:
+        return value
+    flat = value.ravel()
+    if value.dtype.kind == "U":
+        items = [s.encode("utf-8") for s in flat.tolist()]
+    elif value.dtype.kind == "S":
+        items = flat.tolist()
+    else:
+        items = [str(x).encode("utf-8") for x in flat.tolist()]
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out.reshape(value.shape)
+
+
+class OutputPlan:
+    """How one declared output is checked and converted."""
+
+    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model")
+
+    def __init__(self, model: str, name: str, data_type: str, dims: list[int], batched: bool, strict: bool):
+        self.model = model
+        self.name = name
+        self.dtype = NUMPY_DTYPES[data_type]
+        self.dims = tuple(dims)
+        self.is_bytes = data_type == "TYPE_STRING"
+        self.batched = batched
+        self.strict = strict
+
+    def convert(self, value: Any) -> np.ndarray:
+        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if self.is_bytes:
+            if arr.dtype != object:
+                if self.strict and arr.dtype.kind not in "SU":
+                    self._fail(f"dtype bytes/object, found {arr.dtype}")
+                arr = to_bytes_array(arr)
+        elif arr.dtype != self.dtype:
+            if self.strict:
+                self._fail(f"dtype {self.dtype}, found {arr.dtype}")
+            arr = arr.astype(self.dtype)
+        if self.strict:
+            self._check_shape(arr.shape)
+        if not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr)
+        return arr
+
+    def _check_shape(self, shape: tuple[int, ...]) -> None:
+        dims = shape[1:] if self.batched else shape
+        ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims, strict=True))
+        if self.batched and not shape:
+            ok = False
+        if not ok:
+            expected = ("[batch, " if self.batched else "[") + ", ".join(map(str, self.dims)) + "]"
+            self._fail(f"shape {expected}, found {list(shape)}")
+
+    def _fail(self, what: str) -> None:
+        raise InferenceError(f"model '{self.model}' output '{self.name}': expected {what} (strict=True)")

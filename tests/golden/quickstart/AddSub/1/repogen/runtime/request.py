@@ -1,0 +1,60 @@
+"""The request object handed to an undecorated callable, shaped like PyTriton's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import InferenceError
+
+
+class Request(dict):  # type: ignore[type-arg]
+    """A mapping of input name to numpy array, plus the request's parameters.
+
+    A ``dict`` subclass rather than a wrapper so that the hot path builds it in one step and
+    PyTriton-style code (``request["x"]``, ``request.items()``, ``**request``) works unchanged.
+    Parameters are parsed from the server's request only when a callable reads them.
+    """
+
+    __slots__ = ("_parameters", "_source")
+
+    def __init__(
+        self,
+        data: dict[str, Any] | None = None,
+        parameters: dict[str, Any] | None = None,
+        source: Any = None,
+    ):
+        super().__init__(data or {})
+        self._parameters = parameters
+        self._source = source
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """PyTriton exposes the tensors as ``request.data``; here the request is the data."""
+        return self
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        if self._parameters is None:
+            self._parameters = _parse_parameters(self._source)
+        return self._parameters
+
+    @parameters.setter
+    def parameters(self, value: dict[str, Any]) -> None:
+        self._parameters = value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Request, (dict(self), self.parameters))
+
+
+def _parse_parameters(source: Any) -> dict[str, Any]:
+    if source is None:
+        return {}
+    read = getattr(source, "parameters", None)
+    if read is None:
+        raise InferenceError(
+            "request parameters are not available on this tritonserver: its Python backend has no "
+            "InferenceRequest.parameters() (2.39 / 23.10 lacks it); serve with 2.41 (23.12) or newer"
+        )
+    text = read()
+    return json.loads(text) if text else {}

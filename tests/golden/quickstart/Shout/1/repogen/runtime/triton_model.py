@@ -1,0 +1,191 @@
+"""The ``TritonPythonModel`` behind every generated ``model.py``.
+
+Per request it builds a PyTriton-style ``Request`` (numeric inputs through DLPack, without a
+copy; BYTES and BOOL through ``as_numpy``), hands the list to the user's callable and turns each
+result into a response. A failing callable becomes an error response; the model keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import threading
+import traceback
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from .context import TritonContext, bind_context
+from .conversion import AS_NUMPY_TYPES, OutputPlan
+from .errors import InferenceError, PyTritonUnrecoverableError
+from .instance import instantiate
+from .payload import load_payload
+from .request import Request
+
+UNRECOVERABLE_EXIT_DELAY_S = 0.5
+
+
+def _error_message(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+class TritonPythonModel:
+    """Serves one instance of a repogen-built model."""
+
+    def initialize(self, args: dict[str, str]) -> None:
+        self._model = args["model_name"]
+        version_dir = os.path.join(args["model_repository"], args["model_version"])
+        meta, payload = load_payload(version_dir, self._model)
+        config = json.loads(args["model_config"])
+        funcs = payload["infer_funcs"]
+        context = TritonContext.from_args(args)
+        target = funcs[context.instance_index % len(funcs)]
+        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
+        self._infer = instantiate(target, context)
+        self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
+        batched = int(config.get("max_batch_size", 0)) > 0
+        strict = bool(meta.get("strict", False))
+        self._as_numpy = frozenset(t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES)
+        self._outputs = [
+            OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
+            for t in config.get("output", [])
+        ]
+        self._declared = frozenset(plan.name for plan in self._outputs)
+        self._strict = strict
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def execute(self, requests: list[Any]) -> list[Any] | None:
+        if self._decoupled:
+            self._execute_decoupled(requests)
+            return None
+        try:
+            batch = [self._request(r) for r in requests]
+            results = self._infer(batch)
+            if inspect.isawaitable(results):
+                results = self._run(results)
+            if not isinstance(results, (list, tuple)) or len(results) != len(requests):
+                raise InferenceError(self._shape_of_results_message(results, len(requests)))
+        except Exception as exc:  # the callable's failure is the clients' answer, not the server's
+            return [self._failure(exc)] * len(requests)
+        return [self._response(result) for result in results]
+
+    def _execute_decoupled(self, requests: list[Any]) -> None:
+        """Each step of a generator is one response per request; FINAL closes every stream."""
+        senders = [request.get_response_sender() for request in requests]
+        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        try:
+            results = self._infer([self._request(r) for r in requests])
+            if inspect.isawaitable(results):
+                results = self._run(results)
+            steps = [results] if isinstance(results, (list, tuple)) else self._steps(results)
+            for step in steps:
+                if not isinstance(step, (list, tuple)) or len(step) != len(requests):
+                    raise InferenceError(self._shape_of_results_message(step, len(requests)))
+                for sender, result in zip(senders, step, strict=True):
+                    sender.send(self._response(result))
+        except Exception as exc:
+            error = self._failure(exc)
+            for sender in senders:
+                sender.send(error, flags=final)
+            return None
+        for sender in senders:
+            sender.send(flags=final)
+        return None
+
+    def _steps(self, results: Any) -> Any:
+        """Iterate a generator, or an async generator on this instance's event loop."""
+        if inspect.isasyncgen(results):
+            while True:
+                try:
+                    yield self._run(results.__anext__())
+                except StopAsyncIteration:
+                    return
+        yield from results
+
+    def finalize(self) -> None:
+        close = getattr(self._infer, "finalize", None) or getattr(self._infer, "close", None)
+        if callable(close) and not inspect.isclass(self._infer):
+            close()
+        if self._loop is not None:
+            self._loop.close()
+
+    # -- per request -------------------------------------------------------------------------------
+
+    def _request(self, request: Any) -> Request:
+        as_numpy = self._as_numpy
+        data = {}
+        for tensor in request.inputs():
+            name = tensor.name()
+            data[name] = tensor.as_numpy() if name in as_numpy else np.from_dlpack(tensor)
+        return Request(data, source=request)
+
+    def _response(self, result: Any) -> Any:
+        try:
+            tensors = [pb_utils.Tensor(plan.name, plan.convert(value)) for plan, value in self._pairs(result)]
+        except Exception as exc:
+            return self._failure(exc)
+        return pb_utils.InferenceResponse(output_tensors=tensors)
+
+    def _pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
+        if isinstance(result, dict):
+            if self._strict and not result.keys() <= self._declared:
+                extra = sorted(set(result) - self._declared)
+                raise InferenceError(
+                    f"model '{self._model}' returned undeclared outputs {extra}; declared: "
+                    f"{sorted(self._declared)} (strict=True)"
+                )
+            pairs = []
+            for plan in self._outputs:
+                if plan.name not in result:
+                    raise InferenceError(
+                        f"model '{self._model}' did not return output '{plan.name}'; it returned {sorted(result)}"
+                    )
+                pairs.append((plan, result[plan.name]))
+            return pairs
+        if isinstance(result, (list, tuple)):
+            if len(result) != len(self._outputs):
+                raise InferenceError(
+                    f"model '{self._model}' returned {len(result)} outputs as a sequence; expected "
+                    f"{len(self._outputs)} in the declared order {[p.name for p in self._outputs]}"
+                )
+            return list(zip(self._outputs, result, strict=True))
+        raise InferenceError(
+            f"model '{self._model}' returned {type(result).__name__} for a request; expected a dict of "
+            "output name to array"
+        )
+
+    # -- rarely taken paths ------------------------------------------------------------------------
+
+    def _run(self, awaitable: Any) -> Any:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(awaitable)
+
+    def _shape_of_results_message(self, results: Any, expected: int) -> str:
+        if isinstance(results, dict):
+            return (
+                f"model '{self._model}' returned a dict; an undecorated infer_func receives a list of "
+                f"{expected} request(s) and must return a list with one dict per request (or use @batch)"
+            )
+        found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
+        return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
+
+    def _failure(self, exc: BaseException) -> Any:
+        """The error response for ``exc``; an unrecoverable error also ends this stub process.
+
+        The exit is deferred so the error responses reach the clients first; the server then
+        marks the instance unhealthy (and, up to 24.10, restarts its stub).
+        """
+        self._log_failure(exc)
+        if isinstance(exc, PyTritonUnrecoverableError):
+            threading.Timer(UNRECOVERABLE_EXIT_DELAY_S, os._exit, (1,)).start()
+        return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
+
+    def _log_failure(self, exc: BaseException) -> None:
+        logger = getattr(pb_utils, "Logger", None)
+        if logger is not None:
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            logger.log_error(f"model '{self._model}': infer_func raised\n{text}")

@@ -1,0 +1,310 @@
+"""repogen deploy: Dockerfile, Kubernetes and KServe files, checked structurally.
+
+The YAML is parsed back with repogen's own inverse of its emitter (PyYAML is not a dependency)
+and compared with the dicts that produced it; the Dockerfile is checked line by line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from repogen.build import build_app
+from repogen.cli import cli
+from repogen.deploy import DeployError, DeployOptions, generate, read_repository
+from repogen.deploy import yaml as ryaml
+from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
+from repogen.deploy.resources import MiB, shm_size_bytes
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = "examples/quickstart/app.py:models"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("deploy") / "model_repository"
+    build_app(str(ROOT / QUICKSTART), out)
+    return out
+
+
+@pytest.fixture
+def repo_with_requirements(tmp_path: Path, repo: Path) -> Path:
+    """The quickstart with requirements recorded and 3 AddSub instances, as a build would write them."""
+    copy = tmp_path / "reqs_repo"
+    subprocess.run(["cp", "-r", str(repo), str(copy)], check=True)
+    for model, reqs in (
+        ("AddSub", {"pandas": "pandas==2.2.3"}),
+        ("Shout", {"scipy": "scipy==1.14.1", "pd": "pandas==2.2.3"}),
+    ):
+        meta = copy / model / "1" / "model.json"
+        data = json.loads(meta.read_text())
+        data["requirements"] = reqs
+        meta.write_text(json.dumps(data))
+    config = copy / "AddSub" / "config.pbtxt"
+    config.write_text(config.read_text().replace("count: 1", "count: 3"))
+    return copy
+
+
+def _k8s(repo: Path, **options: object) -> list[dict]:
+    out = generate(repo, DeployOptions(k8s=True, **options))  # type: ignore[arg-type]
+    return ryaml.loads_all(out.files[K8S_FILE])
+
+
+def _container(documents: list[dict]) -> dict:
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+# --------------------------------------------------------------------------- YAML emitter
+
+
+def test_yaml_round_trips_the_awkward_scalars() -> None:
+    doc = {
+        "a": ["8000", "yes", "no", "on", "24.10", "-x", "1e3", "a: b", "#c", "", "null", "~", "y"],
+        "b": {"n": 1, "f": 1.5, "t": True, "z": None, "e": {}, "l": []},
+        "c": [{"k": [{"deep": "v"}], "k2": "nvcr.io/nvidia/tritonserver:24.10-py3"}, "plain", 3],
+        "quantities": ["256Mi", "2Gi", "500m"],
+        "unicode": "héllo\nworld",
+    }
+    text = ryaml.dumps(doc)
+    assert ryaml.loads(text) == doc
+    assert "256Mi" in text and '"8000"' in text and '"yes"' in text  # quantities plain, ambiguous strings quoted
+
+
+def test_yaml_is_deterministic() -> None:
+    doc = {"z": 1, "a": [{"b": 2}]}
+    assert ryaml.dumps(doc) == ryaml.dumps(dict(doc)) == "z: 1\na:\n  - b: 2\n"
+
+
+# --------------------------------------------------------------------------- repository facts
+
+
+def test_instances_and_shm_are_counted_from_the_configs(repo: Path, repo_with_requirements: Path) -> None:
+    assert read_repository(repo).python_instances() == 2
+    assert shm_size_bytes(read_repository(repo)) == 256 * MiB  # 2 x 64 MiB, +25%, +64 MiB, rounded to 64 MiB
+    info = read_repository(repo_with_requirements)
+    assert info.python_instances() == 4
+    assert shm_size_bytes(info) == 384 * MiB
+    assert info.requirements == ("pandas==2.2.3", "scipy==1.14.1")  # deduplicated, sorted
+
+
+def test_not_a_repository_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(DeployError, match="holds no model"):
+        generate(tmp_path, DeployOptions(k8s=True))
+    with pytest.raises(DeployError, match="not a directory"):
+        generate(tmp_path / "missing", DeployOptions(k8s=True))
+    with pytest.raises(DeployError, match="at least one of --docker, --k8s, --kserve"):
+        generate(tmp_path, DeployOptions())
+
+
+# --------------------------------------------------------------------------- Kubernetes
+
+
+def test_k8s_deployment_probes_ports_shm_and_image(repo: Path) -> None:
+    documents = _k8s(repo, image="registry.example.com/qs:1.0")
+    assert [d["kind"] for d in documents] == ["Deployment", "Service"]
+    container = _container(documents)
+    assert container["image"] == "registry.example.com/qs:1.0"
+    assert container["args"] == ["--model-repository=/models"]
+    assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": 8000}
+    assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    assert sorted(p["containerPort"] for p in container["ports"]) == [8000, 8001, 8002]
+    assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    volumes = documents[0]["spec"]["template"]["spec"]["volumes"]
+    assert volumes == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "256Mi"}}]
+    assert container["resources"] == {
+        "requests": {"cpu": "1", "memory": "2Gi"},
+        "limits": {"cpu": "2", "memory": "4Gi"},
+    }
+    service = documents[1]
+    assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == {"http": 8000, "grpc": 8001, "metrics": 8002}
+    assert service["spec"]["selector"] == documents[0]["spec"]["selector"]["matchLabels"]
+
+
+def test_k8s_names_image_and_resources_are_configurable(repo: Path) -> None:
+    documents = _k8s(
+        repo, name="adder", replicas=3, cpu_request="500m", cpu_limit="4", memory_request="1Gi",
+        memory_limit="8Gi", shm_size="1Gi", gpus=2,
+    )  # fmt: skip
+    container = _container(documents)
+    assert documents[0]["metadata"]["name"] == documents[1]["metadata"]["name"] == "adder"
+    assert documents[0]["spec"]["replicas"] == 3
+    assert container["image"] == "adder:latest"
+    assert container["resources"]["requests"] == {"cpu": "500m", "memory": "1Gi"}
+    assert container["resources"]["limits"] == {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": 2}
+    assert documents[0]["spec"]["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"] == "1Gi"
+
+
+def test_k8s_default_name_is_a_dns_label(repo: Path) -> None:
+    assert _k8s(repo)[0]["metadata"]["name"] == "model-repository"
+
+
+def test_k8s_memory_limit_must_hold_shm(repo: Path) -> None:
+    with pytest.raises(DeployError, match="cannot hold /dev/shm"):
+        _k8s(repo, shm_size="2Gi", memory_limit="2Gi")
+    container = _container(_k8s(repo, shm_size="6Gi"))  # the default limit grows to hold it
+    assert container["resources"]["limits"]["memory"] == "8Gi"
+
+
+def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
+    from repogen.deploy import kubernetes
+
+    first = generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
+    assert first == generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
+    resources = kubernetes.resolve_resources(read_repository(repo))
+    expected = [
+        kubernetes.deployment("model-repository", "model-repository:latest", resources),
+        kubernetes.service("model-repository"),
+    ]
+    assert ryaml.loads_all(first) == expected
+    assert first.startswith("# Generated by repogen")
+
+
+# --------------------------------------------------------------------------- KServe
+
+
+def test_kserve_storage_uri_uses_the_triton_runtime(repo: Path) -> None:
+    out = generate(repo, DeployOptions(kserve=True, storage_uri="s3://bucket/qs", triton_version="2.51.0"))
+    isvc = ryaml.loads(out.files[KSERVE_FILE])
+    assert isvc["apiVersion"] == "serving.kserve.io/v1beta1"
+    assert isvc["kind"] == "InferenceService"
+    model = isvc["spec"]["predictor"]["model"]
+    assert model["modelFormat"] == {"name": "triton"}
+    assert model["storageUri"] == "s3://bucket/qs"
+    assert model["runtimeVersion"] == "24.10-py3"
+    assert model["protocolVersion"] == "v2"
+    assert model["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
+    assert isvc["spec"]["predictor"]["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
+    # Built here with this Python; the stock runtime serves 3.10: the user is told.
+    if read_repository(repo).build.get("python") != "3.10":
+        assert any("Python 3.10" in w for w in out.warnings)
+
+
+def test_kserve_image_runs_a_custom_predictor(repo: Path) -> None:
+    isvc = ryaml.loads(generate(repo, DeployOptions(kserve=True, image="reg/qs:2")).files[KSERVE_FILE])
+    (container,) = isvc["spec"]["predictor"]["containers"]
+    assert container["image"] == "reg/qs:2"
+    assert container["command"] == ["tritonserver"]
+    assert "--http-port=8080" in container["args"] and "--model-repository=/models" in container["args"]
+    with pytest.raises(DeployError, match="expected one"):
+        generate(repo, DeployOptions(kserve=True, image="x", storage_uri="s3://b"))
+
+
+def test_kserve_warns_that_the_stock_runtime_lacks_requirements(repo_with_requirements: Path) -> None:
+    out = generate(repo_with_requirements, DeployOptions(kserve=True, storage_uri="s3://b/x"))
+    assert any("pandas==2.2.3" in w and "--image" in w for w in out.warnings)
+
+
+# --------------------------------------------------------------------------- Docker
+
+
+def _dockerfile(repo: Path, **options: object) -> str:
+    options.setdefault("context", ROOT)
+    return generate(repo, DeployOptions(docker=True, **options)).files[DOCKERFILE]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("version", "tag"), [("24.10", "24.10"), ("2.41.0", "23.12"), ("r23.10", "23.10"), ("25.01", "25.01")]
+)
+def test_dockerfile_from_line_per_release(repo: Path, version: str, tag: str) -> None:
+    text = _dockerfile(repo, app=QUICKSTART, triton_version=version)
+    assert f"ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:{tag}-py3\n" in text
+    assert re.findall(r"^FROM .*$", text, flags=re.MULTILINE) == [
+        "FROM ${TRITON_IMAGE} AS build",
+        "FROM ${TRITON_IMAGE}",
+    ]
+    python = "3.12" if tag == "25.01" else "3.10"
+    assert f"serves models with Python {python}" in text
+
+
+def test_dockerfile_builds_inside_the_image_by_default(repo: Path) -> None:
+    text = _dockerfile(repo, app=QUICKSTART)
+    lines = text.splitlines()
+    assert "COPY . /src" in lines
+    assert "RUN repogen build /src/examples/quickstart/app.py:models -o /models" in lines
+    assert "COPY --from=build /models /models" in lines
+    assert any(line.startswith("RUN python3 -m pip install --no-cache-dir repogen==") for line in lines)
+    assert "EXPOSE 8000 8001 8002" in lines
+    assert lines[-1] == 'CMD ["tritonserver", "--model-repository=/models"]'
+    assert "--shm-size=256m" in text
+
+
+def test_dockerfile_prebuilt_copies_the_repository(repo: Path) -> None:
+    context = repo.parent
+    text = _dockerfile(repo, prebuilt=True, context=context)
+    lines = text.splitlines()
+    assert "COPY model_repository /models" in lines
+    assert "COPY . /src" not in lines and "repogen build" not in text.replace("repogen deploy", "")
+    assert [line for line in lines if line.startswith("FROM")] == ["FROM ${TRITON_IMAGE}"]
+    assert lines[-1] == 'CMD ["tritonserver", "--model-repository=/models"]'
+
+
+def test_dockerfile_installs_recorded_requirements(repo_with_requirements: Path) -> None:
+    for options in ({"app": QUICKSTART, "context": ROOT}, {"prebuilt": True, "context": repo_with_requirements.parent}):
+        text = _dockerfile(repo_with_requirements, **options)
+        install = "RUN python3 -m pip install --no-cache-dir pandas==2.2.3 scipy==1.14.1"
+        stages = text.split("\nFROM ")
+        assert all(install in stage for stage in stages[1:]), text  # every stage that imports the models has them
+
+
+def test_dockerfile_without_requirements_says_so(repo: Path) -> None:
+    assert "# No third-party requirements recorded" in _dockerfile(repo, app=QUICKSTART)
+
+
+def test_dockerfile_errors(repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(DeployError, match="--app APP:ATTR"):
+        _dockerfile(repo)
+    with pytest.raises(DeployError, match="outside the Docker build context"):
+        _dockerfile(repo, prebuilt=True, context=tmp_path)
+    with pytest.raises(DeployError, match="NGC release"):
+        _dockerfile(repo, app=QUICKSTART, triton_version="latest")
+
+
+def test_prebuilt_warns_on_python_mismatch(repo: Path) -> None:
+    out = generate(repo, DeployOptions(docker=True, prebuilt=True, context=repo.parent, triton_version="24.10"))
+    built = read_repository(repo).build["python"]
+    assert bool(out.warnings) == (built != "3.10")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_prints_to_stdout_or_writes_files(repo: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["deploy", str(repo), "--k8s"])
+    assert result.exit_code == 0, result.output
+    assert [d["kind"] for d in ryaml.loads_all(result.stdout)] == ["Deployment", "Service"]
+    result = runner.invoke(cli, ["deploy", str(repo), "--k8s", "--kserve", "--storage-uri", "s3://b/x"])
+    kinds = [d["kind"] for d in ryaml.loads_all(result.stdout)]  # pipeable into `kubectl apply -f -`
+    assert kinds == ["Deployment", "Service", "InferenceService"]
+
+    out = tmp_path / "deploy"
+    result = runner.invoke(
+        cli, ["deploy", str(repo), "--docker", "--k8s", "--kserve", "--prebuilt", "--context", str(repo.parent),
+              "-o", str(out), "--storage-uri", "s3://b/x"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [DOCKERFILE, "Dockerfile.dockerignore", K8S_FILE, KSERVE_FILE]
+    )
+    assert "docker build -f " + str(out / DOCKERFILE) in (out / DOCKERFILE).read_text()
+
+
+def test_cli_errors_are_click_style(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["deploy", str(tmp_path), "--k8s"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: ") and "holds no model" in result.output
+
+
+def test_commands_are_registered() -> None:
+    out = subprocess.run([sys.executable, "-m", "repogen", "--help"], capture_output=True, text=True, check=True).stdout
+    for command in ("serve", "infer", "deploy"):
+        assert re.search(rf"^\s+{command}\s", out, flags=re.MULTILINE), out
