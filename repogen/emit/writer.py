@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import errno
+import hashlib
 import json
 import os
 import shutil
