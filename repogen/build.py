@@ -6,12 +6,19 @@ import dataclasses
 import os
 from pathlib import Path
 
-from .dsl.repository import Repository
+from .dsl.config import VersionPolicy
+from .dsl.repository import ModelDefinition, Repository
 from .emit import pickling
-from .emit.files import emit_repository
-from .emit.writer import write_repository
+from .emit.files import Progress, emit_repository
+from .emit.merge import merge_versions
+from .emit.model_config import model_config, to_text
+from .emit.writer import Merge, WritePlan, write_repository
+from .errors import BuildError
 from .ir import RepositorySpec, lower
+from .ir.lower import lower_version_policy
+from .ir.spec import VersionSpec
 from .loader import load_app
+from .targets import TritonTarget, check_interpreter, get_target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,17 +28,39 @@ class BuildResult:
     files: tuple[str, ...]
 
 
+def resolve_target(target_triton: str | TritonTarget | None) -> TritonTarget | None:
+    """The target container, after checking that this interpreter can build for it."""
+    if target_triton is None:
+        return None
+    target = target_triton if isinstance(target_triton, TritonTarget) else get_target(target_triton)
+    check_interpreter(target)
+    return target
+
+
 def build_repository(
     repository: Repository,
     output: str | os.PathLike[str],
     *,
     roots: tuple[str, ...] = (),
     force: bool = False,
+    target_triton: str | TritonTarget | None = None,
+    version: int | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
-    """Compile ``repository`` into ``output`` (replaced atomically)."""
+    """Compile ``repository`` into ``output`` (replaced atomically).
+
+    ``target_triton`` (``"24.10"``, ``"2.51.0"``) refuses an interpreter whose Python differs from that
+    container's and records the target. ``version`` builds every model as that version only and merges
+    it into the existing repository, leaving the other versions' files untouched.
+    """
+    target = resolve_target(target_triton)
+    policies: dict[str, VersionPolicy | None] = {}
+    if version is not None:
+        repository, policies = _as_version(repository, version)
     spec = lower(repository)
-    files = emit_repository(spec, roots)
-    write_repository(files, Path(output), force=force)
+    files = emit_repository(spec, roots, target.record() if target is not None else None, progress)
+    merge = _merger(spec, version, policies, force) if version is not None else None
+    write_repository(files, Path(output), force=force, merge=merge)
     return BuildResult(output=Path(output), spec=spec, files=tuple(files))
 
 
@@ -41,8 +70,74 @@ def build_app(
     *,
     app_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
+    target_triton: str | TritonTarget | None = None,
+    version: int | None = None,
+    progress: Progress | None = None,
 ) -> BuildResult:
-    """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value."""
+    """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value.
+
+    The target is checked before the app is imported: a wrong interpreter fails in a second.
+    """
+    resolved = resolve_target(target_triton)
     app = load_app(target, app_dir)
     pickling.register_by_value(app.local_modules)
-    return build_repository(app.repository, output, roots=(str(app.app_dir),), force=force)
+    return build_repository(
+        app.repository,
+        output,
+        roots=(str(app.app_dir),),
+        force=force,
+        target_triton=resolved,
+        version=version,
+        progress=progress,
+    )
+
+
+# -- --version N ----------------------------------------------------------------------------------
+
+
+def _as_version(repository: Repository, version: int) -> tuple[Repository, dict[str, VersionPolicy | None]]:
+    """One binding per model, numbered ``version``; version policies are set aside for the merge.
+
+    The policy must be checked against every version present after the merge, which only the
+    writer knows (under its lock), so lowering sees none.
+    """
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise BuildError(f"--version must be an integer >= 1, found {version!r}")
+    by_name: dict[str, list[ModelDefinition]] = {}
+    for definition in repository.definitions:
+        by_name.setdefault(definition.name, []).append(definition)
+    chosen: list[ModelDefinition] = []
+    policies: dict[str, VersionPolicy | None] = {}
+    for name, definitions in by_name.items():
+        matching = [d for d in definitions if d.version == version] if len(definitions) > 1 else definitions
+        if len(matching) != 1:
+            found = sorted(d.version for d in definitions)
+            raise BuildError(
+                f"model '{name}' is bound as versions {found}; --version {version} needs one binding per model "
+                f"(or one with model_version={version}); build without --version to write every bound version"
+            )
+        definition = matching[0]
+        policies[name] = definition.config.version_policy
+        config = dataclasses.replace(definition.config, version_policy=None)
+        chosen.append(dataclasses.replace(definition, version=version, config=config))
+    result = Repository()
+    result._definitions = chosen
+    result._ensembles = list(repository.ensembles)
+    return result, policies
+
+
+def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolicy | None], force: bool) -> Merge:
+    """The merge the writer runs under its lock, re-emitting each config for the versions then present."""
+    models = {m.name: m for m in spec.models}
+
+    def config_for(name: str, present: list[int]) -> bytes:
+        where = f"model '{name}'"
+        policy = lower_version_policy(where, policies.get(name), [VersionSpec(n, ()) for n in present])
+        return to_text(model_config(dataclasses.replace(models[name], version_policy=policy))).encode("utf-8")
+
+    def merge(output: Path, files: dict[str, bytes]) -> WritePlan:
+        return merge_versions(
+            output, files, versions={name: version for name in models}, config_for=config_for, force=force
+        )
+
+    return merge

@@ -54,31 +54,40 @@ def load_app(target: str, app_dir: str | os.PathLike[str] | None = None) -> Load
 
 
 def _prepend_path(root: Path) -> None:
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
+    """First on sys.path, so the app's own siblings win over same-named modules elsewhere."""
+    entry = str(root)
+    if entry in sys.path:
+        sys.path.remove(entry)
+    sys.path.insert(0, entry)
 
 
 def _import_file(path: Path, root: Path) -> types.ModuleType:
-    _prepend_path(path.parent)
+    """Import the app from its file, under its dotted name relative to ``root``.
+
+    Loading by location (not by name through sys.path) makes sure this very file is loaded even
+    when another app of the same module name was loaded in this process before.
+    """
     _prepend_path(root)
+    _prepend_path(path.parent)
     try:
         parts = path.with_suffix("").relative_to(root).parts
     except ValueError:
         parts = (path.stem,)
     name = ".".join(parts)
     existing = sys.modules.get(name)
-    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() != path:
-        del sys.modules[name]  # another app of the same name was loaded in this process
+    if existing is not None and Path(getattr(existing, "__file__", "") or "").resolve() == path:
+        return existing
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise BuildError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     try:
-        return importlib.import_module(name)
-    except ImportError:
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise BuildError(f"cannot load {path} as a Python module") from None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
         spec.loader.exec_module(module)
-        return module
+    except Exception as exc:
+        del sys.modules[name]
+        raise BuildError(f"importing the app {path} failed: {type(exc).__name__}: {exc}") from exc
+    return module
 
 
 def _installed_roots() -> list[Path]:

@@ -18,17 +18,55 @@ from ..errors import BuildError
     type=click.Path(exists=True, file_okay=False),
     help="The user's project directory: modules under it are pickled by value (default: the app file's directory).",
 )
-@click.option("--force", is_flag=True, help="Replace OUTPUT even if it holds files repogen did not write.")
-def build(app: str, output: str, app_dir: str | None, force: bool) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace OUTPUT even if it holds files repogen did not write; with --version, also replace a changed config.",
+)
+@click.option(
+    "--target-triton",
+    metavar="RELEASE",
+    help="NGC release (24.10) or tritonserver version (2.51.0) that will serve the repository: the build fails "
+    "early if this Python differs from that container's, and records the target.",
+)
+@click.option(
+    "--version",
+    "model_version",
+    type=click.IntRange(min=1),
+    help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
+)
+def build(
+    app: str, output: str, app_dir: str | None, force: bool, target_triton: str | None, model_version: int | None
+) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     started = time.perf_counter()
     try:
-        result = build_app(app, output, app_dir=app_dir, force=force)
+        result = build_app(
+            app,
+            output,
+            app_dir=app_dir,
+            force=force,
+            target_triton=target_triton,
+            version=model_version,
+            progress=_Progress(),
+        )
     except BuildError as exc:
         raise click.ClickException(str(exc)) from exc
-    names = ", ".join(m.name for m in result.spec.models)
+    names = result.spec.names
     elapsed = time.perf_counter() - started
-    click.echo(f"Built {len(result.spec.models)} model(s) into {output} in {elapsed:.2f}s: {names}")
+    listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."
+    click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
+
+
+PROGRESS_FROM = 20  # models; smaller builds finish before a progress line would help
+
+
+class _Progress:
+    """One stderr line per model while a large repository is emitted (pickling dominates)."""
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        if total >= PROGRESS_FROM:
+            click.echo(f"[{done}/{total}] {name}", err=True)
 
 
 COMMANDS = [build]

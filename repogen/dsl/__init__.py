@@ -11,8 +11,10 @@ from .config import (
     VersionPolicy,
     Warmup,
 )
-from .repository import ModelHandle, Repository
+from .handle import ModelHandle
+from .repository import Repository
 from .tensor import Tensor
+from .tracing import SymbolicTensor
 
 __all__ = [
     "DynamicBatcher",
@@ -23,6 +25,7 @@ __all__ = [
     "RateLimiter",
     "Repository",
     "SequenceBatcher",
+    "SymbolicTensor",
     "Tensor",
     "TimeoutAction",
     "VersionPolicy",

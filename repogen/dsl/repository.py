@@ -13,7 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from .config import ModelConfig
+from .handle import ModelHandle
 from .tensor import Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleDefinition:
+    """An ensemble as declared: ``func`` is traced at build time into Triton's ensemble steps."""
+
+    name: str
+    func: Callable[..., Any]
+    inputs: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    config: ModelConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,30 +42,61 @@ class ModelDefinition:
     files: tuple[Path, ...] = ()  # absolute paths, copied into the version directory
 
 
-class ModelHandle:
-    """A reference to a model of a repository, returned by ``bind`` and ``@model``."""
-
-    def __init__(self, repository: Repository, definition: ModelDefinition):
-        self.repository = repository
-        self.definition = definition
-
-    @property
-    def name(self) -> str:
-        return self.definition.name
-
-    def __repr__(self) -> str:
-        return f"<ModelHandle {self.name!r}>"
-
-
 class Repository:
     """A set of models to compile into one Triton model repository."""
 
     def __init__(self) -> None:
         self._definitions: list[ModelDefinition] = []
+        self._ensembles: list[EnsembleDefinition] = []
+        self._local: tuple[tuple[int, int], Any] | None = None
 
     @property
     def definitions(self) -> tuple[ModelDefinition, ...]:
         return tuple(self._definitions)
+
+    @property
+    def ensembles(self) -> tuple[EnsembleDefinition, ...]:
+        return tuple(self._ensembles)
+
+    def ensemble(
+        self,
+        name: str,
+        *,
+        inputs: Sequence[Tensor],
+        outputs: Sequence[Tensor],
+        config: ModelConfig | None = None,
+    ) -> Callable[[Callable[..., Any]], ModelHandle]:
+        """Decorator: the function's body, calling model handles, becomes an ensemble.
+
+        The body receives each input as a keyword argument, calls handles with keyword tensors,
+        indexes their outputs by name and returns a dict of the ensemble's outputs. It runs once,
+        at build time, on placeholders; Triton runs the recorded steps.
+        """
+
+        def register(func: Callable[..., Any]) -> ModelHandle:
+            definition = EnsembleDefinition(
+                name=name,
+                func=func,
+                inputs=tuple(inputs),
+                outputs=tuple(outputs),
+                config=config if config is not None else ModelConfig(),
+            )
+            self._ensembles.append(definition)
+            return ModelHandle(self, definition)
+
+        return register
+
+    def local(self) -> Any:
+        """Run this repository's models, ensembles and BLS pipelines in this process (no server).
+
+        The same object is returned until models are added, so class models keep their state.
+        """
+        from ..local import LocalRepository
+
+        key = (len(self._definitions), len(self._ensembles))
+        if self._local is None or self._local[0] != key:
+            self._local = (key, LocalRepository(self))
+        return self._local[1]
 
     def bind(
         self,

@@ -8,6 +8,7 @@ from google.protobuf import text_format
 
 from ..ir.spec import (
     DynamicBatchingSpec,
+    EnsembleSpec,
     ModelSpec,
     QueuePolicySpec,
     SequenceBatchingSpec,
@@ -51,6 +52,18 @@ def model_config(spec: ModelSpec) -> mc.ModelConfig:
             config.version_policy.all.SetInParent()
         else:
             config.version_policy.specific.versions.extend(numbers)
+    return config
+
+
+def ensemble_config(spec: EnsembleSpec) -> mc.ModelConfig:
+    """``platform: "ensemble"``: no backend, no instance groups, no scheduler but its steps."""
+    config = mc.ModelConfig(name=spec.name, platform="ensemble", max_batch_size=spec.max_batch_size)
+    config.input.extend(_input(t) for t in spec.inputs)
+    config.output.extend(_output(t, index) for index, t in enumerate(spec.outputs))
+    for step in spec.steps:
+        message = config.ensemble_scheduling.step.add(model_name=step.model, model_version=-1)
+        message.input_map.update(dict(step.input_map))
+        message.output_map.update(dict(step.output_map))
     return config
 
 

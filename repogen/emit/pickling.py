@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import cloudpickle
@@ -65,8 +65,9 @@ def _pinned_tracker_ids() -> Iterator[None]:
 
 
 class DeterministicPickler(cloudpickle.Pickler):
-    def __init__(self, file: Any, roots: Sequence[str]):
+    def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None = None):
         super().__init__(file, protocol=PROTOCOL)
+        self._replace = replace  # returns a reduce tuple for objects to pickle as something else
         self._roots = sorted({os.path.abspath(r) for r in roots if r}, key=len, reverse=True)
         self.modules: set[str] = set()  # modules the payload imports at unpickling time
 
@@ -80,6 +81,10 @@ class DeterministicPickler(cloudpickle.Pickler):
         return os.path.basename(path)
 
     def reducer_override(self, obj: Any) -> Any:
+        if self._replace is not None:
+            reduced = self._replace(obj)
+            if reduced is not NotImplemented:
+                return reduced
         self._note_module(obj)
         if type(obj) is types.CodeType:
             consts = tuple(_canonical(c) for c in obj.co_consts)
@@ -112,13 +117,13 @@ class DeterministicPickler(cloudpickle.Pickler):
         return reduced
 
 
-def dumps(obj: Any, roots: Sequence[str] = ()) -> tuple[bytes, list[str]]:
+def dumps(obj: Any, roots: Sequence[str] = (), replace: Callable[[Any], Any] | None = None) -> tuple[bytes, list[str]]:
     """Pickle ``obj``; return the bytes and the modules that unpickling will import.
 
     Source paths under ``roots`` (then ``sys.path``) are stored relative to them.
     """
     buffer = io.BytesIO()
-    pickler = DeterministicPickler(buffer, [*roots, *sys.path])
+    pickler = DeterministicPickler(buffer, [*roots, *sys.path], replace)
     with _pinned_tracker_ids():
         pickler.dump(obj)
     return buffer.getvalue(), sorted(pickler.modules)

@@ -1,20 +1,30 @@
 """Writing a file map to disk atomically, one build at a time per output directory.
 
-The new repository is written into a hidden directory beside the output and swapped into place
-with ``renameat2(RENAME_EXCHANGE)``, so a reader (or a build killed at any moment) sees either
-the old repository or the new one, never a mix.
+The new repository is written into a hidden staging directory beside the output and swapped into
+place with ``renameat2(RENAME_EXCHANGE)``, so a reader (or a build killed at any moment) sees either
+the old repository or the new one, never a mix. A file lock serializes builds into one output, and
+everything that reads the previous repository (the "files we did not write" check, a ``--version``
+merge) happens under that lock, so concurrent builds cannot lose each other's work.
+
+A build killed between creating its staging directory and removing it leaves that directory behind;
+the next build into the same output removes it. Only names this module creates are ever removed:
+``.<output name>.repogen-<8 random characters>`` with an optional ``-old`` suffix.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import dataclasses
 import errno
 import hashlib
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock
@@ -24,6 +34,32 @@ from .files import MANIFEST
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
+_STAGING_INFIX = ".repogen-"
+_TRACE_ENV = "REPOGEN_WRITER_TRACE"  # tests: print each phase to stderr
+_PAUSE_ENV = "REPOGEN_WRITER_PAUSE"  # tests: "phase[,phase...]" sleeps there, so a kill lands exactly
+
+
+@dataclasses.dataclass(frozen=True)
+class WritePlan:
+    """What the staging directory receives: new bytes, plus existing files carried over unchanged."""
+
+    files: dict[str, bytes]
+    carried: dict[str, Path] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
+
+
+#: Called under the lock with the existing output directory; returns what to write instead of the plain map.
+Merge = Callable[[Path, dict[str, bytes]], WritePlan]
+
+
+def checkpoint(phase: str) -> None:
+    """A named point in the write, observable by tests: traced, and optionally paused at.
+
+    The SIGKILL tests use it to land kills inside windows that are microseconds wide (the exchange).
+    """
+    if os.environ.get(_TRACE_ENV):
+        print(f"repogen-writer: {phase}", file=sys.stderr, flush=True)
+    if phase in os.environ.get(_PAUSE_ENV, "").split(","):
+        time.sleep(60)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -41,14 +77,25 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def _unlisted_files(output: Path) -> list[str]:
+def read_manifest_files(output: Path) -> dict[str, str] | None:
+    """The manifest's ``files`` (relative path -> sha256), or None where there is no readable manifest."""
+    try:
+        listed = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return listed if isinstance(listed, dict) else None
+
+
+def _all_files(output: Path) -> list[str]:
+    return sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def unlisted_files(output: Path) -> list[str]:
     """Files in an existing output that its manifest does not list: the user's, not ours."""
-    manifest = output / MANIFEST
-    if not manifest.is_file():
-        return sorted(str(p.relative_to(output)) for p in output.rglob("*") if p.is_file())[:10]
-    listed = set(json.loads(manifest.read_text(encoding="utf-8")).get("files", {})) | {MANIFEST}
-    found = (p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file())
-    return sorted(p for p in found if p not in listed and "__pycache__" not in p)[:10]
+    listed = read_manifest_files(output)
+    if listed is None:
+        return _all_files(output)
+    return [p for p in _all_files(output) if p not in listed and p != MANIFEST and "__pycache__" not in p]
 
 
 def _lock_path(output: Path) -> Path:
@@ -58,35 +105,94 @@ def _lock_path(output: Path) -> Path:
     return locks / (hashlib.sha256(str(output).encode()).hexdigest()[:32] + ".lock")
 
 
-def write_repository(files: dict[str, bytes], output: Path, force: bool = False) -> None:
+def staging_pattern(output: Path) -> re.Pattern[str]:
+    """Exactly the names ``tempfile.mkdtemp`` gives our staging directories (and their ``-old`` twins)."""
+    return re.compile(re.escape(f".{output.name}{_STAGING_INFIX}") + r"[a-z0-9_]{8}(-old)?")
+
+
+def remove_stale_staging(output: Path) -> list[Path]:
+    """Remove staging directories left by killed builds of ``output``; call only under the lock.
+
+    Under the lock no other build of this output is running, so every matching directory is dead.
+    Symlinks and files are never followed or removed, whatever their name.
+    """
+    pattern = staging_pattern(output)
+    removed = []
+    for entry in output.parent.iterdir():
+        if pattern.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _check_existing(output: Path, force: bool) -> None:
+    if not output.is_dir():
+        raise BuildError(f"output {output} exists and is not a directory; choose another -o path")
+    unlisted = unlisted_files(output)
+    if unlisted and not force:
+        shown = ", ".join(unlisted[:10]) + (f" and {len(unlisted) - 10} more" if len(unlisted) > 10 else "")
+        raise BuildError(
+            f"refusing to replace {output}: it holds files repogen did not write ({shown}); "
+            "choose another output directory, move those files, or pass --force to replace it all"
+        )
+
+
+def _carry(source: Path, destination: Path) -> None:
+    """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail."""
+    try:
+        os.link(source, destination, follow_symlinks=False)
+    except OSError:
+        shutil.copy2(source, destination, follow_symlinks=False)
+
+
+def _fill(staging: Path, plan: WritePlan) -> None:
+    half = len(plan.files) // 2
+    for index, (relative, data) in enumerate(plan.files.items()):
+        if index == half:
+            checkpoint("writing")
+        path = staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for relative, source in plan.carried.items():
+        path = staging / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _carry(source, path)
+    os.chmod(staging, 0o755)
+
+
+def _swap_in(staging: Path, output: Path) -> Path | None:
+    """Put ``staging`` at ``output``; return the directory now holding the previous repository, if any."""
+    checkpoint("exchange")
+    if not output.exists():
+        os.rename(staging, output)
+        return None
+    if _exchange(staging, output):
+        return staging
+    old = staging.with_name(staging.name + "-old")  # no renameat2: a short window without an output
+    os.rename(output, old)
+    os.rename(staging, output)
+    return old
+
+
+def write_repository(files: dict[str, bytes], output: Path, force: bool = False, merge: Merge | None = None) -> None:
+    """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first."""
     output = output.resolve()
     output.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(_lock_path(output))):
+        checkpoint("locked")
+        remove_stale_staging(output)
+        plan = WritePlan(files)
         if output.exists():
-            if not output.is_dir():
-                raise BuildError(f"output {output} exists and is not a directory; choose another -o path")
-            unlisted = _unlisted_files(output)
-            if unlisted and not force:
-                raise BuildError(
-                    f"refusing to replace {output}: it holds files repogen did not write ({', '.join(unlisted)}); "
-                    "choose another output directory, move those files, or pass --force to replace it all"
-                )
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.repogen-", dir=output.parent))
+            _check_existing(output, force)
+            if merge is not None:
+                plan = merge(output, files)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}{_STAGING_INFIX}", dir=output.parent))
+        leftover: Path | None = staging
         try:
-            for relative, data in files.items():
-                path = staging / relative
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
-            os.chmod(staging, 0o755)
-            if not output.exists():
-                os.rename(staging, output)
-            elif _exchange(staging, output):
-                pass  # `staging` now holds the previous repository
-            else:
-                old = staging.with_name(staging.name + "-old")
-                os.rename(output, old)
-                os.rename(staging, output)
-                staging = old
+            _fill(staging, plan)
+            leftover = _swap_in(staging, output)
+            checkpoint("exchanged")
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                shutil.rmtree(staging)
+            if leftover is not None:
+                shutil.rmtree(leftover, ignore_errors=True)
+        checkpoint("done")

@@ -3,6 +3,7 @@
 from .lower import lower
 from .spec import (
     DynamicBatchingSpec,
+    EnsembleSpec,
     InstanceGroupSpec,
     ModelSpec,
     QueuePolicySpec,
@@ -10,6 +11,7 @@ from .spec import (
     RepositorySpec,
     SequenceBatchingSpec,
     SequenceControlSpec,
+    StepSpec,
     TensorSpec,
     VersionSpec,
     WarmupSpec,
@@ -17,6 +19,7 @@ from .spec import (
 
 __all__ = [
     "DynamicBatchingSpec",
+    "EnsembleSpec",
     "InstanceGroupSpec",
     "ModelSpec",
     "QueuePolicySpec",
@@ -24,6 +27,7 @@ __all__ = [
     "RepositorySpec",
     "SequenceBatchingSpec",
     "SequenceControlSpec",
+    "StepSpec",
     "TensorSpec",
     "VersionSpec",
     "WarmupSpec",

@@ -6,6 +6,7 @@ what was found and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import re
@@ -22,11 +23,13 @@ from ..dsl.config import (
     TimeoutAction,
     VersionPolicy,
 )
-from ..dsl.repository import ModelDefinition, Repository
+from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
 from ..dsl.tensor import Tensor
 from ..errors import BuildError
 from .dtypes import triton_data_type
+from .ensembles import Interface, find_cycle, lower_ensemble
 from .lower_extras import lower_rate_limiter, lower_sequence_batcher, lower_warmup
+from .references import referenced_handles
 from .spec import (
     DynamicBatchingSpec,
     InstanceGroupSpec,
@@ -56,7 +59,52 @@ def lower(repository: Repository) -> RepositorySpec:
         by_name.setdefault(definition.name, []).append(definition)
     if not by_name:
         raise BuildError("the repository declares no model; add one with models.bind(...) or @models.model(...)")
-    return RepositorySpec(models=tuple(_lower_model(name, defs) for name, defs in sorted(by_name.items())))
+    models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
+    interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size) for m in models}
+    for ensemble in repository.ensembles:
+        _check_model_name(ensemble.name)
+        if ensemble.name in interfaces:
+            raise BuildError(
+                f"ensemble '{ensemble.name}' has the name of another model or ensemble; names are directory "
+                "names and must be unique"
+            )
+        interfaces[ensemble.name] = _ensemble_interface(ensemble)
+    ensembles = sorted(
+        (lower_ensemble(repository, d, interfaces[d.name], interfaces) for d in repository.ensembles),
+        key=lambda e: e.name,
+    )
+    cycle = find_cycle({e.name: [step.model for step in e.steps] for e in ensembles})
+    if cycle:
+        raise BuildError(f"ensembles form a cycle: {' -> '.join(cycle)}; an ensemble cannot contain itself")
+    models = [_with_calls(repository, model, set(interfaces)) for model in models]
+    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles))
+
+
+def _ensemble_interface(definition: EnsembleDefinition) -> Interface:
+    where = f"ensemble '{definition.name}'"
+    if not isinstance(definition.config, ModelConfig):
+        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(definition.config).__name__}")
+    return Interface(
+        inputs=_lower_tensors(where, "input", definition.inputs),
+        outputs=_lower_tensors(where, "output", definition.outputs, allow_optional=False),
+        max_batch_size=_max_batch_size(where, definition.config),
+    )
+
+
+def _with_calls(repository: Repository, model: ModelSpec, names: set[str]) -> ModelSpec:
+    """Record the models each version calls through BLS; each must be in this repository."""
+    versions = []
+    for version in model.versions:
+        calls = set()
+        for handle in referenced_handles(list(version.infer_funcs)):
+            if handle.repository is not repository or handle.name not in names:
+                raise BuildError(
+                    f"model '{model.name}' calls model '{handle.name}' through BLS, but '{handle.name}' is not in "
+                    "this repository; bind it to the same Repository"
+                )
+            calls.add(handle.name)
+        versions.append(dataclasses.replace(version, calls=tuple(sorted(calls))))
+    return dataclasses.replace(model, versions=tuple(versions))
 
 
 def _check_model_name(name: Any) -> None:
@@ -108,7 +156,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         max_batch_size=max_batch_size,
         scheduler=_lower_scheduler(where, config.batcher, max_batch_size, inputs),
         instance_groups=_lower_instance_groups(where, config.instance_groups, counts.pop()),
-        version_policy=_lower_version_policy(where, config.version_policy, versions),
+        version_policy=lower_version_policy(where, config.version_policy, versions),
         response_cache=bool(config.response_cache),
         decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
         strict=bool(first.strict),
@@ -324,7 +372,7 @@ def _lower_instance_groups(
     return tuple(specs)
 
 
-def _lower_version_policy(
+def lower_version_policy(
     where: str, policy: VersionPolicy | None, versions: list[VersionSpec]
 ) -> tuple[str, tuple[int, ...]] | None:
     numbers = sorted(v.version for v in versions)

@@ -85,6 +85,7 @@ class InstanceGroupSpec:
 class VersionSpec:
     version: int
     infer_funcs: tuple[Any, ...]  # one callable per model instance
+    calls: tuple[str, ...] = ()  # models the callables call through BLS (handles they reference)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,11 +108,38 @@ class ModelSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class StepSpec:
+    model: str
+    input_map: tuple[tuple[str, str], ...]  # (composing model's input, ensemble tensor), sorted
+    output_map: tuple[tuple[str, str], ...]  # (composing model's output, ensemble tensor), sorted
+
+
+@dataclasses.dataclass(frozen=True)
+class EnsembleSpec:
+    name: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    max_batch_size: int
+    steps: tuple[StepSpec, ...]  # in the order the body called them (a topological order)
+
+
+@dataclasses.dataclass(frozen=True)
 class RepositorySpec:
     models: tuple[ModelSpec, ...]  # sorted by name
+    ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+    def ensemble(self, name: str) -> EnsembleSpec:
+        for spec in self.ensembles:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(sorted([m.name for m in self.models] + [e.name for e in self.ensembles]))

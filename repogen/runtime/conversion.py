@@ -51,7 +51,7 @@ def to_bytes_array(value: np.ndarray) -> np.ndarray:
 class OutputPlan:
     """How one declared output is checked and converted."""
 
-    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model")
+    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed")
 
     def __init__(self, model: str, name: str, data_type: str, dims: list[int], batched: bool, strict: bool):
         self.model = model
@@ -61,8 +61,17 @@ class OutputPlan:
         self.is_bytes = data_type == "TYPE_STRING"
         self.batched = batched
         self.strict = strict
+        # Shape check precomputed: the rank, and only the dimensions that are not -1.
+        self.ndim = len(self.dims) + (1 if batched else 0)
+        offset = 1 if batched else 0
+        self.fixed = tuple((i + offset, d) for i, d in enumerate(self.dims) if d != -1)
 
     def convert(self, value: Any) -> np.ndarray:
+        if type(value) is np.ndarray and value.dtype == self.dtype and value.flags.c_contiguous:
+            # Fast path (numeric output of the declared dtype): only the strict shape check remains.
+            if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
+                self._check_shape(value.shape)
+            return value
         arr = value if isinstance(value, np.ndarray) else np.asarray(value)
         if self.is_bytes:
             if arr.dtype != object:

@@ -17,7 +17,8 @@ pytestmark = pytest.mark.integration
 def server(serve, cli_build, tmp_path_factory):
     repo = tmp_path_factory.mktemp("features") / "repo"
     cli_build("tests/apps/features/app.py:models", repo)
-    return serve(repo)
+    # Doomed's dead stub keeps one request in flight: do not wait the default 30 s at shutdown.
+    return serve(repo, extra_args=("--exit-timeout-secs=3",))
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -63,13 +64,28 @@ def test_optional_input_may_be_left_out(server, protocol):
     assert infer(protocol, server, "WithDefault", {"x": x, "scale": np.array([3.0], np.float32)})["y"].tolist() == [6.0]
 
 
+def _alive(pid: int) -> bool:
+    """A zombie has exited: its parent just has not reaped it yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_unrecoverable_error_ends_the_stub(server):
     before = int(infer("http", server, "Doomed", {"x": np.array([1.0], np.float32)})["pid"][0])
     with pytest.raises(InferenceServerException, match="PyTritonUnrecoverableError: weights are corrupt"):
         infer("http", server, "Doomed", {"x": np.array([-1.0], np.float32)})
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{before}").exists() and time.monotonic() < deadline:
+    while _alive(before) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not Path(f"/proc/{before}").exists() or "Z" in Path(f"/proc/{before}/stat").read_text().split()[2]
+    assert not _alive(before)
     with pytest.raises(InferenceServerException, match="not healthy"):  # 2.51 keeps the failed instance out
         infer("http", server, "Doomed", {"x": np.array([1.0], np.float32)})
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_error_in_called_model_reaches_the_outer_client(server, protocol):
+    with pytest.raises(InferenceServerException, match="ModelCallError: model 'Fragile' failed: ValueError: bad x"):
+        infer(protocol, server, "CallsFragile", {"x": np.array([-4.0], dtype=np.float32)})
+    assert infer(protocol, server, "CallsFragile", {"x": np.array([4.0], dtype=np.float32)})["y"].tolist() == [3.0]

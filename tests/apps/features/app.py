@@ -90,3 +90,14 @@ def doomed(requests):
     if (requests[0]["x"] < 0).any():
         raise PyTritonUnrecoverableError("weights are corrupt")
     return [{"pid": np.array([os.getpid()], dtype=np.int64)} for _ in requests]
+
+
+@models.model(
+    "CallsFragile",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(1,))],
+    outputs=[Tensor(name="y", dtype=np.float32, shape=(1,))],
+    config=ModelConfig(batching=False),
+)
+def calls_fragile(requests):
+    """BLS into Fragile: its error must reach this model's client."""
+    return [{"y": fragile(x=r["x"])["y"] + 1} for r in requests]

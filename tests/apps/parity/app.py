@@ -94,7 +94,7 @@ def countdown(requests):
     "Echo",
     inputs=[Tensor(name="x", dtype=np.float32, shape=(1,))],
     outputs=[Tensor(name="parameters", dtype=bytes, shape=(1,))],
-    config=ModelConfig(batching=False),
+    config=ModelConfig(batching=False, parameters={"FORCE_CPU_ONLY_INPUT_TENSORS": "yes"}),
 )
 def echo(requests):
     return [

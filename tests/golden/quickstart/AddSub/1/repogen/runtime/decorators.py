@@ -100,6 +100,8 @@ def _split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any
 
 def _then(result: Any, post: Callable[[Any], Any]) -> Any:
     """Apply ``post`` to a result, to each step of a (async) generator (streaming), or once awaited."""
+    if type(result) is dict:  # the common case; three inspect.is* calls cost ~1.5 µs per call
+        return post(result)
     if inspect.isgenerator(result):
         return (post(item) for item in result)
     if inspect.isasyncgen(result):
@@ -192,7 +194,7 @@ class batch(_Decorated):  # noqa: N801 - PyTriton's public name
         else:
             inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
         outputs = self.__wrapped__(*head, **kwargs, **inputs)
-        sizes = [_request_size(r) for r in requests]
+        sizes = [_request_size(r) for r in requests] if len(requests) > 1 else [_request_size(first)]
         return _then(outputs, lambda result: _split_outputs(result, sizes))
 
 
@@ -205,9 +207,9 @@ def _split_outputs(outputs: Any, sizes: list[int]) -> list[Any]:
     else:
         _bad_outputs(outputs, "@batch")
     total = sum(sizes)
+    if len(sizes) == 1 and all(type(v) is np.ndarray and v.ndim and v.shape[0] == total for _, v in items):
+        return [outputs]  # the common single-request case: no slicing, no copies, nothing to re-check
     _check_batch_sizes(items, total, sizes)
-    if len(sizes) == 1 and all(_leading(value) == total for _, value in items):
-        return [outputs]  # the common single-request case: no slicing, no copies
     results: list[Any] = []
     start = 0
     for size in sizes:

@@ -14,3 +14,7 @@ class PyTritonUnrecoverableError(Exception):
 
 class PayloadError(RuntimeError):
     """The model's pickled payload cannot be loaded safely (hash, version or import mismatch)."""
+
+
+class ModelCallError(InferenceError):
+    """A model called through BLS answered with an error; its message is carried to the caller's client."""

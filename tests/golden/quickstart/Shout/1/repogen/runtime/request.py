@@ -8,6 +8,31 @@ from typing import Any
 from .errors import InferenceError
 
 
+class EmptyBatchError(InferenceError):
+    """A request with batch size 0 reached the model (tritonserver 2.39 / 2.41 let it through).
+
+    Those releases strip the batch dimension and hand over uninitialized memory of one row, so
+    the runtime refuses the request instead of computing on garbage; 2.51 rejects it itself.
+    """
+
+    def __init__(self, model: str, name: str):
+        super().__init__(
+            f"model '{model}' input '{name}': the request has an empty batch (batch size 0); send at least one row"
+        )
+
+
+def batched_input_ranks(config: dict[str, Any]) -> dict[str, int]:
+    """Rank each input of a batching model has in ``execute``: the batch dimension plus its dims (or reshape).
+
+    An input arriving with a lower rank is an empty batch that the server passed on (see EmptyBatchError).
+    """
+    ranks = {}
+    for tensor in config.get("input", []):
+        dims = tensor["reshape"].get("shape", []) if "reshape" in tensor else tensor["dims"]
+        ranks[tensor["name"]] = 1 + len(dims)
+    return ranks
+
+
 class Request(dict):  # type: ignore[type-arg]
     """A mapping of input name to numpy array, plus the request's parameters.
 
@@ -24,7 +49,8 @@ class Request(dict):  # type: ignore[type-arg]
         parameters: dict[str, Any] | None = None,
         source: Any = None,
     ):
-        super().__init__(data or {})
+        if data:
+            super().__init__(data)
         self._parameters = parameters
         self._source = source
 
@@ -54,7 +80,7 @@ def _parse_parameters(source: Any) -> dict[str, Any]:
     if read is None:
         raise InferenceError(
             "request parameters are not available on this tritonserver: its Python backend has no "
-            "InferenceRequest.parameters() (2.39 / 23.10 lacks it); serve with 2.41 (23.12) or newer"
+            "InferenceRequest.parameters(); serve with tritonserver 2.39 (NGC 23.10) or newer, which have it"
         )
     text = read()
     return json.loads(text) if text else {}

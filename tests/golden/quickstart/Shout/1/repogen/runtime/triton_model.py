@@ -23,7 +23,7 @@ from .conversion import AS_NUMPY_TYPES, OutputPlan
 from .errors import InferenceError, PyTritonUnrecoverableError
 from .instance import instantiate
 from .payload import load_payload
-from .request import Request
+from .request import EmptyBatchError, Request, batched_input_ranks
 
 UNRECOVERABLE_EXIT_DELAY_S = 0.5
 
@@ -36,24 +36,28 @@ class TritonPythonModel:
     """Serves one instance of a repogen-built model."""
 
     def initialize(self, args: dict[str, str]) -> None:
-        self._model = args["model_name"]
         version_dir = os.path.join(args["model_repository"], args["model_version"])
-        meta, payload = load_payload(version_dir, self._model)
+        meta, payload = load_payload(version_dir, args["model_name"])
+        self.configure(args, payload["infer_funcs"], strict=bool(meta.get("strict", False)))
+
+    def configure(self, args: dict[str, str], funcs: list[Any], strict: bool) -> None:
+        """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file."""
+        self._model = args["model_name"]
         config = json.loads(args["model_config"])
-        funcs = payload["infer_funcs"]
         context = TritonContext.from_args(args)
         target = funcs[context.instance_index % len(funcs)]
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
         self._infer = instantiate(target, context)
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
-        strict = bool(meta.get("strict", False))
+        self._ranks = batched_input_ranks(config) if batched else {}
         self._as_numpy = frozenset(t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES)
         self._outputs = [
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
         ]
         self._declared = frozenset(plan.name for plan in self._outputs)
+        self._output_count = len(self._outputs)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -62,22 +66,30 @@ class TritonPythonModel:
             self._execute_decoupled(requests)
             return None
         try:
-            batch = [self._request(r) for r in requests]
-            results = self._infer(batch)
-            if inspect.isawaitable(results):
-                results = self._run(results)
-            if not isinstance(results, (list, tuple)) or len(results) != len(requests):
+            results = self._infer([self._request(r) for r in requests])
+            if type(results) is not list:  # a list is the common case; inspect.isawaitable costs ~1 µs
+                if inspect.isawaitable(results):
+                    results = self._run(results)
+                if not isinstance(results, (list, tuple)):
+                    raise InferenceError(self._shape_of_results_message(results, len(requests)))
+            if len(results) != len(requests):
                 raise InferenceError(self._shape_of_results_message(results, len(requests)))
+        except EmptyBatchError:
+            return self._execute_apart(requests)
         except Exception as exc:  # the callable's failure is the clients' answer, not the server's
             return [self._failure(exc)] * len(requests)
         return [self._response(result) for result in results]
 
-    def _execute_decoupled(self, requests: list[Any]) -> None:
+    def _execute_decoupled(self, requests: list[Any], senders: list[Any] | None = None) -> None:
         """Each step of a generator is one response per request; FINAL closes every stream."""
-        senders = [request.get_response_sender() for request in requests]
+        senders = senders or [request.get_response_sender() for request in requests]
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
         try:
-            results = self._infer([self._request(r) for r in requests])
+            try:
+                batch = [self._request(r) for r in requests]
+            except EmptyBatchError:
+                return self._execute_decoupled_apart(requests, senders)
+            results = self._infer(batch)
             if inspect.isawaitable(results):
                 results = self._run(results)
             steps = [results] if isinstance(results, (list, tuple)) else self._steps(results)
@@ -116,11 +128,15 @@ class TritonPythonModel:
 
     def _request(self, request: Any) -> Request:
         as_numpy = self._as_numpy
-        data = {}
+        ranks = self._ranks
+        data = Request(source=request)  # filled in place: no intermediate dict to copy
         for tensor in request.inputs():
             name = tensor.name()
-            data[name] = tensor.as_numpy() if name in as_numpy else np.from_dlpack(tensor)
-        return Request(data, source=request)
+            array = tensor.as_numpy() if name in as_numpy else np.from_dlpack(tensor)
+            if array.ndim < ranks.get(name, 0):
+                raise EmptyBatchError(self._model, name)
+            data[name] = array
+        return data
 
     def _response(self, result: Any) -> Any:
         try:
@@ -158,6 +174,33 @@ class TritonPythonModel:
         )
 
     # -- rarely taken paths ------------------------------------------------------------------------
+
+    def _empty_batch(self, request: Any) -> EmptyBatchError | None:
+        try:
+            self._request(request)
+        except EmptyBatchError as exc:
+            return exc
+        return None
+
+    def _execute_apart(self, requests: list[Any]) -> list[Any]:
+        """Answer each empty-batch request with its error and serve the others, which may share its batch."""
+        errors = [self._empty_batch(r) for r in requests]
+        kept = [r for r, error in zip(requests, errors, strict=True) if error is None]
+        served = iter((self.execute(kept) if kept else None) or [])
+        return [next(served) if error is None else self._failure(error) for error in errors]
+
+    def _execute_decoupled_apart(self, requests: list[Any], senders: list[Any]) -> None:
+        """The decoupled form of :meth:`_execute_apart`: an empty-batch request's stream ends with its error."""
+        kept, kept_senders = [], []
+        for request, sender in zip(requests, senders, strict=True):
+            error = self._empty_batch(request)
+            if error is None:
+                kept.append(request)
+                kept_senders.append(sender)
+            else:
+                sender.send(self._failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        if kept:
+            self._execute_decoupled(kept, kept_senders)
 
     def _run(self, awaitable: Any) -> Any:
         if self._loop is None:

@@ -1,0 +1,79 @@
+"""The repogen side of the benchmark: every model the run serves that repogen generates.
+
+The functions are deliberately trivial (or deliberately CPU-bound) so that what is measured is
+the serving path — Triton, the Python backend and the wrapper around the callable — not the work.
+``bench/pytriton_app.py`` binds the same functions to PyTriton and ``bench/handwritten/`` holds
+the same work written directly against ``triton_python_backend_utils``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from repogen import DynamicBatcher, ModelConfig, Repository, Tensor, batch
+
+# Shared with the hand-written and PyTriton variants: change them together.
+MAX_BATCH_SIZE = 64
+CPU_LOOP = 200_000  # ~10 ms of pure-Python work on this machine's cores: holds the GIL throughout
+
+models = Repository()
+
+_VECTOR = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
+_OUT = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
+_BATCHED = ModelConfig(max_batch_size=MAX_BATCH_SIZE, batcher=DynamicBatcher())
+
+
+@batch
+def double(x):
+    """The payload benchmark: one elementwise op, so the serving path dominates."""
+    return {"y": x * 2}
+
+
+models.bind(model_name="Double", infer_func=double, inputs=_VECTOR, outputs=_OUT, config=_BATCHED, strict=True)
+
+
+def spin(n: int) -> int:
+    """Pure-Python arithmetic: holds the GIL, so one stub process can use one core at most."""
+    total = 0
+    for i in range(n):
+        total += i * i % 7
+    return total
+
+
+@batch
+def cpu_bound(x):
+    spin(CPU_LOOP)
+    return {"y": x}
+
+
+# No dynamic batcher: two concurrent requests must be two executions, not one batch of two.
+_UNBATCHED = ModelConfig(max_batch_size=MAX_BATCH_SIZE, batcher=None)
+models.bind(model_name="Cpu1", infer_func=cpu_bound, inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED)
+models.bind(model_name="Cpu2", infer_func=[cpu_bound, cpu_bound], inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED)
+
+
+# Ensemble pieces: three steps, and the same three steps fused into one model. The ensemble's
+# config.pbtxt is hand-written (bench/handwritten/Pipeline) so this does not depend on repogen's
+# ensemble support.
+@batch
+def step_add(x):
+    return {"y": x + 1}
+
+
+@batch
+def step_mul(x):
+    return {"y": x * 3}
+
+
+@batch
+def step_sub(x):
+    return {"y": x - 2}
+
+
+@batch
+def fused(x):
+    return {"y": (x + 1) * 3 - 2}
+
+
+for _name, _func in (("StepAdd", step_add), ("StepMul", step_mul), ("StepSub", step_sub), ("Fused", fused)):
+    models.bind(model_name=_name, infer_func=_func, inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED, strict=True)

@@ -1,0 +1,114 @@
+"""Recording an ``@ensemble`` body: placeholders flow through handle calls and become steps."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BuildError
+
+if TYPE_CHECKING:
+    from .handle import ModelHandle
+
+
+class SymbolicTensor:
+    """A tensor of an ensemble being traced: an ensemble input or a step's output."""
+
+    def __init__(self, origin: str, producer: TracedStep | None = None):
+        self.origin = origin  # the ensemble input's name, or the producing model's output name
+        self.producer = producer
+        self.user_name: str | None = None
+
+    def named(self, name: str) -> SymbolicTensor:
+        """Choose the ensemble tensor's name (default: ``<model>_<output>``)."""
+        self.user_name = name
+        return self
+
+    def __repr__(self) -> str:
+        where = f"{self.producer.handle.name}." if self.producer else "input "
+        return f"<tensor {where}{self.origin}>"
+
+    def __bool__(self) -> bool:
+        raise BuildError(
+            f"{self!r} has no value while an ensemble is traced: an ensemble body cannot branch on data. "
+            "Use a BLS model (a served callable that calls handles) for conditional pipelines"
+        )
+
+
+@dataclasses.dataclass(eq=False)
+class TracedStep:
+    handle: ModelHandle
+    inputs: dict[str, SymbolicTensor]
+    outputs: dict[str, SymbolicTensor] = dataclasses.field(default_factory=dict)
+
+
+class StepOutputs(Mapping[str, SymbolicTensor]):
+    """What a handle call returns while tracing: index it by output name."""
+
+    def __init__(self, step: TracedStep, names: tuple[str, ...]):
+        self._step = step
+        self._names = names
+
+    def __getitem__(self, name: str) -> SymbolicTensor:
+        if name not in self._names:
+            raise BuildError(
+                f"model '{self._step.handle.name}' has no output '{name}'; its outputs are {list(self._names)}"
+            )
+        if name not in self._step.outputs:
+            self._step.outputs[name] = SymbolicTensor(name, self._step)
+        return self._step.outputs[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __bool__(self) -> bool:
+        raise BuildError(
+            f"the outputs of model '{self._step.handle.name}' have no value while an ensemble is traced: an "
+            "ensemble body cannot branch on data. Use a BLS model for conditional pipelines"
+        )
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class Tracer:
+    def __init__(self, ensemble: str, output_names: tuple[str, ...]):
+        self.ensemble = ensemble
+        self.steps: list[TracedStep] = []
+        self._output_names = output_names
+
+    def call(self, handle: ModelHandle, inputs: dict[str, Any]) -> StepOutputs:
+        for name, value in inputs.items():
+            if not isinstance(value, SymbolicTensor):
+                raise BuildError(
+                    f"ensemble '{self.ensemble}': input '{name}' of model '{handle.name}' is a "
+                    f"{type(value).__name__}; ensemble steps take only tensors of the ensemble (constants "
+                    "belong in the composing model)"
+                )
+        step = TracedStep(handle, dict(inputs))
+        self.steps.append(step)
+        return StepOutputs(step, tuple(t.name or f"OUTPUT_{i}" for i, t in enumerate(handle.definition.outputs, 1)))
+
+
+_TRACER: contextvars.ContextVar[Tracer | None] = contextvars.ContextVar("repogen_tracer", default=None)
+
+
+@contextlib.contextmanager
+def tracing(tracer: Tracer) -> Iterator[Tracer]:
+    token = _TRACER.set(tracer)
+    try:
+        yield tracer
+    finally:
+        _TRACER.reset(token)
+
+
+def current_tracer(handle: ModelHandle) -> Tracer:
+    tracer = _TRACER.get()
+    if tracer is None:
+        raise BuildError(
+            f"model '{handle.name}' was called with ensemble placeholders outside an ensemble being traced"
+        )
+    return tracer

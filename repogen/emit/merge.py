@@ -1,0 +1,137 @@
+"""``repogen build --version N``: add or replace version N beside the versions already built.
+
+Runs under the writer's lock, against the repository on disk at that moment. Every file the build
+does not replace is carried over unchanged (hard-linked into the staging directory), after its
+sha256 is checked against the manifest, so a merge never launders a corrupted file into a fresh
+manifest. Only ``<model>/<N>/`` of the models being built is replaced; nothing else is deleted.
+
+Versions of one model share one ``config.pbtxt``. Its version policy is recomputed for the versions
+present after the merge; any other change to the model's config (or its label files) would silently
+re-declare the versions kept, so it is refused unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import text_format
+
+from ..errors import BuildError
+from ..proto import model_config_pb2 as mc
+from .files import MANIFEST
+from .writer import WritePlan, read_manifest_files, unlisted_files
+
+#: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
+ConfigFor = Callable[[str, list[int]], bytes]
+CONFIG = "config.pbtxt"
+
+
+def _json(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _version_of(relative: str) -> int | None:
+    """The version directory a path lies in (``Model/3/model.pkl`` -> 3), None for model-level files."""
+    parts = relative.split("/")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() and parts[1] == str(int(parts[1])) else None
+
+
+def _model_of(relative: str) -> str | None:
+    return relative.split("/", 1)[0] if "/" in relative else None
+
+
+def _versions_on_disk(output: Path, model: str) -> set[int]:
+    directory = output / model
+    if not directory.is_dir():
+        return set()
+    return {int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit() and p.name == str(int(p.name))}
+
+
+def _check_intact(output: Path, listed: dict[str, str]) -> None:
+    """Files we are about to carry must still be the ones the manifest lists."""
+    for relative, expected in sorted(listed.items()):
+        path = output / relative
+        found = _sha256(path.read_bytes()) if path.is_file() else "nothing (the file is missing)"
+        if found != expected:
+            raise BuildError(
+                f"refusing to add a version to {output}: {relative} has sha256 {found}, but {MANIFEST} lists "
+                f"{expected}; restore that file, or rebuild the whole repository (without --version)"
+            )
+
+
+def _without_policy(config: bytes, where: str) -> mc.ModelConfig:
+    message = mc.ModelConfig()
+    try:
+        text_format.Parse(config.decode("utf-8"), message)
+    except (text_format.ParseError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{where} cannot be parsed ({exc}); rebuild the whole repository (without --version)") from exc
+    message.ClearField("version_policy")
+    return message
+
+
+def _model_level(files: dict[str, bytes] | dict[str, str], model: str) -> set[str]:
+    return {p for p in files if _model_of(p) == model and _version_of(p) is None}
+
+
+def _check_same_config(output: Path, model: str, new: dict[str, bytes], kept: set[int], force: bool) -> None:
+    """Kept versions were built for the old config; a different one must be asked for with --force."""
+    if not kept or force:
+        return
+    old_names = {p.relative_to(output).as_posix() for p in (output / model).iterdir() if p.is_file()}
+    new_names = _model_level(new, model)
+    changed = sorted(old_names ^ new_names)
+    for name in sorted(old_names & new_names):
+        old = (output / name).read_bytes()
+        if name.endswith("/" + CONFIG):
+            same = _without_policy(old, str(output / name)) == _without_policy(new[name], f"the new {name}")
+        else:
+            same = old == new[name]
+        if not same:
+            changed.append(name)
+    if changed:
+        raise BuildError(
+            f"model '{model}': {', '.join(changed)} differ from the repository's, which versions {sorted(kept)} were "
+            "built against (versions share one config.pbtxt); build with the same config, rebuild every version "
+            "(without --version), or pass --force to replace the config for all versions"
+        )
+
+
+def _manifest(new_manifest: bytes, listed: dict[str, bytes | str], models: set[str]) -> bytes:
+    data = json.loads(new_manifest)
+    data["files"] = {p: v if isinstance(v, str) else _sha256(v) for p, v in sorted(listed.items())}
+    data["models"] = sorted(models)
+    return _json(data)
+
+
+def merge_versions(
+    output: Path, files: dict[str, bytes], *, versions: dict[str, int], config_for: ConfigFor, force: bool
+) -> WritePlan:
+    """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds."""
+    listed = read_manifest_files(output) or {}
+    _check_intact(output, listed)
+    new = {p: d for p, d in files.items() if p != MANIFEST}
+    for model, number in versions.items():
+        present = _versions_on_disk(output, model) | {number}
+        config = config_for(model, sorted(present))
+        new[f"{model}/{CONFIG}"] = config
+        _check_same_config(output, model, new, present - {number}, force)
+
+    def replaced(relative: str) -> bool:
+        model = _model_of(relative)
+        return relative in new or (model in versions and _version_of(relative) == versions[model])
+
+    carried_listed = {p: h for p, h in listed.items() if not replaced(p)}
+    carried = {p: output / p for p in carried_listed}
+    carried.update({p: output / p for p in unlisted_files(output) if not replaced(p)})  # only with --force
+    models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
+    entries: dict[str, bytes | str] = {**carried_listed, **new}
+    new[MANIFEST] = _manifest(files[MANIFEST], entries, models)
+    return WritePlan(files=dict(sorted(new.items())), carried=carried)

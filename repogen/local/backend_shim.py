@@ -1,0 +1,123 @@
+"""The part of ``triton_python_backend_utils`` the runtime uses, for running models in-process.
+
+With it, ``repogen.local`` drives the very ``TritonPythonModel`` the server runs, so in-process
+results follow the same conversion, batching, error and streaming code paths.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+_log = logging.getLogger("repogen.local")
+
+
+class TritonError:
+    def __init__(self, message: str):
+        self._message = message
+
+    def message(self) -> str:
+        return self._message
+
+
+class Tensor:
+    def __init__(self, name: str, array: Any):
+        self._name = name
+        self._array = array
+
+    @classmethod
+    def from_dlpack(cls, name: str, value: Any) -> Tensor:
+        return cls(name, np.from_dlpack(value))
+
+    def name(self) -> str:
+        return self._name
+
+    def as_numpy(self) -> np.ndarray:
+        return self._array  # type: ignore[no-any-return]
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        array = self._array if self._array.flags.writeable else self._array.copy()
+        return array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> Any:
+        return self._array.__dlpack_device__()
+
+
+class InferenceResponse:
+    def __init__(self, output_tensors: list[Tensor] | None = None, error: TritonError | None = None):
+        self._tensors = list(output_tensors or [])
+        self._error = error
+
+    def output_tensors(self) -> list[Tensor]:
+        return self._tensors
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+
+class ResponseSender:
+    """Decoupled responses go to a queue the caller drains while the model still runs."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[tuple[InferenceResponse | None, int]] = queue.Queue()
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        self.queue.put((response, flags))
+
+
+class InferenceRequest:
+    """A request as the runtime reads it (``inputs()``, ``parameters()``, a response sender)."""
+
+    def __init__(self, tensors: list[Tensor], parameters: dict[str, Any] | None = None):
+        self._tensors = tensors
+        self._parameters = json.dumps(parameters or {})
+        self.sender = ResponseSender()
+
+    def inputs(self) -> list[Tensor]:
+        return self._tensors
+
+    def parameters(self) -> str:
+        return self._parameters
+
+    def get_response_sender(self) -> ResponseSender:
+        return self.sender
+
+
+class Logger:
+    @staticmethod
+    def log_info(message: str) -> None:
+        _log.info(message)
+
+    @staticmethod
+    def log_warn(message: str) -> None:
+        _log.warning(message)
+
+    @staticmethod
+    def log_error(message: str) -> None:
+        _log.error(message)
+
+    @staticmethod
+    def log_verbose(message: str) -> None:
+        _log.debug(message)
+
+
+def install() -> types.ModuleType:
+    """Make ``import triton_python_backend_utils`` resolve to this module (never over the real one)."""
+    existing = sys.modules.get("triton_python_backend_utils")
+    if existing is None:
+        sys.modules["triton_python_backend_utils"] = sys.modules[__name__]
+        return sys.modules[__name__]
+    return existing

@@ -1,0 +1,85 @@
+"""Issue 4 end to end: the pipeline example as an ensemble and as BLS, served by tritonserver,
+answering exactly what the in-process run answers; streaming and async BLS."""
+
+from __future__ import annotations
+
+import queue
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from repogen.loader import load_app
+from repogen.testing.client import PROTOCOLS, infer
+
+pytestmark = pytest.mark.integration
+
+TEXTS = np.array([[b"a good day"], [b"this is really an awful movie"], [b"meh"], [b"great"]], dtype=object)
+
+
+@pytest.fixture(scope="module")
+def local():
+    return load_app("examples/pipeline/app.py:models").repository.local()
+
+
+@pytest.fixture(scope="module")
+def server(serve, cli_build, tmp_path_factory):
+    repo = tmp_path_factory.mktemp("pipeline") / "repo"
+    cli_build("examples/pipeline/app.py:models", repo)
+    return serve(repo)
+
+
+def test_all_ready_including_the_ensemble(server):
+    states = {m["name"]: m.get("state") for m in server.models_status()}
+    assert states["Pipeline"] == "READY"
+    assert set(states.values()) == {"READY"}
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", ["Pipeline", "RoutedPipeline", "BothClassifiers"])
+def test_served_answers_equal_in_process_answers(server, local, protocol, model):
+    served = infer(protocol, server, model, {"text": TEXTS})
+    expected = local.infer(model, {"text": TEXTS})
+    assert served.keys() == expected.keys()
+    for name in expected:
+        assert served[name].dtype == expected[name].dtype
+        np.testing.assert_array_equal(served[name], expected[name])
+
+
+def test_ensemble_and_bls_route_differently_on_short_texts(local):
+    ensemble = local.infer("Pipeline", {"text": TEXTS})["label"][:, 0].tolist()
+    routed = local.infer("RoutedPipeline", {"text": TEXTS})["label"][:, 0].tolist()
+    assert routed[:2] == ensemble[:2]  # long texts: same three models
+    assert routed[3] == b"positive"  # "great" is short: the keyword classifier decides
+
+
+def test_streaming_bls_restreams_in_order(server, local):
+    events: queue.Queue[object] = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client.start_stream(callback=lambda result, error: events.put(error or result))
+    tensor = grpcclient.InferInput("text", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([b"one two three"], dtype=object))
+    client.async_stream_infer("Ticker", [tensor], enable_empty_final_response=True)
+    chunks = []
+    while True:
+        result = events.get(timeout=30)
+        assert not isinstance(result, Exception), result
+        response = result.get_response()
+        if response.outputs:
+            chunks.append((result.as_numpy("word")[0], int(result.as_numpy("seen")[0])))
+        if response.parameters["triton_final_response"].bool_param:
+            break
+    client.stop_stream()
+    client.close()
+    assert chunks == [(b"ONE", 1), (b"TWO", 2), (b"THREE", 3)]
+    expected = [
+        (c["word"][0], int(c["seen"][0]))
+        for c in local.stream("Ticker", {"text": np.array([b"one two three"], dtype=object)})
+    ]
+    assert chunks == expected
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_bls_aggregates_a_stream(server, protocol):
+    out = infer(protocol, server, "WordCount", {"text": np.array([b"a b c d"], dtype=object)})
+    assert out["words"].tolist() == [4]

@@ -1,0 +1,75 @@
+"""What differs between the supported tritonserver releases, proven on whichever one is under test.
+
+CI runs this module on 2.39.0, 2.41.0 and 2.51.0 (``REPOGEN_TRITON_VERSION``). Measured:
+
+* All three Python backends have ``InferenceRequest.parameters()`` and forward the headers that
+  match ``--http/grpc-header-forward-pattern`` (2.39.0 included), so int, bool and string
+  parameters reach ``request.parameters`` everywhere. A backend without ``parameters()`` would
+  still get a clear ``InferenceError`` (tests/unit/test_runtime_request.py).
+* The 2.39.0 and 2.41.0 frontends refuse FP64 request parameters (``temperature=0.5``) with
+  their own message before any model runs; 2.51.0 passes them to the callable.
+* 2.39.0 and 2.41.0 pass an empty batch on to the model (see test_bad_traffic.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
+from repogen.testing.releases import release_at_least, release_under_test, requires_release
+
+pytestmark = pytest.mark.integration
+
+SERVER_ARGS = ("--http-header-forward-pattern=x-repogen-.*", "--grpc-header-forward-pattern=x-repogen-.*")
+X = {"x": np.array([1.0], dtype=np.float32)}
+PARAMETERS = {"mode": "fast", "steps": 3, "greedy": True}
+FP64_REFUSALS = {
+    "http": "parameter 'temperature' has invalid type. It should be either 'int', 'bool', or 'string'.",
+    "grpc": "invalid value type for 'temperature' parameter, expected int64_param, bool_param, or string_param.",
+}
+
+only_before_2_51 = pytest.mark.skipif(
+    release_at_least("2.51.0"), reason="checks the 2.39.0/2.41.0 frontends; 2.51.0 accepts FP64 parameters"
+)
+
+
+@pytest.fixture(scope="module")
+def server(serve, cli_build, tmp_path_factory):
+    repo = tmp_path_factory.mktemp("releases") / "repo"
+    cli_build("tests/apps/traffic/app.py:models", repo)
+    return serve(repo, extra_args=SERVER_ARGS)
+
+
+def test_the_server_is_the_release_under_test(server):
+    """Guards CI: REPOGEN_TRITON_VERSION really selected the binary that answers."""
+    client = make_client("http", server)
+    try:
+        version = client.get_server_metadata()["version"]
+    finally:
+        client.close()
+    assert version == release_under_test().tritonserver
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_parameters_and_forwarded_headers_reach_the_callable(server, protocol):
+    out = infer(protocol, server, "Params", X, parameters=PARAMETERS, headers={"x-repogen-user": "bob", "x-no": "1"})
+    assert json.loads(out["parameters"][0]) == {**PARAMETERS, "x-repogen-user": "bob"}
+
+
+@only_before_2_51
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_fp64_parameters_are_refused_by_older_frontends_and_the_model_keeps_serving(server, protocol):
+    with pytest.raises(InferenceServerException) as refused:
+        infer(protocol, server, "Params", X, parameters={"temperature": 0.5})
+    assert FP64_REFUSALS[protocol] in str(refused.value)
+    assert json.loads(infer(protocol, server, "Params", X, parameters={"steps": 1})["parameters"][0]) == {"steps": 1}
+
+
+@requires_release("2.51.0", "FP64 request parameters are refused by the 2.39/2.41 frontends")
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_fp64_parameters_reach_the_callable(server, protocol):
+    out = infer(protocol, server, "Params", X, parameters={"temperature": 0.5})
+    assert json.loads(out["parameters"][0]) == {"temperature": 0.5}

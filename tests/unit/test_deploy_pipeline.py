@@ -1,0 +1,59 @@
+"""Deployment files for the pipeline example (ensemble + BLS models), checked structurally."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from repogen.build import build_app
+from repogen.deploy import DeployOptions, generate
+from repogen.deploy import yaml as ryaml
+from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
+
+ROOT = Path(__file__).resolve().parents[2]
+APP = "examples/pipeline/app.py:models"
+PYTHON_MODELS = 9  # every model but the ensemble runs Python instances
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pipeline") / "model_repository"
+    build_app(str(ROOT / APP), out)
+    return out
+
+
+def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
+    text = generate(repo, DeployOptions(docker=True, app=APP)).files[DOCKERFILE]
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("ARG TRITON_IMAGE")] == [
+        "ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3"
+    ]
+    assert "RUN repogen build /src/examples/pipeline/app.py:models -o /models" in lines
+    assert 'CMD ["tritonserver", "--model-repository=/models"]' in lines
+    assert f"({PYTHON_MODELS} instance(s) here)" in text
+
+
+def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -> None:
+    documents = ryaml.loads_all(generate(repo, DeployOptions(k8s=True, image="reg/pipe:1")).files[K8S_FILE])
+    deployment = next(d for d in documents if d["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == "reg/pipe:1"
+    assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": 8000}
+    assert [p["containerPort"] for p in container["ports"]] == [8000, 8001, 8002]
+    (shm,) = [v for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory"]
+    size_mib = int(shm["emptyDir"]["sizeLimit"].removesuffix("Mi"))
+    assert size_mib >= PYTHON_MODELS * 64
+    assert {"mountPath": "/dev/shm", "name": shm["name"]} in container["volumeMounts"]
+    assert any(d["kind"] == "Service" for d in documents)
+
+
+def test_kserve_uses_the_triton_runtime(repo: Path) -> None:
+    (service,) = ryaml.loads_all(
+        generate(repo, DeployOptions(kserve=True, storage_uri="s3://models/pipe")).files[KSERVE_FILE]
+    )
+    assert service["apiVersion"] == "serving.kserve.io/v1beta1" and service["kind"] == "InferenceService"
+    model = service["spec"]["predictor"]["model"]
+    assert model["modelFormat"] == {"name": "triton"} and model["storageUri"] == "s3://models/pipe"

@@ -1,0 +1,128 @@
+"""``--target-triton``: the release table, the early interpreter check and what the build records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from repogen import ModelConfig, Repository, Tensor, batch
+from repogen.build import build_repository
+from repogen.cli import cli
+from repogen.errors import BuildError
+from repogen.proto.releases import SERVER_VERSIONS
+from repogen.server.releases import RELEASES
+from repogen.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target
+from repogen.tools.validate import validate_repository
+
+
+@pytest.mark.parametrize(
+    "key", ["24.10", "r24.10", "24.10-py3", "2.51.0", "2.51", "v2.51.0", "nvcr.io/nvidia/tritonserver:24.10-py3"]
+)
+def test_every_spelling_finds_24_10(key):
+    target = get_target(key)
+    assert (target.ngc, target.tritonserver, target.python, target.numpy) == ("24.10", "2.51.0", "3.10", "1.26.4")
+    assert target.image == "nvcr.io/nvidia/tritonserver:24.10-py3"
+
+
+def test_table_covers_every_monthly_release_from_23_10():
+    assert TARGETS[0] == TritonTarget("23.10", "2.39.0", "3.10", "1.26.4")
+    assert [t.tritonserver for t in TARGETS] == [f"2.{39 + i}.0" for i in range(len(TARGETS))]
+    assert get_target("24.12").python == get_target("25.10").python == "3.12"
+    assert get_target("24.11").python == "3.10"
+
+
+def test_table_agrees_with_the_other_release_facts():
+    for ngc, server in SERVER_VERSIONS.items():  # validate's table
+        assert get_target(ngc).tritonserver == server
+    for release in RELEASES:  # the wheels `repogen serve` installs
+        target = get_target(release.ngc)
+        assert (target.tritonserver, target.python, target.numpy) == (
+            release.tritonserver,
+            release.container_python,
+            release.container_numpy,
+        )
+
+
+@pytest.mark.parametrize("key", ["23.09", "2.38.0", "24.13", "latest", ""])
+def test_unknown_release_names_the_range(key):
+    with pytest.raises(BuildError, match=r"unknown Triton release .* from 23\.10 to 25\.10 \(e\.g\. 24\.10\)"):
+        get_target(key)
+
+
+def test_interpreter_mismatch_says_what_to_do():
+    with pytest.raises(BuildError) as info:
+        check_interpreter(get_target("24.10"), python="3.11")
+    message = str(info.value)
+    for part in (
+        "--target-triton 24.10",
+        "tritonserver 2.51.0",
+        "Python 3.10",
+        "this build runs on Python 3.11",
+        "Build with a Python 3.10 interpreter",
+        "repogen deploy --docker",
+        "nvcr.io/nvidia/tritonserver:24.10-py3",
+    ):
+        assert part in message
+    check_interpreter(get_target("24.12"), python="3.12")  # a match passes
+
+
+def test_cli_fails_before_importing_the_app(tmp_path, monkeypatch):
+    monkeypatch.setattr("repogen.targets.current_python", lambda: "3.9")
+    app = tmp_path / "app.py"
+    app.write_text("raise SystemExit('the app must not be imported')\nmodels = None\n")
+    result = CliRunner().invoke(
+        cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--target-triton", "24.10"]
+    )
+    assert result.exit_code == 1, result.output
+    assert "serves models with Python 3.10, but this build runs on Python 3.9" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def _models() -> Repository:
+    models = Repository()
+
+    @models.model(
+        "Double",
+        inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+        outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))],
+        config=ModelConfig(max_batch_size=4),
+    )
+    @batch
+    def double(x):
+        return {"y": x * 2}
+
+    return models
+
+
+def test_target_is_recorded_in_model_json_and_manifest(tmp_path):
+    target = TritonTarget("24.10", "2.51.0", current_python(), "1.26.4")  # a container matching this interpreter
+    repo = tmp_path / "repo"
+    build_repository(_models(), repo, target_triton=target)
+    record = {
+        "image": "nvcr.io/nvidia/tritonserver:24.10-py3",
+        "ngc": "24.10",
+        "numpy": "1.26.4",
+        "python": current_python(),
+        "tritonserver": "2.51.0",
+    }
+    assert json.loads((repo / "Double" / "1" / "model.json").read_text())["target"] == record
+    assert json.loads((repo / "repogen.manifest.json").read_text())["target"] == record
+    assert validate_repository(repo) == []  # the manifest's hashes cover the stamped model.json
+
+
+def test_without_a_target_nothing_is_recorded(tmp_path):
+    repo = tmp_path / "repo"
+    build_repository(_models(), repo)
+    assert "target" not in json.loads((repo / "Double" / "1" / "model.json").read_text())
+    assert "target" not in json.loads(Path(repo / "repogen.manifest.json").read_text())
+
+
+def test_library_refuses_a_mismatched_target(tmp_path):
+    other = "3.10" if current_python() != "3.10" else "3.12"
+    with pytest.raises(BuildError, match=f"this build runs on Python {current_python()}"):
+        build_repository(_models(), tmp_path / "repo", target_triton=TritonTarget("24.10", "2.51.0", other, "1.26.4"))
+    assert not (tmp_path / "repo").exists()
