@@ -55,6 +55,7 @@ proto: install
 golden: install
 	rm -rf tests/golden/quickstart
 	$(PY) -m repogen build examples/quickstart/app.py:models -o tests/golden/quickstart
+	rm -rf tests/golden/quickstart/*/*/cloudpickle  # third-party: checked through the manifest's hashes
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
