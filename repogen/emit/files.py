@@ -6,7 +6,6 @@ outputs without touching the file system.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +16,7 @@ import cloudpickle
 import numpy as np
 
 from ..dsl.handle import ModelHandle
+from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
 from ..runtime.bls import ModelClient
 from ..version import __version__
@@ -40,10 +40,6 @@ def build_environment() -> dict[str, str]:
 
 def _json(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 # Called as each model is emitted: (models done, models in all, the model's name).
@@ -76,7 +72,7 @@ def emit_repository(
     files[MANIFEST] = _json(
         {
             "build": build_environment(),
-            "files": {path: _sha256(data) for path, data in sorted(files.items())},
+            "files": {path: sha256_bytes(data) for path, data in sorted(files.items())},
             "format": 1,
             "models": list(spec.names),
             "repogen": __version__,
@@ -138,7 +134,7 @@ def _emit_version(
         "calls": list(version.calls),
         "format": 1,
         "model": model.name,
-        "payload": {"file": PAYLOAD, "sha256": _sha256(payload)},
+        "payload": {"file": PAYLOAD, "sha256": sha256_bytes(payload)},
         "repogen": __version__,
         "requirements": requirements.third_party(modules),
         "strict": model.strict,

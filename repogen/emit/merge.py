@@ -12,7 +12,6 @@ re-declare the versions kept, so it is refused unless ``--force``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from ..errors import BuildError
+from ..hashing import sha256_bytes
 from ..proto import model_config_pb2 as mc
 from .files import MANIFEST
 from .writer import WritePlan, read_manifest_files, unlisted_files
@@ -32,10 +32,6 @@ CONFIG = "config.pbtxt"
 
 def _json(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _version_of(relative: str) -> int | None:
@@ -59,7 +55,7 @@ def _check_intact(output: Path, listed: dict[str, str]) -> None:
     """Files we are about to carry must still be the ones the manifest lists."""
     for relative, expected in sorted(listed.items()):
         path = output / relative
-        found = _sha256(path.read_bytes()) if path.is_file() else "nothing (the file is missing)"
+        found = sha256_bytes(path.read_bytes()) if path.is_file() else "nothing (the file is missing)"
         if found != expected:
             raise BuildError(
                 f"refusing to add a version to {output}: {relative} has sha256 {found}, but {MANIFEST} lists "
@@ -106,7 +102,7 @@ def _check_same_config(output: Path, model: str, new: dict[str, bytes], kept: se
 
 def _manifest(new_manifest: bytes, listed: dict[str, bytes | str], models: set[str]) -> bytes:
     data = json.loads(new_manifest)
-    data["files"] = {p: v if isinstance(v, str) else _sha256(v) for p, v in sorted(listed.items())}
+    data["files"] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
     data["models"] = sorted(models)
     return _json(data)
 

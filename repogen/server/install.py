@@ -7,7 +7,6 @@ place (an interrupted install never looks complete), are serialized with a file 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from repogen.hashing import sha256_file
 from repogen.server.releases import DEFAULT_RELEASE, TritonRelease, get_release
 
 __all__ = [
@@ -107,14 +107,6 @@ class ServerInstall:
 # --------------------------------------------------------------------------- helpers
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 @contextmanager
 def _locked(cache_dir: Path, name: str) -> Iterator[None]:
     """Serialize installers of ``name`` across processes (pytest-xdist workers, parallel CI jobs)."""
@@ -157,7 +149,7 @@ def _check_platform(release: TritonRelease) -> None:
 def _download_wheel(release: TritonRelease, wheels_dir: Path) -> Path:
     """Fetch the wheel with pip (honours the user's index/proxy config) and verify its sha256."""
     wheel = wheels_dir / release.wheel_filename
-    if wheel.is_file() and _sha256(wheel) == release.wheel_sha256:
+    if wheel.is_file() and sha256_file(wheel) == release.wheel_sha256:
         return wheel
     wheels_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=wheels_dir, prefix=".download-") as tmp:
@@ -187,7 +179,7 @@ def _download_wheel(release: TritonRelease, wheels_dir: Path) -> Path:
 
 
 def _verify_sha256(wheel: Path, release: TritonRelease) -> None:
-    found = _sha256(wheel)
+    found = sha256_file(wheel)
     if found != release.wheel_sha256:
         raise ServerInstallError(
             f"sha256 mismatch for {wheel.name}: expected {release.wheel_sha256}, found {found}. "

@@ -6,13 +6,13 @@ there), so both agree on what counts as a model, a version and a parse failure.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import text_format
 
+from ..hashing import sha256_file
 from ..proto import model_config_pb2 as mc
 
 CONFIG = "config.pbtxt"
@@ -108,9 +108,4 @@ def files(root: Path) -> dict[str, Path]:
     return found
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+sha256 = sha256_file  # the name the tools use

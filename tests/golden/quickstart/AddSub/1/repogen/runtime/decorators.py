@@ -181,6 +181,14 @@ class batch(_Decorated):  # noqa: N801 - PyTriton's public name
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         head, requests = _split_requests(args)
         first = requests[0]
+        if len(requests) == 1:  # the hot path: nothing to merge, usually nothing to split
+            outputs = self.__wrapped__(*head, **kwargs, **first)
+            rows = _request_size(first)
+            if type(outputs) is dict and all(
+                type(v) is np.ndarray and v.ndim and v.shape[0] == rows for v in outputs.values()
+            ):
+                return [outputs]
+            return _then(outputs, lambda result: _split_outputs(result, [rows]))
         names = first.keys()
         for other in requests[1:]:
             if other.keys() != names:
@@ -189,12 +197,9 @@ class batch(_Decorated):  # noqa: N801 - PyTriton's public name
                     f"{sorted(other.keys())}; mark optional inputs and use @fill_optionals or "
                     "@group_by_keys, or bind without @batch"
                 )
-        if len(requests) == 1:
-            inputs = dict(first)
-        else:
-            inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
+        inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
         outputs = self.__wrapped__(*head, **kwargs, **inputs)
-        sizes = [_request_size(r) for r in requests] if len(requests) > 1 else [_request_size(first)]
+        sizes = [_request_size(r) for r in requests]
         return _then(outputs, lambda result: _split_outputs(result, sizes))
 
 
