@@ -45,6 +45,12 @@ def lower_sequence_batcher(
         raise BuildError(f"{where}: SequenceBatcher control inputs must have distinct names, found {names}")
     if batcher.strategy not in ("direct", "oldest"):
         raise BuildError(f"{where}: SequenceBatcher.strategy must be 'direct' or 'oldest', found {batcher.strategy!r}")
+    if batcher.ready is None and batcher.strategy == "direct" and max_batch_size > 0:
+        raise BuildError(
+            f"{where}: the direct sequence strategy fills empty batch slots with null requests, and without a READY "
+            "control the callable cannot tell them from real ones (tritonserver 2.51 crashed when such a callable "
+            "raised); keep ready='READY' and skip rows where it is 0, use strategy='oldest', or set batching=False"
+        )
     preferred = tuple(batcher.preferred_batch_size or ())
     if preferred and (batcher.strategy != "oldest" or any(not 1 <= p <= max(1, max_batch_size) for p in preferred)):
         raise BuildError(

@@ -113,3 +113,12 @@ def test_empty_repository_and_wrong_object():
 def test_dtype_mapping(dtype, expected):
     (model,) = lower(_bind(inputs=[Tensor((1,), dtype, "t")])).models
     assert model.inputs[0].data_type == expected
+
+
+def test_direct_sequence_batching_needs_ready_when_batching():
+    from repogen import SequenceBatcher
+
+    with pytest.raises(BuildError, match="without a READY control the callable cannot tell them from real ones"):
+        lower(_bind(config=ModelConfig(max_batch_size=2, batcher=SequenceBatcher(ready=None))))
+    lower(_bind(config=ModelConfig(max_batch_size=2, batcher=SequenceBatcher(ready=None, strategy="oldest"))))
+    lower(_bind(config=ModelConfig(batching=False, batcher=SequenceBatcher(ready=None))))
