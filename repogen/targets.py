@@ -51,6 +51,13 @@ class TritonTarget:
                 "tritonserver": self.tritonserver}  # fmt: skip
 
 
+def container_python(year: int, month: int) -> str | None:
+    """NVIDIA's published pattern, also for releases newer than the table; None before 23.10."""
+    if (year, month) < _FIRST_MONTH:
+        return None
+    return "3.12" if (year, month) >= _PYTHON_312_FROM else "3.10"
+
+
 def _months() -> list[tuple[int, int]]:
     year, month = _FIRST_MONTH
     months = []
@@ -66,7 +73,8 @@ def _table() -> tuple[TritonTarget, ...]:
     rows = []
     for index, (year, month) in enumerate(_months()):
         ngc = f"{year % 100:02d}.{month:02d}"
-        python = "3.12" if (year, month) >= _PYTHON_312_FROM else "3.10"
+        python = container_python(year, month)
+        assert python is not None
         release = known.get(ngc)
         if release is not None:
             rows.append(TritonTarget(ngc, release.tritonserver, release.container_python, release.container_numpy))

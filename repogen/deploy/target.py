@@ -1,8 +1,6 @@
 """The NGC ``tritonserver`` container a deployment targets, and the Python it serves with.
 
-Known releases come from :mod:`repogen.server.releases`; any other ``yy.mm`` NGC release is
-accepted too (deployments need no wheel), with its Python inferred from NVIDIA's published
-pattern: 23.10–24.10 ship Python 3.10, 24.12 and later ship 3.12.
+The facts come from :mod:`repogen.targets`, the one table of NGC releases and their Python.
 """
 
 from __future__ import annotations
@@ -10,7 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..server.releases import DEFAULT_RELEASE, get_release
+from ..errors import BuildError
+from ..server.releases import DEFAULT_RELEASE
+from ..targets import container_python, get_target
 from .repository import DeployError
 
 __all__ = ["DEFAULT_NGC", "NgcTarget", "ngc_target"]
@@ -36,22 +36,18 @@ class NgcTarget:
         return f"{IMAGE_REPOSITORY}:{self.tag}"
 
 
-def _guess_python(year: int, month: int) -> str | None:
-    if (year, month) >= (24, 12):
-        return "3.12"
-    if (year, month) >= (23, 10):
-        return "3.10"
-    return None
-
-
 def ngc_target(key: str) -> NgcTarget:
-    """``24.10``/``r24.10``/``24.10-py3``/``2.51.0`` → the NGC container to deploy on."""
+    """``24.10``/``r24.10``/``24.10-py3``/``2.51.0`` → the NGC container to deploy on.
+
+    Releases in :data:`repogen.targets.TARGETS` come from that table; a newer ``yy.mm`` is accepted
+    too (deployments need no wheel), with the table's rule for its Python.
+    """
     try:
-        release = get_release(key)
-    except LookupError:
+        target = get_target(key)
+    except BuildError:
         pass
     else:
-        return NgcTarget(release.ngc, release.container_python)
+        return NgcTarget(target.ngc, target.python)
     wanted = key.strip().lower().removesuffix("-py3").lstrip("rv")
     match = _NGC.match(wanted)
     if not match:
@@ -60,5 +56,4 @@ def ngc_target(key: str) -> NgcTarget:
             f"expected an NGC release like {DEFAULT_NGC} (nvcr.io/nvidia/tritonserver:<release>-py3) "
             f"or a tritonserver version like {DEFAULT_RELEASE.tritonserver}."
         )
-    year, month = int(match[1]), int(match[2])
-    return NgcTarget(wanted, _guess_python(year, month))
+    return NgcTarget(wanted, container_python(2000 + int(match[1]), int(match[2])))
