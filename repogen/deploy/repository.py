@@ -12,13 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import text_format
-
+from ..layout import MANIFEST
 from ..proto import model_config_pb2 as mc
+from ..tools.repository import parse_config
 
 __all__ = ["DeployError", "ModelInfo", "RepositoryInfo", "read_repository"]
-
-MANIFEST = "repogen.manifest.json"
 
 
 class DeployError(Exception):
@@ -94,14 +92,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _read_model(model_dir: Path) -> ModelInfo:
     config_path = model_dir / "config.pbtxt"
-    config = mc.ModelConfig()
-    try:
-        text_format.Parse(config_path.read_text(encoding="utf-8"), config)
-    except (OSError, text_format.ParseError) as exc:
+    config, error = parse_config(config_path)
+    if config is None:
+        where = f"line {error.line}: " if error and error.line else ""
         raise DeployError(
-            f"model {model_dir.name!r}: cannot parse {config_path} ({exc}); expected a Triton config.pbtxt. "
-            "Rebuild the repository, or run `repogen validate` on it."
-        ) from exc
+            f"model {model_dir.name!r}: cannot parse {config_path} ({where}{error.message if error else ''}); "
+            "expected a Triton config.pbtxt. Rebuild the repository, or run `repogen validate` on it."
+        )
     requirements: set[str] = set()
     for meta in sorted(model_dir.glob("[0-9]*/model.json")):
         recorded = _read_json(meta).get("requirements") or {}

@@ -18,16 +18,15 @@ import numpy as np
 from ..dsl.handle import ModelHandle
 from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
+from ..layout import MANIFEST, METADATA
 from ..runtime.bls import ModelClient
 from ..version import __version__
 from . import pickling, requirements
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .templates import cloudpickle_files, render, runtime_files
 
-MANIFEST = "repogen.manifest.json"
 ENSEMBLE_PLACEHOLDER = ".keep"
 PAYLOAD = "model.pkl"
-METADATA = "model.json"  # read by runtime/payload.py, which cannot import this module
 
 
 def build_environment() -> dict[str, str]:

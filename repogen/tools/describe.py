@@ -13,8 +13,9 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from ..layout import METADATA
 from ..proto import model_config_pb2 as mc
-from .repository import METADATA, ModelDir, model_dirs
+from .repository import ModelDir, model_dirs
 
 
 def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .repository import CONFIG, MANIFEST, files, sha256
+from ..layout import MANIFEST
+from .repository import CONFIG, files, sha256
 
 BINARY_SUFFIXES = (".pkl", ".pickle")
 

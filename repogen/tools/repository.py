@@ -16,8 +16,6 @@ from ..hashing import sha256_file
 from ..proto import model_config_pb2 as mc
 
 CONFIG = "config.pbtxt"
-MANIFEST = "repogen.manifest.json"  # same name as repogen.emit.files.MANIFEST, without importing the emitter
-METADATA = "model.json"
 
 _LOCATION = re.compile(r"^\d+:\d+ : ")
 

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
+from ..layout import MANIFEST, METADATA
 from ..proto import releases
 from .ensembles import check_ensemble
 from .problems import Problem
-from .repository import CONFIG, MANIFEST, METADATA, ModelDir, files, model_dirs, sha256
+from .repository import CONFIG, ModelDir, files, model_dirs, sha256
 
 _UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
 
