@@ -1,10 +1,11 @@
 # The README's two commands: `make demo` and `make test`. Everything installs itself.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 export REPOGEN_CACHE_DIR ?= $(CURDIR)/.cache
 
-.PHONY: install lint format test unit integration demo proto golden clean
+.PHONY: install lint format test unit integration demo proto golden clean check-pythons
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,27 +24,57 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: lint
-	$(PY) -m pytest -q -ra
+# A serving pairing is <tritonserver release>+<Python its backend stub runs>, what one NGC container
+# runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.12+ (README,
+# "Testing"). `make test` runs lint, everything on FULL_PAIRING, then the smoke subset on each
+# SMOKE_PAIRING, and prints a summary; `make test-releases` runs the smoke pairings only.
+.PHONY: test-releases
+FULL_PAIRING ?= 2.51.0+3.10
+SMOKE_PAIRINGS ?= 2.39.0+3.10 2.41.0+3.10 2.51.0+3.12
+SMOKE_TESTS ?= tests/integration/test_quickstart.py tests/integration/test_user_code.py \
+	tests/integration/test_bad_traffic.py tests/integration/test_releases.py \
+	$(wildcard tests/integration/test_portability.py)
+# The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
+REQUIRED_PYTHONS ?= 3.10 3.12 3.13
+PYTEST_ARGS ?= -q -ra
+
+check-pythons: install
+	$(PY) -m repogen.server.pythons $(REQUIRED_PYTHONS)
+
+# $(1): pairing=scope words (scope `all` or `smoke`). Every pairing runs; the summary names each one's
+# result and pytest's closing line; its last line counts pairings, and the recipe fails if any failed.
+define run_pairings
+	@out=$$(mktemp); failed=0; passed=0; summary=(); \
+	for spec in $(1); do \
+		pairing=$${spec%=*}; scope=$${spec#*=}; release=$${pairing%+*}; python=$${pairing#*+}; \
+		tests=; [ "$$scope" = all ] || tests="$(SMOKE_TESTS)"; \
+		echo "== $$scope tests on tritonserver $$release + Python $$python"; \
+		start=$$SECONDS; \
+		REPOGEN_TRITON_VERSION=$$release REPOGEN_SERVER_PYTHON=$$python \
+			$(PY) -m pytest $(PYTEST_ARGS) $$tests 2>&1 | tee "$$out"; rc=$${PIPESTATUS[0]}; \
+		label=$$(sed -n 's/^repogen served on: //p' "$$out" | tail -n 1); \
+		closing=$$(grep -v '^[[:space:]]*$$' "$$out" | tail -n 1 | sed 's/^[= ]*//; s/[= ]*$$//'); \
+		if [ $$rc -eq 0 ]; then result=passed; passed=$$((passed + 1)); \
+		else result="FAILED (pytest exit $$rc)"; failed=$$((failed + 1)); fi; \
+		summary+=("$$(printf '  %-5s %s: %s in %ss (%s)' "$$scope" \
+			"$${label:-tritonserver $$release + Python $$python}" "$$result" $$((SECONDS - start)) "$$closing")"); \
+	done; rm -f "$$out"; \
+	echo "== serving pairings"; printf '%s\n' "$${summary[@]}"; \
+	echo "pairings: $$passed passed, $$failed failed"; \
+	[ $$failed -eq 0 ]
+endef
+
+test: check-pythons lint
+	$(call run_pairings,$(FULL_PAIRING)=all $(addsuffix =smoke,$(SMOKE_PAIRINGS)))
+
+test-releases: check-pythons
+	$(call run_pairings,$(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
 unit: install
 	$(PY) -m pytest -q -m "not integration"
 
 integration: install
 	$(PY) -m pytest -q -m integration
-
-# `make test` runs everything on tritonserver 2.51.0; this runs the smoke subset (quickstart, user
-# code, bad traffic, release differences) on each older release the wheels still ship.
-.PHONY: test-releases
-SMOKE_RELEASES ?= 2.39.0 2.41.0
-SMOKE_TESTS ?= tests/integration/test_quickstart.py tests/integration/test_user_code.py \
-	tests/integration/test_bad_traffic.py tests/integration/test_releases.py
-
-test-releases: install
-	set -e; for release in $(SMOKE_RELEASES); do \
-		echo "== smoke tests on tritonserver $$release"; \
-		REPOGEN_TRITON_VERSION=$$release $(PY) -m pytest -q -ra $(SMOKE_TESTS); \
-	done
 
 demo: install
 	$(PY) examples/quickstart/demo.py

@@ -1,7 +1,8 @@
 """`make demo`: build the quickstart, serve it on the embedded stock tritonserver, ask it twice.
 
 The server is the unmodified tritonserver 2.51 binary from PyPI's nvidia-pytriton wheel,
-running models from a virtualenv that holds numpy and nothing else.
+running models from a virtualenv that holds numpy and nothing else, of NGC 24.10's Python (3.10)
+when it is installed: the pairing the stock container runs. Without it, this Python serves.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from repogen import build_app
-from repogen.server import TritonServer, ensure_server, ensure_server_venv
+from repogen.server import TritonServer, ensure_server, ensure_server_venv, get_release
+from repogen.server.pythons import container_python_or_current
+from repogen.server.releases import pairing_label
 from repogen.testing.client import infer
 
 HERE = Path(__file__).resolve().parent
@@ -23,8 +26,14 @@ def main() -> int:
     result = build_app(f"{HERE / 'app.py'}:models", output)
     print(f"built {[m.name for m in result.spec.models]} into {output}")
 
-    print("preparing the stock tritonserver 2.51.0 and a numpy-only server venv (first run downloads ~55 MB)")
-    install, venv = ensure_server("2.51.0"), ensure_server_venv()
+    release = get_release("2.51.0")
+    python, python_version, note = container_python_or_current(release)
+    if note:
+        print(note)
+    label = pairing_label(release, python_version)
+    print(f"preparing {label} with a numpy-only server venv (first run downloads ~55 MB)")
+    install = ensure_server(release)
+    venv = ensure_server_venv(python=python, numpy=release.container_numpy)
     with TritonServer(output, install, venv) as server:
         print(f"tritonserver ready: HTTP {server.http_url}, gRPC {server.grpc_url} (pid {server.pid})")
         a = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)

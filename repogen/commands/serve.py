@@ -42,6 +42,12 @@ def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int
     "--triton-version",
     help="Embedded tritonserver release (2.51.0, 24.10, 2.41.0, ...); implies the embedded server. Default 2.51.0.",
 )
+@click.option(
+    "--server-python",
+    metavar="X.Y",
+    help="Python the embedded server runs models with (3.10, 3.12, ...); implies the embedded server. "
+    "Default: the release's NGC container Python (3.10 for 24.10) when installed, else this Python.",
+)
 @click.option("--http-port", type=int, help="HTTP port on 127.0.0.1 (default 8000; 0: any free port).")
 @click.option("--grpc-port", type=int, help="gRPC port on 127.0.0.1 (default 8001; 0: any free port).")
 @click.option("--metrics-port", type=int, help="Metrics port on 127.0.0.1 (default 8002; 0: any free port).")
@@ -57,6 +63,7 @@ def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int
 def serve(
     repository: Path,
     triton_version: str | None,
+    server_python: str | None,
     http_port: int | None,
     grpc_port: int | None,
     metrics_port: int | None,
@@ -69,7 +76,7 @@ def serve(
 
     The embedded server (the unmodified tritonserver from PyPI's nvidia-pytriton wheel) is
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
-    runs models from a venv holding numpy only, like an NGC container.
+    runs models from a venv holding numpy only, like an NGC container, of that container's Python.
     """
     if not repository.is_dir():
         raise click.ClickException(
@@ -78,12 +85,13 @@ def serve(
     ports = _ports(http_port, grpc_port, metrics_port)
     log_path = Path(tempfile.mkdtemp(prefix="repogen-serve-")) / "tritonserver.log"
     try:
-        if tritonserver_path and (triton_version or embedded):
+        embedded = embedded or bool(triton_version) or bool(server_python)
+        if tritonserver_path and embedded:
             raise ServeError(
-                "--tritonserver runs the binary you name; --triton-version/--embedded select the embedded server. "
-                "Pass one or the other."
+                "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
+                "--embedded select the embedded server. Pass one or the other."
             )
-        external = None if (embedded or triton_version) else find_tritonserver(tritonserver_path)
+        external = None if embedded else find_tritonserver(tritonserver_path)
         server: TritonServer
         if external is not None:
             click.echo(f"Using {external}")
@@ -93,7 +101,7 @@ def serve(
             )  # fmt: skip
             version = str(external)
         else:
-            install, venv = embedded_server(triton_version, _echo)
+            install, venv = embedded_server(triton_version, _echo, server_python)
             server = TritonServer(
                 repository, install, venv, http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2],
                 log_verbose=log_verbose, log_path=log_path,

@@ -34,7 +34,8 @@ from ..server.install import (
     venv_info,
 )
 from ..server.process import HOST, TritonServer, TritonServerError
-from ..server.releases import DEFAULT_RELEASE, TritonRelease, get_release
+from ..server.pythons import PythonNotFoundError, container_python_or_current, require_python
+from ..server.releases import DEFAULT_RELEASE, TritonRelease, get_release, pairing_label
 from .infer import sample_value
 from .progress import progress
 
@@ -99,12 +100,36 @@ def find_tritonserver(explicit: str | None) -> Path | None:
     return Path(found).resolve() if found else None
 
 
-def embedded_server(release_key: str | None, echo: Echo) -> tuple[ServerInstall, VenvInfo]:
-    """The stock tritonserver from the ``nvidia-pytriton`` wheel plus the numpy-only venv, installed once."""
+def _server_python(release: TritonRelease, wanted: str | None) -> tuple[Path, str, str | None]:
+    """``--server-python`` (must be installed), else the release's container Python, else this one and a note."""
+    if wanted is None:
+        return container_python_or_current(release)
+    if wanted not in release.stub_pythons:
+        raise ServeError(
+            f"--server-python {wanted}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs for "
+            f"Python {', '.join(release.stub_pythons)}. Pick one of those (its NGC container runs "
+            f"{release.container_python}), or another --triton-version."
+        )
+    try:
+        return require_python(wanted), wanted, None
+    except (PythonNotFoundError, ValueError) as exc:
+        raise ServeError(f"--server-python {wanted}: {exc}") from exc
+
+
+def embedded_server(
+    release_key: str | None, echo: Echo, server_python: str | None = None
+) -> tuple[ServerInstall, VenvInfo]:
+    """The stock tritonserver from the ``nvidia-pytriton`` wheel plus a numpy-only venv, installed once.
+
+    The venv runs ``server_python`` (``major.minor``), by default the Python of the release's NGC
+    container when it is installed, so development serves the pairing production runs.
+    """
     try:
         release: TritonRelease = get_release(release_key or DEFAULT_RELEASE)
     except LookupError as exc:
         raise ServeError(str(exc)) from exc
+    python, python_version, fallback = _server_python(release, server_python)
+    echo(fallback or f"Serving with {pairing_label(release, python_version)}.")
     cache = default_cache_dir()
     try:
         if not (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
@@ -115,7 +140,7 @@ def embedded_server(release_key: str | None, echo: Echo) -> tuple[ServerInstall,
         with progress(f"installing tritonserver {release.tritonserver}"):
             install = ensure_server(release, cache_dir=cache)
         with progress("preparing the numpy-only server venv"):
-            venv = ensure_server_venv(numpy=release.container_numpy, cache_dir=cache)
+            venv = ensure_server_venv(python=python, numpy=release.container_numpy, cache_dir=cache)
         return install, venv_info(venv)
     except ServerInstallError as exc:
         raise ServeError(

@@ -105,17 +105,18 @@ class ServerInstall:
 
 
 # --------------------------------------------------------------------------- helpers
+# Shared with repogen.server.pythons and repogen.testing.builders (the builder venvs).
 
 
 @contextmanager
-def _locked(cache_dir: Path, name: str) -> Iterator[None]:
+def locked(cache_dir: Path, name: str) -> Iterator[None]:
     """Serialize installers of ``name`` across processes (pytest-xdist workers, parallel CI jobs)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(str(cache_dir / f".{name}.lock"), timeout=_LOCK_TIMEOUT_S):
         yield
 
 
-def _publish(tmp: Path, final: Path) -> None:
+def publish(tmp: Path, final: Path) -> None:
     """Atomically move a finished build into place, replacing an unmarked leftover."""
     tmp.chmod(0o755)  # mkdtemp made it 0o700
     if final.exists():
@@ -123,7 +124,7 @@ def _publish(tmp: Path, final: Path) -> None:
     os.rename(tmp, final)
 
 
-def _run(cmd: Sequence[str], what: str, hint: str) -> None:
+def run_step(cmd: Sequence[str], what: str, hint: str) -> None:
     """Run an installer step; on failure raise with its output and ``hint`` as the fix."""
     proc = subprocess.run(list(cmd), capture_output=True, text=True)
     if proc.returncode != 0:
@@ -158,7 +159,7 @@ def _download_wheel(release: TritonRelease, wheels_dir: Path) -> Path:
             "--platform", release.wheel_filename.split("-")[-1].removesuffix(".whl"),
             "--disable-pip-version-check", "-d", tmp, release.pip_requirement,
         ]  # fmt: skip
-        _run(
+        run_step(
             cmd,
             f"downloading {release.pip_requirement} (tritonserver {release.tritonserver})",
             "Check network access to your package index, or place the wheel "
@@ -222,7 +223,7 @@ def ensure_server(release: str | TritonRelease = DEFAULT_RELEASE, cache_dir: str
     if _is_installed(root):
         return ServerInstall(rel, root)
     _check_platform(rel)
-    with _locked(cache, root.name):
+    with locked(cache, root.name):
         if _is_installed(root):
             return ServerInstall(rel, root)
         wheel = _download_wheel(rel, cache / "wheels")
@@ -236,7 +237,7 @@ def ensure_server(release: str | TritonRelease = DEFAULT_RELEASE, cache_dir: str
                 "sha256": rel.wheel_sha256,
             }
             (tmp_root / INSTALL_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
-            _publish(tmp_root, root)
+            publish(tmp_root, root)
         finally:
             shutil.rmtree(tmp_root, ignore_errors=True)
     return ServerInstall(rel, root)
@@ -270,7 +271,7 @@ _PROBE = (
 )
 
 
-def _probe(python: str | Path) -> dict[str, str]:
+def probe_python(python: str | Path) -> dict[str, str]:
     """Ask an interpreter for its version, LIBDIR and base executable."""
     try:
         out = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True, check=True)
@@ -295,7 +296,7 @@ def _warn_if_no_shared_libpython(info: dict[str, str]) -> None:
         )
 
 
-def _relocate_scripts(bin_dir: Path, old: Path, new: Path) -> None:
+def relocate_scripts(bin_dir: Path, old: Path, new: Path) -> None:
     """Rewrite the build-time path in activate scripts and shebangs after the rename."""
     old_b, new_b = os.fsencode(old), os.fsencode(new)
     for script in bin_dir.iterdir():
@@ -312,7 +313,7 @@ def venv_info(venv: str | Path) -> VenvInfo:
     marker = path / VENV_MARKER
     data = json.loads(marker.read_text()) if marker.is_file() else None
     if data is None:
-        probe = _probe(path / "bin" / "python")
+        probe = probe_python(path / "bin" / "python")
         data = {**probe, "numpy": ""}
     return VenvInfo(path, data["python_version"], data["libdir"], data.get("numpy", ""))
 
@@ -332,17 +333,17 @@ def ensure_server_venv(
         base = getattr(sys, "_base_executable", None) or sys.executable
         version = f"{sys.version_info[0]}.{sys.version_info[1]}"
     else:
-        base, version = str(python), _probe(python)["python_version"]
+        base, version = str(python), probe_python(python)["python_version"]
     final = cache / f"server-venv-py{version}-numpy{numpy}"
     if (final / VENV_MARKER).is_file():
         return final
-    with _locked(cache, final.name):
+    with locked(cache, final.name):
         if (final / VENV_MARKER).is_file():
             return final
         tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{final.name}.tmp-"))
         try:
             _build_venv(base, numpy, tmp, final)
-            _publish(tmp, final)
+            publish(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return final
@@ -350,21 +351,21 @@ def ensure_server_venv(
 
 def _build_venv(base: str, numpy: str, tmp: Path, final: Path) -> None:
     """Create the venv in ``tmp`` (paths already rewritten for ``final``), marker written last."""
-    _run(
+    run_step(
         [base, "-m", "venv", "--clear", str(tmp)],
         f"creating a venv with {base}",
         "Install the interpreter's venv/ensurepip module (Debian: apt-get install python3-venv).",
     )
     py = tmp / "bin" / "python"
-    _run(
+    run_step(
         [str(py), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
          "--only-binary=:all:", f"numpy=={numpy}"],
         f"installing numpy=={numpy} into the server venv",
         "Check network access to your package index (numpy wheels are needed once per Python version).",
     )  # fmt: skip
-    info = _probe(py)
+    info = probe_python(py)
     _warn_if_no_shared_libpython(info)
-    _relocate_scripts(tmp / "bin", tmp, final)
+    relocate_scripts(tmp / "bin", tmp, final)
     marker = {
         "python_version": info["python_version"],
         "libdir": info["libdir"],

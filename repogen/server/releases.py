@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_RELEASE", "RELEASES", "TritonRelease", "get_release"]
+__all__ = ["DEFAULT_RELEASE", "LATER_CONTAINER_PYTHON", "RELEASES", "TritonRelease", "get_release", "pairing_label"]
 
 
 @dataclass(frozen=True)
@@ -103,3 +103,21 @@ def get_release(key: str | TritonRelease) -> TritonRelease:
 
 
 DEFAULT_RELEASE: TritonRelease = get_release("2.51.0")
+
+
+LATER_CONTAINER_PYTHON = ("3.12", "24.12")
+"""NGC 24.12 and later serve Python 3.12; no wheel ships those servers, so 2.51 + 3.12 stands in for them."""
+
+
+def pairing_label(release: TritonRelease, python: str) -> str:
+    """``"tritonserver 2.51.0 + Python 3.10 (NGC 24.10)"``: a server release and the Python its stub runs.
+
+    Says which NGC container runs that pairing, or that none does, so a log shows what was tested.
+    """
+    head = f"tritonserver {release.tritonserver} + Python {python}"
+    if python == release.container_python:
+        return f"{head} (NGC {release.ngc})"
+    later_python, later_ngc = LATER_CONTAINER_PYTHON
+    if python == later_python:
+        return f"{head} (stands in for NGC {later_ngc}+)"
+    return f"{head} (matches no NGC container)"

@@ -1,8 +1,11 @@
 """pytest fixtures that serve model repositories with a real, stock tritonserver.
 
-* ``triton_install`` (session): tritonserver + a numpy-only server venv, installed once
-  into ``$REPOGEN_CACHE_DIR`` (default ``<rootdir>/.cache``). The release comes from
-  ``$REPOGEN_TRITON_VERSION`` (default 2.51.0).
+* ``triton_install`` (session): the serving pairing under test, installed once into
+  ``$REPOGEN_CACHE_DIR`` (default ``<rootdir>/.cache``): tritonserver ``$REPOGEN_TRITON_VERSION``
+  (default 2.51.0) and a numpy-only venv of Python ``$REPOGEN_SERVER_PYTHON`` (default: the
+  release's NGC container Python, 3.10 up to 24.11). A missing interpreter is an error naming what
+  to install, never a silent fallback to the Python running pytest (a pairing no container has).
+  The pytest header names the pairing.
 * ``triton_server`` (function): a factory ``triton_server(repo_dir, **kw) -> TritonServer``
   returning a started, ready server; every server it made is stopped at teardown, and a
   failing test's report shows the tail of each server's log.
@@ -20,11 +23,14 @@ import pytest
 
 from repogen.server.install import ServerInstall, VenvInfo, ensure_server, ensure_server_venv, venv_info
 from repogen.server.process import TritonServer
-from repogen.server.releases import DEFAULT_RELEASE
+from repogen.server.pythons import find_python, require_python
+from repogen.server.releases import pairing_label
+from repogen.testing.releases import pairing_under_test
 
-__all__ = ["TritonInstallation", "triton_install", "triton_server"]
+__all__ = ["TritonInstallation", "repogen_cache_dir", "triton_install", "triton_server"]
 
 _SERVERS = pytest.StashKey[list[TritonServer]]()
+_SERVED = pytest.StashKey[str]()
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,11 @@ class TritonInstallation:
 
     install: ServerInstall
     venv: VenvInfo
+
+    @property
+    def label(self) -> str:
+        """The pairing served, e.g. ``"tritonserver 2.51.0 + Python 3.10 (NGC 24.10)"``."""
+        return pairing_label(self.install.release, self.venv.python_version)
 
     def server(self, model_repository: str | Path, **kwargs: Any) -> TritonServer:
         """A not-yet-started server for ``model_repository`` (use as a context manager)."""
@@ -43,15 +54,40 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "integration: runs a real tritonserver")
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Name the pairing the integration tests serve on, and its interpreter (or what is wrong with it)."""
+    try:
+        pairing = pairing_under_test()
+    except (LookupError, ValueError) as exc:
+        return f"repogen serving pairing: INVALID ({exc})"
+    python = find_python(pairing.python)
+    where = python if python else f"NOT FOUND (pyenv install {pairing.python})"
+    return f"repogen serving pairing: {pairing.label}; server Python {where}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Name the pairing served (also under ``-q``, which hides the header); ``make test`` reads this line."""
+    if _SERVED in config.stash:
+        terminalreporter.write_line(f"repogen served on: {config.stash[_SERVED]}")
+
+
 @pytest.fixture(scope="session")
-def triton_install(pytestconfig: pytest.Config) -> TritonInstallation:
-    """Install (or reuse) the tritonserver release under test and its numpy-only venv."""
+def repogen_cache_dir(pytestconfig: pytest.Config) -> Path:
+    """``$REPOGEN_CACHE_DIR``, else ``<rootdir>/.cache``: servers, server and builder venvs live there."""
     cache_env = os.environ.get("REPOGEN_CACHE_DIR")
-    cache_dir = Path(cache_env) if cache_env else pytestconfig.rootpath / ".cache"
-    release = os.environ.get("REPOGEN_TRITON_VERSION") or DEFAULT_RELEASE.tritonserver
-    install = ensure_server(release, cache_dir=cache_dir)
-    venv = ensure_server_venv(cache_dir=cache_dir)
-    return TritonInstallation(install, venv_info(venv))
+    return Path(cache_env) if cache_env else pytestconfig.rootpath / ".cache"
+
+
+@pytest.fixture(scope="session")
+def triton_install(repogen_cache_dir: Path, pytestconfig: pytest.Config) -> TritonInstallation:
+    """Install (or reuse) the pairing under test: the tritonserver release and a numpy-only venv of its Python."""
+    pairing = pairing_under_test()
+    python = require_python(pairing.python)
+    install = ensure_server(pairing.release, cache_dir=repogen_cache_dir)
+    venv = ensure_server_venv(python=python, numpy=pairing.release.container_numpy, cache_dir=repogen_cache_dir)
+    installation = TritonInstallation(install, venv_info(venv))
+    pytestconfig.stash[_SERVED] = installation.label
+    return installation
 
 
 @pytest.fixture

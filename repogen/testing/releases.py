@@ -1,8 +1,12 @@
-"""Which tritonserver release the tests run against, and skipping what an older one cannot do.
+"""Which serving pairing the tests run against, and skipping what an older server cannot do.
 
-The integration suite runs against every release in :data:`repogen.server.releases.RELEASES`
-(``REPOGEN_TRITON_VERSION`` picks one). A test that needs a newer server skips with a reason that
-names the release it needs, so a run on 2.39 reports *why* it did less instead of failing::
+A *pairing* is a tritonserver release plus the Python its backend stub runs: production is an NGC
+container, and each container fixes both (2.39/2.41/2.51 + Python 3.10 are NGC 23.10/23.12/24.10;
+2.51 + Python 3.12 stands in for 24.12+). ``REPOGEN_TRITON_VERSION`` picks the release (default
+2.51.0) and ``REPOGEN_SERVER_PYTHON`` the Python (default: the release's container Python).
+
+A test that needs a newer server skips with a reason that names the release it needs, so a run on
+2.39 reports *why* it did less instead of failing::
 
     from repogen.testing.releases import requires_release
 
@@ -16,19 +20,63 @@ pytest before its assertion rewriting is set up.
 from __future__ import annotations
 
 import os
+import re
+from dataclasses import dataclass
 from typing import Any
 
-from repogen.server.releases import DEFAULT_RELEASE, TritonRelease, get_release
+from repogen.server.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release, pairing_label
 
-__all__ = ["RELEASE_ENV", "release_at_least", "release_under_test", "requires_release", "version_tuple"]
+__all__ = [
+    "PYTHON_ENV",
+    "RELEASE_ENV",
+    "Pairing",
+    "pairing_under_test",
+    "release_at_least",
+    "release_under_test",
+    "requires_release",
+    "version_tuple",
+]
 
 RELEASE_ENV = "REPOGEN_TRITON_VERSION"
+PYTHON_ENV = "REPOGEN_SERVER_PYTHON"
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """A tritonserver release and the Python ``major.minor`` its backend stub runs models with."""
+
+    release: TritonRelease
+    python: str
+
+    @property
+    def label(self) -> str:
+        """E.g. ``"tritonserver 2.51.0 + Python 3.10 (NGC 24.10)"``."""
+        return pairing_label(self.release, self.python)
 
 
 def release_under_test() -> TritonRelease:
     """The release ``$REPOGEN_TRITON_VERSION`` names (any spelling ``get_release`` accepts), else the default."""
     wanted = os.environ.get(RELEASE_ENV, "").strip()
     return get_release(wanted) if wanted else DEFAULT_RELEASE
+
+
+def pairing_under_test() -> Pairing:
+    """The release under test and ``$REPOGEN_SERVER_PYTHON`` (default: that release's container Python).
+
+    Raises ``ValueError`` for a Python that is not ``major.minor`` or has no backend stub in the release's wheel.
+    """
+    release = release_under_test()
+    python = os.environ.get(PYTHON_ENV, "").strip() or release.container_python
+    if not re.fullmatch(r"3\.\d+", python):
+        raise ValueError(f"{PYTHON_ENV}={python!r}: expected a Python major.minor such as 3.10 or 3.12")
+    if python not in release.stub_pythons:
+        others = [r.tritonserver for r in RELEASES if python in r.stub_pythons]
+        elsewhere = f"or {RELEASE_ENV}={' or '.join(others)}" if others else f"no release ships a Python {python} stub"
+        raise ValueError(
+            f"{PYTHON_ENV}={python}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs "
+            f"for Python {', '.join(release.stub_pythons)} only. Pick one of those ({elsewhere})."
+        )
+    return Pairing(release, python)
 
 
 def version_tuple(version: str) -> tuple[int, ...]:

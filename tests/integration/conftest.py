@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from repogen.server.process import TritonServer
+from repogen.testing.builders import build_with
 from repogen.testing.pytest_plugin import TritonInstallation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,19 @@ def run_cli_build(app: str, output: Path, *extra: str) -> subprocess.CompletedPr
 @pytest.fixture(scope="session")
 def cli_build() -> object:
     return run_cli_build
+
+
+@pytest.fixture(scope="session")
+def builder(repogen_cache_dir: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``builder("3.13", app, output, *extra)``: ``repogen build`` under another Python, from this checkout.
+
+    The first use of a version creates ``<cache>/builder-venv-py<version>`` (~40 s); later ones reuse it.
+    """
+
+    def build(version: str, app: str, output: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        return build_with(version, app, output, *extra, cache_dir=repogen_cache_dir)
+
+    return build
 
 
 @pytest.fixture(scope="module")

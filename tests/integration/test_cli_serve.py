@@ -33,10 +33,11 @@ ROOT = Path(__file__).resolve().parents[2]
 class ServeProcess:
     """`repogen serve` in a subprocess; its stdout is collected by a thread so it never blocks."""
 
-    def __init__(self, repo: Path, env: dict[str, str], version: str) -> None:
+    def __init__(self, repo: Path, env: dict[str, str], version: str, python: str) -> None:
         self.http, self.grpc, self.metrics = free_ports(3)
+        self.release, self.python = version, python
         cmd = [
-            sys.executable, "-m", "repogen", "serve", str(repo), "--triton-version", version,
+            sys.executable, "-m", "repogen", "serve", str(repo), "--triton-version", version, "--server-python", python,
             "--http-port", str(self.http), "--grpc-port", str(self.grpc), "--metrics-port", str(self.metrics),
         ]  # fmt: skip
         self.proc = subprocess.Popen(
@@ -89,10 +90,11 @@ def quickstart_repo(cli_build: object, tmp_path_factory: pytest.TempPathFactory)
 
 @pytest.fixture
 def served(quickstart_repo: Path, triton_install: TritonInstallation) -> Iterator[ServeProcess]:
-    """A `repogen serve` reusing the test cache (triton_install made sure the server is installed)."""
+    """A `repogen serve` of the pairing under test, reusing the test cache (triton_install installed it)."""
     env = dict(os.environ)
     env.setdefault("REPOGEN_CACHE_DIR", str(ROOT / ".cache"))
-    serve = ServeProcess(quickstart_repo, env, triton_install.install.release.tritonserver)
+    release, python = triton_install.install.release.tritonserver, triton_install.venv.python_version
+    serve = ServeProcess(quickstart_repo, env, release, python)
     try:
         yield serve
     finally:
@@ -120,6 +122,7 @@ def test_serve_infer_and_stop_on_sigint(served: ServeProcess) -> None:
     stubs = [p for p in _group(server_pid) if p != server_pid]
     assert len(stubs) >= 2  # one stub per model instance, in the server's process group
     out = served.output()
+    assert f"Serving with tritonserver {served.release} + Python {served.python} (" in out
     assert f"http://127.0.0.1:{served.http}" in out and f"127.0.0.1:{served.grpc}" in out
     assert "AddSub, Shout" in out
 

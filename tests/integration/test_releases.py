@@ -1,6 +1,7 @@
-"""What differs between the supported tritonserver releases, proven on whichever one is under test.
+"""What differs between the supported tritonserver releases, proven on whichever pairing is under test.
 
-CI runs this module on 2.39.0, 2.41.0 and 2.51.0 (``REPOGEN_TRITON_VERSION``). Measured:
+CI runs this module on tritonserver 2.39.0, 2.41.0 and 2.51.0 with Python 3.10 and on 2.51.0 with
+Python 3.12 (``REPOGEN_TRITON_VERSION``, ``REPOGEN_SERVER_PYTHON``). Measured:
 
 * All three Python backends have ``InferenceRequest.parameters()`` and forward the headers that
   match ``--http/grpc-header-forward-pattern`` (2.39.0 included), so int, bool and string
@@ -14,12 +15,14 @@ CI runs this module on 2.39.0, 2.41.0 and 2.51.0 (``REPOGEN_TRITON_VERSION``). M
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
-from repogen.testing.releases import release_at_least, release_under_test, requires_release
+from repogen.testing.releases import pairing_under_test, release_at_least, requires_release
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +46,39 @@ def server(serve, cli_build, tmp_path_factory):
     return serve(repo, extra_args=SERVER_ARGS)
 
 
-def test_the_server_is_the_release_under_test(server):
-    """Guards CI: REPOGEN_TRITON_VERSION really selected the binary that answers."""
+@pytest.fixture(scope="module")
+def python_info(serve, tmp_path_factory):
+    """The hand-written PythonInfo model's report (it loads on every Python, whatever built the tests)."""
+    repo = tmp_path_factory.mktemp("python-info") / "repo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "repos" / "python_info", repo)
+    server = serve(repo)
     client = make_client("http", server)
     try:
         version = client.get_server_metadata()["version"]
     finally:
         client.close()
-    assert version == release_under_test().tritonserver
+    info = json.loads(infer("grpc", server, "PythonInfo", {"x": np.array([1], dtype=np.int32)})["info"][0])
+    return {**info, "server_version": version}
+
+
+def test_the_server_is_the_pairing_under_test(python_info, triton_install):
+    """Guards CI: REPOGEN_TRITON_VERSION/REPOGEN_SERVER_PYTHON really selected the binary and the Python that answer.
+
+    The stub's libpython is the server venv interpreter's own (LIBDIR first on LD_LIBRARY_PATH), not the
+    system's, and its numpy is the container's.
+    """
+    pairing = pairing_under_test()
+    assert python_info["server_version"] == pairing.release.tritonserver
+    major, minor, _ = python_info["version"]
+    assert f"{major}.{minor}" == pairing.python == triton_install.venv.python_version
+    assert python_info["numpy"] == pairing.release.container_numpy
+    assert Path(python_info["prefix"]) == triton_install.venv.path
+    maps = Path(f"/proc/{python_info['pid']}/maps").read_text().splitlines()
+    libpythons = {Path(line.split()[-1]) for line in maps if "/libpython" in line}
+    assert len(libpythons) == 1, libpythons
+    (libpython,) = libpythons
+    assert libpython.name.startswith(f"libpython{pairing.python}.so"), libpython
+    assert libpython.parent == Path(triton_install.venv.libdir), libpython
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -1,0 +1,117 @@
+"""Build repositories with another Python: a venv per interpreter holding repogen from this checkout.
+
+A repository must serve on every NGC container's Python whatever Python built it, so the tests
+build with 3.10, 3.12 and 3.13 as well as with the dev venv's. ``ensure_builder_venv("3.13")``
+makes ``<cache>/builder-venv-py3.13`` once (``pip install -e <checkout>``, no dev extras) and
+reinstalls it when ``pyproject.toml`` changes; the source itself is live (editable install).
+It is built beside and renamed into place under a file lock, like the server venv
+(:mod:`repogen.server.install`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from repogen.hashing import sha256_file
+from repogen.server.install import (
+    ServerInstallError,
+    default_cache_dir,
+    locked,
+    publish,
+    relocate_scripts,
+    run_step,
+)
+from repogen.server.pythons import require_python
+
+__all__ = ["BUILDER_MARKER", "BuildWithError", "build_with", "checkout_root", "ensure_builder_venv"]
+
+BUILDER_MARKER = ".repogen-builder.json"
+
+
+class BuildWithError(RuntimeError):
+    """``repogen build`` failed under another Python; the message carries its output."""
+
+
+def checkout_root() -> Path:
+    """The repogen checkout this module runs from (builder venvs install it editable)."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file() or not (root / "repogen").is_dir():
+        raise ServerInstallError(
+            f"builder venvs install repogen from a source checkout, but {root} has no pyproject.toml; "
+            "run the tests from a git checkout of repogen (pip install -e .)."
+        )
+    return root
+
+
+def _wanted(root: Path, version: str) -> dict[str, str]:
+    """What a current builder venv's marker says: rebuild when any of it changes."""
+    return {"python_version": version, "checkout": str(root), "pyproject_sha256": sha256_file(root / "pyproject.toml")}
+
+
+def _is_current(venv: Path, wanted: dict[str, str]) -> bool:
+    try:
+        marker = json.loads((venv / BUILDER_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    base = marker.get("base", "")
+    return all(marker.get(k) == v for k, v in wanted.items()) and bool(base) and Path(base).exists()
+
+
+def ensure_builder_venv(version: str, cache_dir: str | Path | None = None) -> Path:
+    """``<cache>/builder-venv-py<version>`` with repogen from this checkout; created or refreshed once."""
+    root = checkout_root()
+    cache = Path(cache_dir).resolve() if cache_dir is not None else default_cache_dir()
+    final = cache / f"builder-venv-py{version}"
+    wanted = _wanted(root, version)
+    if _is_current(final, wanted):
+        return final
+    with locked(cache, final.name):
+        if _is_current(final, wanted):
+            return final
+        base = require_python(version)
+        tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{final.name}.tmp-"))
+        try:
+            run_step(
+                [str(base), "-m", "venv", "--clear", str(tmp)],
+                f"creating a Python {version} venv with {base}",
+                "Install the interpreter's venv/ensurepip module (Debian: apt-get install python3-venv).",
+            )
+            run_step(
+                [str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                 "--quiet", "-e", str(root)],
+                f"installing repogen from {root} into a Python {version} venv",
+                f"Each dependency in {root / 'pyproject.toml'} needs a wheel (or an sdist that builds) for "
+                f"Python {version}; the output above names the one that has none.",
+            )  # fmt: skip
+            relocate_scripts(tmp / "bin", tmp, final)
+            marker = {**wanted, "base": str(base)}
+            (tmp / BUILDER_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
+            publish(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+def build_with(
+    version: str, app: str, output: str | Path, *extra_args: str, cache_dir: str | Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``repogen build APP -o OUTPUT [extra_args]`` under Python ``version``, from the checkout root.
+
+    Raises :class:`BuildWithError` with the command's stdout and stderr when it fails.
+    """
+    venv = ensure_builder_venv(version, cache_dir)
+    root = checkout_root()
+    cmd = [str(venv / "bin" / "python"), "-m", "repogen", "build", app, "-o", str(output), *extra_args]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildWithError(
+            f"repogen build under Python {version} failed (exit code {proc.returncode}): {' '.join(cmd)}\n"
+            f"--- stdout ---\n{proc.stdout}\n--- stderr ---\n{proc.stderr}"
+        )
+    return proc

@@ -1,0 +1,163 @@
+"""Finding the containers' Pythons, the serving pairing under test, and builder venvs — without a server.
+
+Interpreters are faked with shell scripts that answer the probe, so these tests do not depend on
+which Pythons the machine has.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from repogen.server import pythons
+from repogen.server.pythons import PythonNotFoundError, container_python_or_current, find_python, require_python
+from repogen.server.releases import DEFAULT_RELEASE, get_release, pairing_label
+from repogen.testing import builders
+from repogen.testing.releases import PYTHON_ENV, RELEASE_ENV, pairing_under_test
+
+
+def fake_python(path: Path, version: str, base: str | None = None) -> Path:
+    """An executable answering repogen's interpreter probe as Python ``version``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    answer = {"python_version": version, "libdir": "", "ldlibrary": "", "base_executable": base or str(path)}
+    path.write_text(f"#!/bin/sh\necho '{json.dumps(answer)}'\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def no_pythons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty pyenv root and a PATH with nothing on it; returns the pyenv root."""
+    root = tmp_path / "pyenv"
+    (root / "versions").mkdir(parents=True)
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PYENV_ROOT", str(root))
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    return root
+
+
+def test_find_python_takes_pyenvs_highest_patch_that_really_is_the_version(no_pythons: Path) -> None:
+    versions = no_pythons / "versions"
+    fake_python(versions / "3.10.2" / "bin" / "python", "3.10")
+    fake_python(versions / "3.10.9" / "bin" / "python", "3.10")
+    fake_python(versions / "3.10.13" / "bin" / "python", "3.11")  # lies about its version: skipped
+    fake_python(versions / "3.10.20t" / "bin" / "python", "3.10")  # free-threaded build: not a candidate
+    assert find_python("3.10") == versions / "3.10.9" / "bin" / "python"
+
+
+def test_find_python_falls_back_to_path_and_returns_the_base_interpreter(no_pythons: Path, tmp_path: Path) -> None:
+    fake_python(tmp_path / "bin" / "python3.12", "3.12", base="/opt/py312/bin/python3.12")
+    assert find_python("3.12") == Path("/opt/py312/bin/python3.12")
+    assert find_python("3.13") is None
+
+
+def test_require_python_says_where_it_looked_and_how_to_install(no_pythons: Path) -> None:
+    with pytest.raises(PythonNotFoundError) as missing:
+        require_python("3.10")
+    message = str(missing.value)
+    assert f"{no_pythons}/versions/3.10.*/bin/python" in message and "python3.10 on PATH" in message
+    assert "pyenv install 3.10" in message
+    with pytest.raises(ValueError, match="major.minor"):
+        find_python("3.10.13")
+
+
+def test_check_pythons_lists_interpreters_and_fails_naming_the_missing(
+    no_pythons: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake_python(no_pythons / "versions" / "3.10.13" / "bin" / "python", "3.10")
+    assert pythons.main(["3.10"]) == 0
+    assert capsys.readouterr().out == f"Python 3.10: {no_pythons}/versions/3.10.13/bin/python\n"
+    assert pythons.main(["3.10", "3.13"]) == 1
+    assert "missing: Python 3.13 (pyenv install 3.13)" in capsys.readouterr().err
+
+
+def test_serving_falls_back_to_this_python_in_one_line_naming_the_pairing_it_is_not(no_pythons: Path) -> None:
+    python, version, note = container_python_or_current(DEFAULT_RELEASE)
+    assert version == f"{sys.version_info[0]}.{sys.version_info[1]}" and python.exists()
+    assert note is not None and "\n" not in note
+    assert note.startswith("Python 3.10 not found (pyenv install 3.10); serving on tritonserver 2.51.0 + Python 3.")
+    assert note.endswith("instead of NGC 24.10's Python 3.10.")
+    fake_python(no_pythons / "versions" / "3.10.13" / "bin" / "python", "3.10")
+    assert container_python_or_current(DEFAULT_RELEASE) == (no_pythons / "versions/3.10.13/bin/python", "3.10", None)
+
+
+def test_pairing_labels_name_the_container_or_say_there_is_none() -> None:
+    assert pairing_label(get_release("2.39.0"), "3.10") == "tritonserver 2.39.0 + Python 3.10 (NGC 23.10)"
+    assert pairing_label(DEFAULT_RELEASE, "3.12") == "tritonserver 2.51.0 + Python 3.12 (stands in for NGC 24.12+)"
+    assert pairing_label(DEFAULT_RELEASE, "3.11") == "tritonserver 2.51.0 + Python 3.11 (matches no NGC container)"
+
+
+def test_pairing_under_test_defaults_to_the_release_containers_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(RELEASE_ENV, raising=False)
+    monkeypatch.delenv(PYTHON_ENV, raising=False)
+    assert pairing_under_test().label == "tritonserver 2.51.0 + Python 3.10 (NGC 24.10)"
+    monkeypatch.setenv(RELEASE_ENV, "23.12")
+    assert (pairing_under_test().release.tritonserver, pairing_under_test().python) == ("2.41.0", "3.10")
+    monkeypatch.setenv(RELEASE_ENV, "2.51.0")
+    monkeypatch.setenv(PYTHON_ENV, "3.12")
+    assert pairing_under_test().python == "3.12"
+
+
+def test_pairing_under_test_refuses_a_python_the_release_has_no_stub_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(RELEASE_ENV, "2.39.0")
+    monkeypatch.setenv(PYTHON_ENV, "3.12")
+    with pytest.raises(ValueError, match=r"stubs for Python 3\.8, 3\.9, 3\.10, 3\.11 only.*=2\.51\.0"):
+        pairing_under_test()
+    monkeypatch.setenv(PYTHON_ENV, "python3.10")
+    with pytest.raises(ValueError, match="major.minor"):
+        pairing_under_test()
+
+
+def test_builder_venv_is_reused_while_current_and_rebuilt_when_pyproject_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = builders.checkout_root()
+    venv = tmp_path / "builder-venv-py3.10"
+    venv.mkdir()
+    marker = {**builders._wanted(root, "3.10"), "base": sys.executable}
+    (venv / builders.BUILDER_MARKER).write_text(json.dumps(marker))
+    assert builders.ensure_builder_venv("3.10", tmp_path) == venv
+
+    def no_interpreter(version: str) -> Path:
+        raise PythonNotFoundError(f"Python {version} not found")
+
+    monkeypatch.setattr(builders, "require_python", no_interpreter)
+    (venv / builders.BUILDER_MARKER).write_text(json.dumps({**marker, "pyproject_sha256": "0" * 64}))
+    with pytest.raises(PythonNotFoundError, match="Python 3.10 not found"):
+        builders.ensure_builder_venv("3.10", tmp_path)
+
+
+def test_build_with_raises_with_the_builds_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("#!/bin/sh\necho \"built $*\"\necho 'no module app' >&2\nexit 3\n")
+    (venv / "bin" / "python").chmod(0o755)
+    monkeypatch.setattr(builders, "ensure_builder_venv", lambda version, cache_dir=None: venv)
+    with pytest.raises(builders.BuildWithError) as failed:
+        builders.build_with("3.13", "app.py:models", tmp_path / "out", "--force")
+    message = str(failed.value)
+    assert "under Python 3.13 failed (exit code 3)" in message
+    assert f"built -m repogen build app.py:models -o {tmp_path / 'out'} --force" in message
+    assert "no module app" in message
+
+
+def _serve(tmp_path: Path, *args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from repogen.cli import cli
+
+    ports = ("--http-port", "0", "--grpc-port", "0", "--metrics-port", "0")
+    result = CliRunner().invoke(cli, ["serve", str(tmp_path), *ports, *args])
+    return result.exit_code, result.output
+
+
+def test_serve_server_python_must_have_a_stub_and_be_installed(tmp_path: Path, no_pythons: Path) -> None:
+    code, output = _serve(tmp_path, "--triton-version", "2.39.0", "--server-python", "3.12")
+    assert code == 1 and "--server-python 3.12: tritonserver 2.39.0 (NGC 23.10) has backend stubs for" in output
+    code, output = _serve(tmp_path, "--server-python", "3.12")
+    assert code == 1 and "--server-python 3.12: Python 3.12 not found" in output and "pyenv install 3.12" in output
+    code, output = _serve(tmp_path, "--tritonserver", sys.executable, "--server-python", "3.10")
+    assert code == 1 and "Pass one or the other" in output
