@@ -17,8 +17,8 @@ from .errors import BuildError
 from .ir import RepositorySpec, lower
 from .ir.lower import lower_version_policy
 from .ir.spec import VersionSpec
-from .loader import load_app
-from .targets import TritonTarget, check_interpreter, get_target
+from .loader import load_app, local_modules
+from .targets import Targets, TritonTarget, resolve_targets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,37 +28,36 @@ class BuildResult:
     files: tuple[str, ...]
 
 
-def resolve_target(target_triton: str | TritonTarget | None) -> TritonTarget | None:
-    """The target container, after checking that this interpreter can build for it."""
-    if target_triton is None:
-        return None
-    target = target_triton if isinstance(target_triton, TritonTarget) else get_target(target_triton)
-    check_interpreter(target)
-    return target
-
-
 def build_repository(
     repository: Repository,
     output: str | os.PathLike[str],
     *,
     roots: tuple[str, ...] = (),
     force: bool = False,
-    target_triton: str | TritonTarget | None = None,
+    target_triton: str | TritonTarget | Targets | None = None,
+    pin_python: bool = False,
     version: int | None = None,
     progress: Progress | None = None,
 ) -> BuildResult:
     """Compile ``repository`` into ``output`` (replaced atomically).
 
-    ``target_triton`` (``"24.10"``, ``"2.51.0"``) refuses an interpreter whose Python differs from that
-    container's and records the target. ``version`` builds every model as that version only and merges
-    it into the existing repository, leaving the other versions' files untouched.
+    By default the payloads ship source and serve on every NGC container from 23.10;
+    ``target_triton`` (``"24.10"``, ``"2.51.0"``) narrows the checks to that container and records it.
+    ``roots[0]`` is the user's project: the modules loaded from under it ship with the models.
+    ``pin_python`` ships this interpreter's bytecode instead (only this Python minor loads it; with a
+    target, a mismatched interpreter is refused). ``version`` builds every model as that version only
+    and merges it into the existing repository, leaving the other versions' files untouched.
     """
-    target = resolve_target(target_triton)
+    targets = (
+        target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
+    )
     policies: dict[str, VersionPolicy | None] = {}
     if version is not None:
         repository, policies = _as_version(repository, version)
+    if roots:
+        pickling.register_by_value(local_modules(Path(roots[0]).resolve()))
     spec = lower(repository)
-    files = emit_repository(spec, roots, target.record() if target is not None else None, progress)
+    files = emit_repository(spec, roots, targets, progress)
     merge = _merger(spec, version, policies, force) if version is not None else None
     write_repository(files, Path(output), force=force, merge=merge)
     return BuildResult(output=Path(output), spec=spec, files=tuple(files))
@@ -71,6 +70,7 @@ def build_app(
     app_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
     target_triton: str | TritonTarget | None = None,
+    pin_python: bool = False,
     version: int | None = None,
     progress: Progress | None = None,
 ) -> BuildResult:
@@ -78,15 +78,14 @@ def build_app(
 
     The target is checked before the app is imported: a wrong interpreter fails in a second.
     """
-    resolved = resolve_target(target_triton)
+    targets = resolve_targets(target_triton, pin_python=pin_python)
     app = load_app(target, app_dir)
-    pickling.register_by_value(app.local_modules)
     return build_repository(
         app.repository,
         output,
         roots=(str(app.app_dir),),
         force=force,
-        target_triton=resolved,
+        target_triton=targets,
         version=version,
         progress=progress,
     )

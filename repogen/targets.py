@@ -1,9 +1,10 @@
 """Which Python and numpy a stock NGC ``tritonserver`` container serves a model with.
 
-cloudpickle payloads only load under the Python minor version that wrote them, so a build aimed
-at ``nvcr.io/nvidia/tritonserver:<yy.mm>-py3`` must run on that container's Python. This table lets
-``repogen build --target-triton 24.10`` refuse a mismatched interpreter *before* any user code is
-imported, and records the target in every ``model.json`` and in the manifest.
+A portable build (the default) is checked against the Python of every container it targets: all
+of them from 23.10 (Python 3.10 and 3.12), or the one ``--target-triton`` names. A build pinned to
+its own Python (``--pin-python``) carries bytecode, which only loads under the Python minor that
+wrote it, so ``--target-triton`` then refuses a mismatched interpreter *before* any user code is
+imported. The target is recorded in every ``model.json`` and in the manifest.
 
 Sources: the NGC release notes (``tritonserver`` 2.N.0 ships as NGC ``yy.mm``, one number per month
 from 2.39.0 = 23.10), and the design notes checked on the stock containers: 23.10-24.10 ship Python
@@ -19,7 +20,7 @@ import sys
 from .errors import BuildError
 from .server.releases import RELEASES
 
-__all__ = ["TARGETS", "TritonTarget", "check_interpreter", "get_target"]
+__all__ = ["TARGETS", "Targets", "TritonTarget", "check_interpreter", "get_target", "resolve_targets"]
 
 _FIRST_MINOR = 39  # tritonserver 2.39.0 is NGC 23.10, the oldest release repogen supports
 _FIRST_MONTH = (2023, 10)
@@ -109,7 +110,7 @@ def current_python() -> str:
 
 
 def check_interpreter(target: TritonTarget, python: str | None = None) -> None:
-    """Refuse to build for ``target`` from another Python minor: its stub could not load the pickles.
+    """Refuse a pinned build for ``target`` from another Python minor: its stub could not load the bytecode.
 
     Checked before the app is imported, so the user learns it in a second, not after a long build.
     """
@@ -118,8 +119,55 @@ def check_interpreter(target: TritonTarget, python: str | None = None) -> None:
         return
     raise BuildError(
         f"--target-triton {target.ngc} (tritonserver {target.tritonserver}, {target.image}) serves models with "
-        f"Python {target.python}, but this build runs on Python {python}; pickled code only loads on the Python "
-        f"minor version that wrote it. Build with a Python {target.python} interpreter (e.g. "
-        f"`python{target.python} -m repogen build ...` in a Python {target.python} virtualenv), or let "
-        f"`repogen deploy --docker` build inside {target.image}, which uses that image's Python"
+        f"Python {target.python}, but this --pin-python build runs on Python {python}; pinned code only loads on "
+        f"the Python minor version that wrote it. Drop --pin-python (the default build ships source and serves on "
+        f"any Python from 3.10), or build with a Python {target.python} interpreter (e.g. "
+        f"`python{target.python} -m repogen build ...` in a Python {target.python} virtualenv)"
     )
+
+
+def python_key(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+@dataclasses.dataclass(frozen=True)
+class Targets:
+    """The containers a build must serve on, and whether its payloads are pinned to the build's Python."""
+
+    containers: tuple[TritonTarget, ...]
+    narrowed: bool = False
+    """True when ``--target-triton`` named one container (recorded in ``model.json`` as ``target``)."""
+    pinned: str | None = None
+    """The build's Python minor when payloads carry its bytecode (``--pin-python``) instead of source."""
+
+    @property
+    def pythons(self) -> tuple[str, ...]:
+        """The Python minors the payloads must load on, oldest first."""
+        if self.pinned:
+            return (self.pinned,)
+        return tuple(sorted({c.python for c in self.containers}, key=python_key))
+
+    def oldest_with(self, python: str) -> TritonTarget | None:
+        """The oldest release (of all, not only the targeted) whose Python is ``python`` or newer."""
+        return next((t for t in TARGETS if python_key(t.python) >= python_key(python)), None)
+
+    def describe(self, python: str) -> str:
+        """``NGC 23.10-24.11`` for the targeted containers that serve with ``python``."""
+        ngcs = [c.ngc for c in self.containers if c.python == python]
+        span = ngcs[0] if len(ngcs) == 1 else f"{ngcs[0]}-{ngcs[-1]}"
+        return f"NGC {span} (Python {python})"
+
+    def record(self) -> dict[str, str] | None:
+        return self.containers[0].record() if self.narrowed else None
+
+
+def resolve_targets(target_triton: str | TritonTarget | None = None, *, pin_python: bool = False) -> Targets:
+    """Every container from 23.10, or the one named; a pinned build must run on that container's Python."""
+    pinned = current_python() if pin_python else None
+    if target_triton is None:
+        return Targets(tuple(t for t in TARGETS if not pinned or t.python == pinned), pinned=pinned)
+    target = target_triton if isinstance(target_triton, TritonTarget) else get_target(target_triton)
+    if pin_python:
+        check_interpreter(target)
+    return Targets((target,), narrowed=True, pinned=pinned)

@@ -26,8 +26,15 @@ from ..errors import BuildError
 @click.option(
     "--target-triton",
     metavar="RELEASE",
-    help="NGC release (24.10) or tritonserver version (2.51.0) that will serve the repository: the build fails "
-    "early if this Python differs from that container's, and records the target.",
+    help="The one NGC release (24.10) or tritonserver version (2.51.0) that will serve the repository: sources and "
+    "imports are checked against its Python only, and the target is recorded. Default: every NGC release from "
+    "23.10 (Python 3.10 and 3.12).",
+)
+@click.option(
+    "--pin-python",
+    is_flag=True,
+    help="Ship this Python's bytecode instead of source (for code with no source file): the repository then loads "
+    "only on this Python minor; with --target-triton, a different container Python fails the build early.",
 )
 @click.option(
     "--version",
@@ -36,7 +43,13 @@ from ..errors import BuildError
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
 def build(
-    app: str, output: str, app_dir: str | None, force: bool, target_triton: str | None, model_version: int | None
+    app: str,
+    output: str,
+    app_dir: str | None,
+    force: bool,
+    target_triton: str | None,
+    pin_python: bool,
+    model_version: int | None,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     started = time.perf_counter()
@@ -47,6 +60,7 @@ def build(
             app_dir=app_dir,
             force=force,
             target_triton=target_triton,
+            pin_python=pin_python,
             version=model_version,
             progress=_Progress(),
         )

@@ -1,9 +1,9 @@
 """Dockerfiles that serve a repository on the stock NGC ``tritonserver`` image.
 
-Two modes. By default the repository is built *inside* the target image (the user's project
-is copied in and ``repogen build`` runs with the image's Python), because cloudpickle payloads
-only load under the Python minor version that wrote them. ``prebuilt`` copies a repository
-built on the host instead, for when the host's Python already matches the container's.
+Two modes. By default the repository is built *inside* the target image (the user's project is
+copied in and ``repogen build`` runs there, next to the packages the models import).
+``prebuilt`` copies a repository built on the host instead: a portable build (the default) loads
+on the image's Python whatever Python built it, a ``--pin-python`` build only on its own.
 Either way the third-party packages the build recorded are installed into the image.
 """
 
@@ -40,14 +40,34 @@ _PREBUILT_FIX = "Drop --prebuilt to build inside the image"
 
 
 def python_mismatch(info: RepositoryInfo, target: NgcTarget, fix: str = _PREBUILT_FIX) -> str | None:
-    """Why a prebuilt repository will not load on ``target`` (``None`` when it can, or is unknown)."""
+    """Why a prebuilt repository may not load on ``target`` (``None`` when it can, or is unknown)."""
+    if not target.python:
+        return None
+    if info.portable:
+        if not info.pythons or target.python in info.pythons:
+            return None
+        return (
+            f"{info.path} was checked for Python {', '.join(info.pythons)} only (built with --target-triton), but "
+            f"{target.image} serves models with Python {target.python}: its sources may not compile there. "
+            f"Rebuild without --target-triton (every container) or with --target-triton {target.ngc}."
+        )
     built = info.build.get("python")
-    if not built or not target.python or built == target.python:
+    if not built or built == target.python:
         return None
     return (
-        f"{info.path} was built with Python {built}, but {target.image} serves models with Python "
-        f"{target.python}; cloudpickle payloads only load under the Python that wrote them. {fix}, "
-        f"or rebuild with Python {target.python}."
+        f"{info.path} was built with --pin-python on Python {built}, but {target.image} serves models with Python "
+        f"{target.python}; pinned payloads only load under the Python that wrote them. {fix}, "
+        f"or rebuild without --pin-python."
+    )
+
+
+def _python_note(info: RepositoryInfo, target: NgcTarget) -> str:
+    if info.portable:
+        return f"Its payloads ship source, which {target.image}'s Python {target.python or '(unknown)'} compiles."
+    built = info.build.get("python", "(unknown)")
+    return (
+        f"It was built with --pin-python by Python {built}; {target.image} serves models with Python "
+        f"{target.python or '(unknown)'}, and they must match."
     )
 
 
@@ -106,7 +126,7 @@ def dockerfile(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
             repository=_relative_to_context(info.path, context, "repository"),
-            build_python=info.build.get("python", "(unknown)"),
+            python_note=_python_note(info, target),
         )
     else:
         if not app:

@@ -66,6 +66,10 @@ class RepositoryInfo:
     models: tuple[ModelInfo, ...]
     build: dict[str, str]
     """Versions the build recorded (``python``, ``numpy``, ``cloudpickle``); empty if unknown."""
+    portable: bool = True
+    """Payloads ship source (any Python from 3.10 loads them) rather than bytecode (``--pin-python``)."""
+    pythons: tuple[str, ...] = ()
+    """The container Pythons the build checked its sources against."""
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -117,6 +121,12 @@ def read_repository(path: str | Path) -> RepositoryInfo:
             f"{root} holds no model (no <model>/config.pbtxt); expected a repository written by "
             f"`repogen build APP -o {root}`."
         )
-    manifest = root / MANIFEST
-    build = _read_json(manifest).get("build", {}) if manifest.is_file() else {}
-    return RepositoryInfo(root, tuple(_read_model(d) for d in model_dirs), {k: str(v) for k, v in build.items()})
+    manifest = _read_json(root / MANIFEST) if (root / MANIFEST).is_file() else {}
+    build = {k: str(v) for k, v in (manifest.get("build") or {}).items()}
+    return RepositoryInfo(
+        root,
+        tuple(_read_model(d) for d in model_dirs),
+        build,
+        portable=bool(manifest.get("portable", False)),
+        pythons=tuple(str(p) for p in manifest.get("pythons") or ()),
+    )

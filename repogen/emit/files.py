@@ -6,6 +6,7 @@ outputs without touching the file system.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -16,13 +17,17 @@ import cloudpickle
 import numpy as np
 
 from ..dsl.handle import ModelHandle
+from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
 from ..layout import MANIFEST, METADATA
 from ..runtime.bls import ModelClient
+from ..runtime.payload import FORMAT
+from ..targets import TARGETS, Targets
 from ..version import __version__
-from . import pickling, requirements
+from . import diagnose, pickling, requirements, sources
 from .model_config import ensemble_config, label_file, model_config, to_text
+from .portability import check_grammar
 from .templates import cloudpickle_files, render, runtime_files
 
 ENSEMBLE_PLACEHOLDER = ".keep"
@@ -45,23 +50,52 @@ def _json(data: Any) -> bytes:
 Progress = Callable[[int, int, str], None]
 
 
+@dataclasses.dataclass(frozen=True)
+class Payloads:
+    """How one build pickles: for which containers, with which shipped sources (None: pinned bytecode)."""
+
+    targets: Targets
+    roots: tuple[str, ...]
+    table: sources.SourceTable | None
+
+    @classmethod
+    def create(cls, targets: Targets | None = None, roots: Sequence[str] = ()) -> Payloads:
+        targets = targets or Targets(TARGETS)
+        if targets.pinned:
+            return cls(targets, tuple(roots), None)
+        relative = pickling.relative_to(pickling.search_roots(roots))
+        table = sources.SourceTable(relative, check=lambda source: check_grammar(source, targets))
+        return cls(targets, tuple(roots), table)
+
+    def record(self) -> dict[str, Any]:
+        """What ``model.json`` and the manifest say about where the payloads serve."""
+        target = self.targets.record()
+        return {
+            "portable": not self.targets.pinned,
+            "pythons": list(self.targets.pythons),
+            **({"target": target} if target is not None else {}),
+        }
+
+
 def emit_repository(
     spec: RepositorySpec,
     roots: Sequence[str] = (),
-    target: dict[str, str] | None = None,
+    targets: Targets | None = None,
     progress: Progress | None = None,
 ) -> dict[str, bytes]:
     """Every file of the repository, including the root manifest of their hashes.
 
-    ``target`` (the NGC container built for, from ``--target-triton``) is recorded in every
-    ``model.json`` and in the manifest.
+    ``targets`` (every NGC container from 23.10 unless ``--target-triton`` names one) decides what
+    the shipped sources and imports are checked against; it is recorded in every ``model.json``
+    and in the manifest.
     """
     files: dict[str, bytes] = {}
     handles = _handle_reducer(spec)
-    extra = {"target": target} if target is not None else {}
+    payloads = Payloads.create(targets, roots)
+    extra = payloads.record()
     total = len(spec.models) + len(spec.ensembles)
     for done, model in enumerate(spec.models, start=1):
-        files.update(emit_model(model, roots, handles, extra))
+        files.update(emit_model(model, payloads, handles))
         if progress is not None:
             progress(done, total, model.name)
     for done, ensemble in enumerate(spec.ensembles, start=len(spec.models) + 1):
@@ -105,47 +139,83 @@ def _handle_reducer(spec: RepositorySpec) -> Callable[[Any], Any]:
 
 
 def emit_model(
-    model: ModelSpec,
-    roots: Sequence[str] = (),
-    handles: Callable[[Any], Any] | None = None,
-    extra: dict[str, Any] | None = None,
+    model: ModelSpec, payloads: Payloads | None = None, handles: Callable[[Any], Any] | None = None
 ) -> dict[str, bytes]:
+    payloads = payloads or Payloads.create()
     files = {f"{model.name}/config.pbtxt": to_text(model_config(model)).encode("utf-8")}
     for index, output in enumerate(model.outputs):
         if output.labels:
             files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
     for version in model.versions:
-        files.update(_emit_version(model, version, roots, handles, extra or {}))
+        files.update(_emit_version(model, version, payloads, handles))
     return files
 
 
+def _pickle(model: ModelSpec, version: VersionSpec, payloads: Payloads, handles: Any) -> pickling.Pickled:
+    """The version's payload; a failure names the model and, for an unpicklable part, the path to it."""
+    what = f"model '{model.name}'" + (f" version {version.version}" if len(model.versions) > 1 else "")
+    obj = {"infer_funcs": list(version.infer_funcs)}
+    try:
+        return pickling.dumps(obj, payloads.roots, handles, payloads.table)
+    except BuildError as exc:
+        raise BuildError(f"{what}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - pickle raises TypeError, PicklingError, AttributeError, ...
+        failure = f"{type(exc).__name__}: {exc}"
+
+    def pickles(part: Any) -> None:
+        pickling.dumps(part, payloads.roots, handles, payloads.table)
+
+    funcs = version.infer_funcs
+    culprit = next((i for i, f in enumerate(funcs) if _fails(pickles, f)), 0)
+    label = "infer_func" if len(funcs) == 1 else f"infer_func[{culprit}]"
+    path = " -> ".join(diagnose.locate(funcs[culprit], label, pickles))
+    raise BuildError(
+        f"{what}: cannot pickle {path}: {failure}. Locks, open files, sockets, threads and clients cannot travel to "
+        "the server: create them there instead, in the __init__ of a class bound as the model (it runs once per "
+        "instance inside the server) or lazily on the first call"
+    ) from None
+
+
+def _fails(pickles: Callable[[Any], None], part: Any) -> bool:
+    try:
+        pickles(part)
+    except Exception:  # noqa: BLE001
+        return True
+    return False
+
+
 def _emit_version(
-    model: ModelSpec,
-    version: VersionSpec,
-    roots: Sequence[str],
-    handles: Callable[[Any], Any] | None,
-    extra: dict[str, Any],
+    model: ModelSpec, version: VersionSpec, payloads: Payloads, handles: Callable[[Any], Any] | None
 ) -> dict[str, bytes]:
     base = f"{model.name}/{version.version}"
-    payload, modules = pickling.dumps({"infer_funcs": list(version.infer_funcs)}, roots, handles)
+    pickled = _pickle(model, version, payloads, handles)
+    what = f"model '{model.name}'"
+    if payloads.table is None:
+        needs = requirements.third_party(pickled.modules)
+    else:
+        app_dir = payloads.roots[0] if payloads.roots else "(none: pass roots=(<project dir>,) to build_repository)"
+        needs = requirements.account(pickled.modules, pickled.imports, payloads.targets, what, app_dir)
+    shipped, listed = sources.ship(pickled.sources)
     metadata = {
         "build": build_environment(),
         "calls": list(version.calls),
-        "format": 1,
+        "format": FORMAT,
         "model": model.name,
-        "payload": {"file": PAYLOAD, "sha256": sha256_bytes(payload)},
+        "payload": {"file": PAYLOAD, "sha256": sha256_bytes(pickled.data)},
         "repogen": __version__,
-        "requirements": requirements.third_party(modules),
+        "requirements": needs,
+        "sources": listed,
         "strict": model.strict,
         "version": version.version,
-        **extra,
+        **payloads.record(),
     }
     files = {
         f"{base}/model.py": render(
             "model.py.tmpl", repogen_version=__version__, model_name=model.name, model_version=version.version
         ),
-        f"{base}/{PAYLOAD}": payload,
+        f"{base}/{PAYLOAD}": pickled.data,
         f"{base}/{METADATA}": _json(metadata),
+        **{f"{base}/{path}": data for path, data in shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }
     for path, data in runtime_files():

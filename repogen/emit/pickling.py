@@ -1,15 +1,18 @@
-"""cloudpickle, made deterministic and free of build-machine paths.
+"""cloudpickle, made portable, deterministic and free of build-machine paths.
 
-Out of the box cloudpickle (3.1.2) writes a fresh uuid4 for every class pickled by value,
-serializes set constants in string-hash order (which follows PYTHONHASHSEED) and embeds absolute
-source paths (``co_filename``, ``__file__``). Golden files and reproducible builds need none of
-that, so this pickler pins tracker ids, sorts set constants and makes paths relative to the
-user's project (or to the ``sys.path`` entry a module came from).
+Out of the box cloudpickle (3.1.2) pickles code objects as bytecode of the building Python, writes
+a fresh uuid4 for every class pickled by value, serializes set constants in string-hash order
+(which follows PYTHONHASHSEED) and embeds absolute source paths (``co_filename``, ``__file__``).
+:class:`PortablePickler` replaces each code object by a reference into a shipped source file (see
+``sources.py``), so the server's Python compiles it; both picklers pin tracker ids, sort set
+constants and make paths relative to the user's project (or to the ``sys.path`` entry a module
+came from). :class:`DeterministicPickler` alone is ``--pin-python``: bytecode of this Python.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -21,6 +24,10 @@ from typing import Any
 
 import cloudpickle
 from cloudpickle import cloudpickle as _cp
+
+from ..runtime import portable
+from .classes import reduce_class
+from .sources import SourceFile, SourceTable, imported_modules
 
 # Protocol 4: numpy 2 arrays pickled with protocol 5 do not load under numpy 1.26.
 PROTOCOL = 4
@@ -64,21 +71,33 @@ def _pinned_tracker_ids() -> Iterator[None]:
             _cp._get_or_create_tracker_id = original
 
 
+def relative_to(roots: Sequence[str]) -> Callable[[str], str]:
+    """A file name made relative to the longest root containing it (else its base name)."""
+    ordered = sorted({os.path.abspath(r) for r in roots if r}, key=len, reverse=True)
+
+    def relative(filename: str) -> str:
+        if not filename or filename.startswith("<"):
+            return filename
+        path = os.path.abspath(filename)
+        for root in ordered:
+            if path.startswith(root + os.sep):
+                return os.path.relpath(path, root).replace(os.sep, "/")
+        return os.path.basename(path)
+
+    return relative
+
+
+def search_roots(roots: Sequence[str]) -> list[str]:
+    """The user's project first, then ``sys.path``: where relative names are taken from."""
+    return [*roots, *sys.path]
+
+
 class DeterministicPickler(cloudpickle.Pickler):
     def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None = None):
         super().__init__(file, protocol=PROTOCOL)
         self._replace = replace  # returns a reduce tuple for objects to pickle as something else
-        self._roots = sorted({os.path.abspath(r) for r in roots if r}, key=len, reverse=True)
-        self.modules: set[str] = set()  # modules the payload imports at unpickling time
-
-    def relative(self, filename: str) -> str:
-        if not filename or filename.startswith("<"):
-            return filename
-        path = os.path.abspath(filename)
-        for root in self._roots:
-            if path.startswith(root + os.sep):
-                return os.path.relpath(path, root).replace(os.sep, "/")
-        return os.path.basename(path)
+        self.relative = relative_to(roots)
+        self.modules: dict[str, str] = {}  # modules the payload imports at unpickling time -> what needs them
 
     def reducer_override(self, obj: Any) -> Any:
         if self._replace is not None:
@@ -97,12 +116,12 @@ class DeterministicPickler(cloudpickle.Pickler):
     def _note_module(self, obj: Any) -> None:
         if isinstance(obj, types.ModuleType):
             if _cp._should_pickle_by_reference(obj):
-                self.modules.add(obj.__name__)
+                self.modules.setdefault(obj.__name__, f"module {obj.__name__}")
         elif isinstance(obj, types.BuiltinFunctionType):
             if isinstance(getattr(obj, "__module__", None), str):
-                self.modules.add(obj.__module__)
+                self.modules.setdefault(obj.__module__, f"{obj.__module__}.{obj.__qualname__}")
         elif isinstance(obj, (type, types.FunctionType)) and _cp._should_pickle_by_reference(obj):
-            self.modules.add(obj.__module__)
+            self.modules.setdefault(obj.__module__, f"{obj.__module__}.{obj.__qualname__}")
 
     def _function_getnewargs(self, func: types.FunctionType) -> Any:
         code, base_globals, name, defaults, closure = super()._function_getnewargs(func)
@@ -117,16 +136,77 @@ class DeterministicPickler(cloudpickle.Pickler):
         return reduced
 
 
-def dumps(obj: Any, roots: Sequence[str] = (), replace: Callable[[Any], Any] | None = None) -> tuple[bytes, list[str]]:
-    """Pickle ``obj``; return the bytes and the modules that unpickling will import.
+class PortablePickler(DeterministicPickler):
+    """No bytecode: code objects become references into shipped sources, closures travel by name."""
+
+    def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None, sources: SourceTable):
+        super().__init__(file, roots, replace)
+        self._sources = sources
+        self.shipped: dict[str, SourceFile] = {}  # by key
+        self.imports: set[str] = set()  # absolute imports the shipped functions run when called
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is not types.CodeType:
+            return None
+        source, reference = self._sources.reference(obj)
+        if reference[1] not in self.shipped:
+            self.shipped[reference[1]] = source
+        self.imports |= imported_modules(obj)
+        return reference
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, type) and not _cp._should_pickle_by_reference(obj):
+            reduced = reduce_class(obj)
+            if reduced is not NotImplemented:
+                return reduced
+        return super().reducer_override(obj)
+
+    def _dynamic_function_reduce(self, func: types.FunctionType) -> Any:
+        code, base_globals, _, _, _ = self._function_getnewargs(func)
+        state, slots = _cp._function_getstate(func)
+        slots["__globals__"] = {k: _canonical(v) for k, v in slots["__globals__"].items()}
+        cells = slots["__closure__"]
+        slots["__closure__"] = None if cells is None else dict(zip(code.co_freevars, cells, strict=True))
+        return portable.make_function, (code, base_globals), (state, slots), None, None, portable.set_function_state
+
+
+@dataclasses.dataclass(frozen=True)
+class Pickled:
+    data: bytes
+    modules: dict[str, str]
+    """Modules unpickling imports, each with the first object that needs it."""
+    sources: tuple[SourceFile, ...] = ()
+    """Files the server compiles the code from (portable payloads), sorted by key."""
+    imports: frozenset[str] = frozenset()
+    """Absolute imports in the shipped functions' bodies, run when they are called."""
+
+
+def pickler(
+    buffer: io.BytesIO, roots: Sequence[str], replace: Callable[[Any], Any] | None, sources: SourceTable | None
+) -> DeterministicPickler:
+    if sources is None:
+        return DeterministicPickler(buffer, search_roots(roots), replace)
+    return PortablePickler(buffer, search_roots(roots), replace, sources)
+
+
+def dumps(
+    obj: Any,
+    roots: Sequence[str] = (),
+    replace: Callable[[Any], Any] | None = None,
+    sources: SourceTable | None = None,
+) -> Pickled:
+    """Pickle ``obj``: portable when given the build's ``sources``, else bytecode of this Python (pinned).
 
     Source paths under ``roots`` (then ``sys.path``) are stored relative to them.
     """
     buffer = io.BytesIO()
-    pickler = DeterministicPickler(buffer, [*roots, *sys.path], replace)
+    active = pickler(buffer, roots, replace, sources)
     with _pinned_tracker_ids():
-        pickler.dump(obj)
-    return buffer.getvalue(), sorted(pickler.modules)
+        active.dump(obj)
+    if isinstance(active, PortablePickler):
+        shipped = tuple(sorted(active.shipped.values(), key=lambda s: s.key))
+        return Pickled(buffer.getvalue(), dict(sorted(active.modules.items())), shipped, frozenset(active.imports))
+    return Pickled(buffer.getvalue(), dict(sorted(active.modules.items())))
 
 
 def register_by_value(modules: Sequence[types.ModuleType]) -> None:

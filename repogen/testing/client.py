@@ -5,6 +5,7 @@ Tests parametrize over both protocols with the same call so each feature is prov
 
 from __future__ import annotations
 
+import queue
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 PROTOCOLS = ("http", "grpc")
 
-__all__ = ["PROTOCOLS", "InferenceServerException", "infer", "make_client"]
+__all__ = ["PROTOCOLS", "InferenceServerException", "infer", "make_client", "stream"]
 
 
 def make_client(protocol: str, server: Any) -> Any:
@@ -41,11 +42,7 @@ def infer(
     module: Any = httpclient if protocol == "http" else grpcclient
     client = make_client(protocol, server)
     try:
-        tensors = []
-        for name, array in inputs.items():
-            tensor = module.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
-            tensor.set_data_from_numpy(array)
-            tensors.append(tensor)
+        tensors = _inputs(module, inputs)
         requested = [module.InferRequestedOutput(name) for name in outputs] if outputs else None
         result = client.infer(
             model, tensors, model_version=model_version, outputs=requested, parameters=parameters, headers=headers
@@ -54,6 +51,44 @@ def infer(
         return {name: result.as_numpy(name) for name in names}
     finally:
         client.close()
+
+
+def _inputs(module: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
+    tensors = []
+    for name, array in inputs.items():
+        tensor = module.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+        tensor.set_data_from_numpy(array)
+        tensors.append(tensor)
+    return tensors
+
+
+def stream(
+    server: Any, model: str, inputs: dict[str, np.ndarray], *, timeout: float = 30.0
+) -> list[dict[str, np.ndarray] | InferenceServerException]:
+    """Every response of a decoupled model over a gRPC stream, in order, until its final flag.
+
+    An error response ends the list (as the exception the client received).
+    """
+    events: queue.Queue[Any] = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    received: list[dict[str, np.ndarray] | InferenceServerException] = []
+    try:
+        client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
+        client.async_stream_infer(model, _inputs(grpcclient, inputs), enable_empty_final_response=True)
+        while True:
+            event = events.get(timeout=timeout)
+            if isinstance(event, InferenceServerException):
+                received.append(event)
+                break
+            response = event.get_response()
+            if response.outputs:
+                received.append({o.name: event.as_numpy(o.name) for o in response.outputs})
+            if response.parameters["triton_final_response"].bool_param:
+                break
+    finally:
+        client.stop_stream(cancel_requests=True)
+        client.close()
+    return received
 
 
 def _output_list(result: Any, protocol: str) -> list[dict[str, Any]]:

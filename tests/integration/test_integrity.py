@@ -42,10 +42,11 @@ def _flip_byte(path: Path) -> None:
 
 
 def _claim_python(repo: Path, model: str, python: str) -> None:
-    """As if built by another interpreter: sidecar and manifest agree, so only the version differs."""
+    """As if built with --pin-python by another interpreter: sidecar and manifest agree, only the Python differs."""
     sidecar = repo / model / "1" / "model.json"
     meta = json.loads(sidecar.read_text())
     meta["build"]["python"] = python
+    meta["portable"] = False
     sidecar.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     manifest_path = repo / "repogen.manifest.json"
     manifest = json.loads(manifest_path.read_text())
@@ -53,16 +54,16 @@ def _claim_python(repo: Path, model: str, python: str) -> None:
     manifest_path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
-def _serving_python() -> str:
-    return "3.10" if sys.version_info[:2] != (3, 10) else "3.12"
+def _other_python(triton_install) -> str:
+    return "3.12" if triton_install.venv.python_version == "3.10" else "3.10"
 
 
 @pytest.fixture(scope="module")
-def damaged(serve, cli_build, tmp_path_factory):
+def damaged(serve, cli_build, tmp_path_factory, triton_install):
     repo = tmp_path_factory.mktemp("integrity") / "repo"
     cli_build(APP, repo)
     _flip_byte(repo / "Corrupt" / "1" / "model.pkl")
-    _claim_python(repo, "OtherPython", _serving_python())
+    _claim_python(repo, "OtherPython", _other_python(triton_install))
     return repo, serve(repo, extra_args=SERVER_ARGS)
 
 
@@ -85,13 +86,14 @@ def test_flipped_byte_makes_only_that_model_unavailable(damaged):
 
 
 @pytest.mark.integration
-def test_other_python_fails_to_load_with_what_to_do(damaged):
+def test_pinned_payload_of_another_python_fails_to_load_with_what_to_do(damaged, triton_install):
     _, server = damaged
     state, reason = _status(server)["OtherPython"]
     assert state == "UNAVAILABLE"
-    serving = "{}.{}".format(*sys.version_info[:2])
-    assert f"model 'OtherPython' was built with Python {_serving_python()}" in reason, reason
-    assert f"this server runs Python {serving}" in reason and "Rebuild with a Python" in reason
+    serving = triton_install.venv.python_version
+    assert f"model 'OtherPython' was built with Python {_other_python(triton_install)}" in reason, reason
+    assert f"this server runs Python {serving}; it was built with --pin-python" in reason
+    assert "Rebuild without --pin-python" in reason
     assert server.is_running()  # refused before unpickling: no stub crash, no server crash
 
 

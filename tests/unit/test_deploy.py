@@ -183,9 +183,7 @@ def test_kserve_storage_uri_uses_the_triton_runtime(repo: Path) -> None:
     assert model["protocolVersion"] == "v2"
     assert model["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     assert isvc["spec"]["predictor"]["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
-    # Built here with this Python; the stock runtime serves 3.10: the user is told.
-    if read_repository(repo).build.get("python") != "3.10":
-        assert any("Python 3.10" in w for w in out.warnings)
+    assert out.warnings == ()  # a portable build serves on the stock runtime's Python 3.10, whoever built it
 
 
 def test_kserve_image_runs_a_custom_predictor(repo: Path) -> None:
@@ -268,10 +266,28 @@ def test_dockerfile_errors(repo: Path, tmp_path: Path) -> None:
         _dockerfile(repo, app=QUICKSTART, triton_version="latest")
 
 
-def test_prebuilt_warns_on_python_mismatch(repo: Path) -> None:
-    out = generate(repo, DeployOptions(docker=True, prebuilt=True, context=repo.parent, triton_version="24.10"))
-    built = read_repository(repo).build["python"]
-    assert bool(out.warnings) == (built != "3.10")
+def _manifest_says(repo: Path, copy: Path, **fields: object) -> Path:
+    subprocess.run(["cp", "-r", str(repo), str(copy)], check=True)
+    manifest = json.loads((copy / "repogen.manifest.json").read_text())
+    manifest.update(fields)
+    (copy / "repogen.manifest.json").write_text(json.dumps(manifest))
+    return copy
+
+
+def test_prebuilt_warns_only_where_the_image_python_may_not_load_it(repo: Path, tmp_path: Path) -> None:
+    def warnings(repository: Path, release: str = "24.10") -> tuple[str, ...]:
+        options = DeployOptions(docker=True, prebuilt=True, context=repository.parent, triton_version=release)
+        return generate(repository, options).warnings
+
+    assert read_repository(repo).portable and warnings(repo) == warnings(repo, "25.01") == ()
+    narrowed = _manifest_says(repo, tmp_path / "narrowed", pythons=["3.12"])
+    (message,) = warnings(narrowed)
+    assert "was checked for Python 3.12 only (built with --target-triton)" in message
+    assert "serves models with Python 3.10" in message and "--target-triton 24.10" in message
+    assert warnings(narrowed, "25.01") == ()
+    pinned = _manifest_says(repo, tmp_path / "pinned", portable=False, build={"python": "3.11"})
+    (message,) = warnings(pinned)
+    assert "was built with --pin-python on Python 3.11" in message and "rebuild without --pin-python" in message
 
 
 # --------------------------------------------------------------------------- CLI

@@ -9,6 +9,7 @@ import pytest
 from google.protobuf import text_format
 
 from repogen import DynamicBatcher, ModelConfig, QueuePolicy, Repository, Tensor, TimeoutAction, batch
+from repogen.emit import pickling
 from repogen.emit.files import emit_repository
 from repogen.emit.model_config import model_config, to_text
 from repogen.ir import lower
@@ -27,8 +28,10 @@ def _roundtrip(spec) -> mc.ModelConfig:
 
 @pytest.mark.parametrize("app", ["examples/quickstart/app.py:models", "tests/apps/features/app.py:models"])
 def test_example_configs_round_trip(app):
-    spec = lower(load_app(str(ROOT / app.split(":")[0]) + ":models").repository)
-    files = emit_repository(spec)
+    loaded = load_app(str(ROOT / app.split(":")[0]) + ":models")
+    pickling.register_by_value(loaded.local_modules)  # as build_repository does for its roots
+    spec = lower(loaded.repository)
+    files = emit_repository(spec, roots=(str(loaded.app_dir),))
     for model in spec.models:
         text = files[f"{model.name}/config.pbtxt"].decode()
         assert text_format.Parse(text, mc.ModelConfig()) == model_config(model)

@@ -15,7 +15,7 @@ from repogen.cli import cli
 from repogen.errors import BuildError
 from repogen.proto.releases import SERVER_VERSIONS
 from repogen.server.releases import RELEASES
-from repogen.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target
+from repogen.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
 from repogen.tools.validate import validate_repository
 
 
@@ -61,9 +61,10 @@ def test_interpreter_mismatch_says_what_to_do():
         "--target-triton 24.10",
         "tritonserver 2.51.0",
         "Python 3.10",
-        "this build runs on Python 3.11",
-        "Build with a Python 3.10 interpreter",
-        "repogen deploy --docker",
+        "this --pin-python build runs on Python 3.11",
+        "Drop --pin-python",
+        "any Python from 3.10",
+        "build with a Python 3.10 interpreter",
         "nvcr.io/nvidia/tritonserver:24.10-py3",
     ):
         assert part in message
@@ -75,10 +76,10 @@ def test_cli_fails_before_importing_the_app(tmp_path, monkeypatch):
     app = tmp_path / "app.py"
     app.write_text("raise SystemExit('the app must not be imported')\nmodels = None\n")
     result = CliRunner().invoke(
-        cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--target-triton", "24.10"]
+        cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--target-triton", "24.10", "--pin-python"]
     )
     assert result.exit_code == 1, result.output
-    assert "serves models with Python 3.10, but this build runs on Python 3.9" in result.output
+    assert "serves models with Python 3.10, but this --pin-python build runs on Python 3.9" in result.output
     assert not (tmp_path / "out").exists()
 
 
@@ -121,8 +122,21 @@ def test_without_a_target_nothing_is_recorded(tmp_path):
     assert "target" not in json.loads(Path(repo / "repogen.manifest.json").read_text())
 
 
-def test_library_refuses_a_mismatched_target(tmp_path):
+def test_library_refuses_a_mismatched_target_for_a_pinned_build(tmp_path):
     other = "3.10" if current_python() != "3.10" else "3.12"
-    with pytest.raises(BuildError, match=f"this build runs on Python {current_python()}"):
-        build_repository(_models(), tmp_path / "repo", target_triton=TritonTarget("24.10", "2.51.0", other, "1.26.4"))
+    target = TritonTarget("24.10", "2.51.0", other, "1.26.4")
+    with pytest.raises(BuildError, match=f"this --pin-python build runs on Python {current_python()}"):
+        build_repository(_models(), tmp_path / "repo", target_triton=target, pin_python=True)
     assert not (tmp_path / "repo").exists()
+    build_repository(_models(), tmp_path / "repo", target_triton=target)  # portable: any builder Python
+    meta = json.loads((tmp_path / "repo" / "Double" / "1" / "model.json").read_text())
+    assert (meta["portable"], meta["pythons"], meta["target"]["python"]) == (True, [other], other)
+
+
+def test_targets_default_to_every_container_and_narrow_to_one():
+    assert resolve_targets().pythons == ("3.10", "3.12")
+    assert resolve_targets("24.10").pythons == ("3.10",)
+    assert resolve_targets("25.01").pythons == ("3.12",)
+    assert resolve_targets(pin_python=True).pythons == (current_python(),)
+    assert resolve_targets().oldest_with("3.11") == get_target("24.12")
+    assert resolve_targets().describe("3.10") == "NGC 23.10-24.11 (Python 3.10)"

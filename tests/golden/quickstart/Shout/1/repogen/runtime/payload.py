@@ -1,24 +1,36 @@
 """Load a model's pickled payload only after proving it is the one that was built.
 
-The sidecar ``model.json`` written beside ``model.pkl`` records the payload's sha256 and the
-build's Python, numpy and cloudpickle versions. Checking them first turns a corrupted file or an
-incompatible interpreter into one clear message instead of an unpickling traceback or a crash.
+The sidecar ``model.json`` written beside ``model.pkl`` records the payload's sha256, the sources
+its code is compiled from, the distributions it imports and the build's versions. Checking them
+first turns a corrupted file or an unsuitable server into one clear message instead of an
+unpickling traceback or a crash.
+
+A *portable* payload (the default) holds no bytecode and loads on any Python >= 3.10 with numpy
+>= 1.26; a payload *pinned* to the build's Python (``repogen build --pin-python``) carries bytecode
+and loads only on that Python minor.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import io
 import json
 import os
 import pickle
 import sys
 from typing import Any
 
+import numpy as np
+
 from .errors import PayloadError
+from .portable import PayloadUnpickler, Sources
 
 METADATA_FILE = "model.json"
 MANIFEST_FILE = "repogen.manifest.json"  # at the repository root; emit/files.py writes it
-FORMAT = 1
+FORMAT = 2
+OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
+OLDEST_NUMPY = (1, 26)
 
 
 def read_metadata(version_dir: str) -> dict[str, Any]:
@@ -36,20 +48,50 @@ def read_metadata(version_dir: str) -> dict[str, Any]:
     return meta
 
 
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for part in text.split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
 def check_python(meta: dict[str, Any], model: str, version_dir: str = "") -> None:
-    """Refuse a payload written by another Python minor: its bytecode would fail or crash the stub."""
-    built = (meta.get("build") or {}).get("python")
+    """A portable payload needs Python >= 3.10 and numpy >= 1.26; a pinned one, the Python minor that built it."""
     serving = "{}.{}".format(*sys.version_info[:2])
+    if meta.get("portable"):
+        if sys.version_info[:2] < OLDEST_PYTHON or _version(np.__version__) < OLDEST_NUMPY:
+            raise PayloadError(
+                f"model '{model}' needs Python >= 3.10 and numpy >= 1.26 in the server, found Python {serving} and "
+                f"numpy {np.__version__}; serve with an NGC tritonserver container from 23.10 on"
+            )
+        return
+    built = (meta.get("build") or {}).get("python")
     if built == serving:
         return
     target = meta.get("target") or {}
     aimed = f" for {target['image']}" if target.get("image") else ""
     raise PayloadError(
         f"model '{model}' was built{aimed} with Python {built} ({os.path.join(version_dir, METADATA_FILE)}), but "
-        f"this server runs Python {serving}; pickled code only loads on the Python minor version that built it. "
-        f"Rebuild with a Python {serving} interpreter (`repogen build --target-triton <release>` checks this), "
-        f"build inside the serving image with `repogen deploy --docker`, or serve with Python {built}"
+        f"this server runs Python {serving}; it was built with --pin-python, and pinned code only loads on the "
+        f"Python minor version that built it. Rebuild without --pin-python (portable: any Python from 3.10), "
+        f"rebuild with a Python {serving} interpreter, or serve with Python {built}"
     )
+
+
+def check_requirements(meta: dict[str, Any], model: str) -> None:
+    """Every distribution the build recorded must be importable here, or the payload cannot load."""
+    requirements = meta.get("requirements") or {}
+    missing = sorted(
+        (module, dist) for module, dist in requirements.items() if importlib.util.find_spec(module) is None
+    )
+    if missing:
+        module, dist = missing[0]
+        raise PayloadError(_missing_module_message(meta, model, module) + _also_missing(missing[1:]))
+
+
+def _also_missing(rest: list[tuple[str, str]]) -> str:
+    return f" (also missing: {', '.join(dist for _, dist in rest)})" if rest else ""
 
 
 def verify_file(path: str, expected_sha256: str) -> bytes:
@@ -127,14 +169,18 @@ def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
     """Return the sidecar metadata and the unpickled payload of one model version."""
     meta = read_metadata(version_dir)
     check_python(meta, model, version_dir)
+    check_requirements(meta, model)
     path, digest = payload_entry(meta, version_dir)
     check_manifest(version_dir, path, digest)
     data = verify_file(path, digest)
     try:
-        payload = pickle.loads(data)
+        if not meta.get("portable"):
+            return meta, pickle.loads(data)
+        listing = os.path.join(version_dir, METADATA_FILE)
+        sources = Sources(model, version_dir, meta.get("sources") or {}, listing)
+        return meta, PayloadUnpickler(io.BytesIO(data), sources).load()
     except ModuleNotFoundError as exc:
         raise PayloadError(_missing_module_message(meta, model, exc.name or "")) from exc
-    return meta, payload
 
 
 def _missing_module_message(meta: dict[str, Any], model: str, module: str) -> str:
