@@ -80,7 +80,7 @@ demo: install
 	$(PY) examples/quickstart/demo.py
 
 proto: install
-	$(PY) -m repogen.proto.generate
+	$(PY) -m repogen.triton.proto.generate
 
 # Regenerate the golden repositories that tests/unit/test_golden.py compares builds against.
 golden: install

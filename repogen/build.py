@@ -18,7 +18,7 @@ from .ir import RepositorySpec, lower
 from .ir.lower import lower_version_policy
 from .ir.spec import VersionSpec
 from .loader import load_app, local_modules
-from .targets import Targets, TritonTarget, resolve_targets
+from .triton.targets import Targets, TritonTarget, resolve_targets
 
 
 @dataclasses.dataclass(frozen=True)

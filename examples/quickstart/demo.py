@@ -15,8 +15,8 @@ import numpy as np
 from repogen import build_app
 from repogen.server import TritonServer, ensure_server, ensure_server_venv, get_release
 from repogen.server.pythons import container_python_or_current
-from repogen.server.releases import pairing_label
 from repogen.testing.client import infer
+from repogen.triton.releases import pairing_label
 
 HERE = Path(__file__).resolve().parent
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..deploy import DeployError, DeployOptions, generate
-from ..deploy.target import DEFAULT_NGC
+from ..triton.ngc import DEFAULT_NGC
 
 
 @click.command()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..tools.diff import diff_repositories, update_expected
+from ..built.diff import diff_repositories, update_expected
 
 
 @click.command()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..deploy.infer import DEFAULT_URLS, InferError, format_json, format_pretty, run_infer
+from ..server.infer import DEFAULT_URLS, InferError, format_json, format_pretty, run_infer
 
 
 @click.command()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..tools.describe import describe_repository, to_json, to_text
-from ..tools.mermaid import to_mermaid
+from ..built.describe import describe_repository, to_json, to_text
+from ..built.mermaid import to_mermaid
 
 
 @click.command()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ..deploy.serve import ExternalTritonServer, ServeError, embedded_server, find_tritonserver, run_server
+from ..server.foreground import ExternalTritonServer, ServeError, embedded_server, find_tritonserver, run_server
 from ..server.process import HOST, TritonServer, free_ports
 
 _DEFAULT_PORTS = (8000, 8001, 8002)

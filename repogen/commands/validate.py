@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..proto import releases
-from ..tools.validate import validate_repository
+from ..built.validate import validate_repository
+from ..triton import fields as releases
 
 #: Releases a repository can be checked against: our schema cannot parse fields newer than the target.
 _RELEASES = sorted(r for r in releases.SERVER_VERSIONS if r <= releases.TARGET_RELEASE)  # "yy.mm" sorts as text

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..emit.templates import render
+from ..triton.ngc import NgcTarget
 from ..version import __version__
 from .repository import DeployError, RepositoryInfo
 from .resources import format_quantity, shm_size_bytes
-from .target import NgcTarget
 
 __all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
 

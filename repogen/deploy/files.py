@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..emit.templates import render
+from ..triton.ngc import DEFAULT_NGC, NgcTarget, ngc_target
 from ..version import __version__
 from . import docker, kserve, kubernetes, yaml
 from .repository import DeployError, RepositoryInfo, read_repository
-from .target import DEFAULT_NGC, NgcTarget, ngc_target
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
 

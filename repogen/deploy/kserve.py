@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..triton.ngc import NgcTarget
 from .kubernetes import MODEL_REPOSITORY, Resources, shm_mount, shm_volume
-from .target import NgcTarget
 
 __all__ = ["KSERVE_HTTP_PORT", "inference_service"]
 

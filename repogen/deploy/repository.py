@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..layout import MANIFEST
-from ..proto import model_config_pb2 as mc
-from ..tools.repository import parse_config
+from ..built.repository import parse_config
+from ..triton.layout import MANIFEST
+from ..triton.proto import model_config_pb2 as mc
 
 __all__ = ["DeployError", "ModelInfo", "RepositoryInfo", "read_repository"]
 

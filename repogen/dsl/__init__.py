@@ -1,5 +1,6 @@
 """What users write: PyTriton-compatible declarations of tensors, configs and models."""
 
+from ..ir.tracing import SymbolicTensor
 from .config import (
     DynamicBatcher,
     InstanceGroup,
@@ -14,7 +15,6 @@ from .config import (
 from .handle import ModelHandle
 from .repository import Repository
 from .tensor import Tensor
-from .tracing import SymbolicTensor
 
 __all__ = [
     "DynamicBatcher",

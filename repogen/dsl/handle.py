@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .tracing import SymbolicTensor, current_tracer
+from ..ir.tracing import SymbolicTensor, current_tracer
 
 if TYPE_CHECKING:
     from .repository import EnsembleDefinition, ModelDefinition, Repository

@@ -20,10 +20,10 @@ from ..dsl.handle import ModelHandle
 from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
-from ..layout import MANIFEST, METADATA
 from ..runtime.bls import ModelClient
 from ..runtime.payload import FORMAT
-from ..targets import TARGETS, Targets
+from ..triton.layout import MANIFEST, METADATA
+from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
 from .model_config import ensemble_config, label_file, model_config, to_text

@@ -21,8 +21,8 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..layout import MANIFEST
-from ..proto import model_config_pb2 as mc
+from ..triton.layout import MANIFEST
+from ..triton.proto import model_config_pb2 as mc
 from .writer import WritePlan, read_manifest_files, unlisted_files
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.

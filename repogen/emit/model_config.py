@@ -15,7 +15,7 @@ from ..ir.spec import (
     TensorSpec,
     WarmupSpec,
 )
-from ..proto import model_config_pb2 as mc
+from ..triton.proto import model_config_pb2 as mc
 
 _MAX_BATCH_SIZE = mc.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
 

@@ -18,7 +18,7 @@ import tokenize
 from collections.abc import Iterable, Iterator
 
 from ..errors import BuildError
-from ..targets import Targets, python_key
+from ..triton.targets import Targets, python_key
 from .sources import SourceFile
 
 # Top-level stdlib modules that differ between CPython 3.10 and 3.13 (read off

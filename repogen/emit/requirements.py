@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Mapping
 
 from ..errors import BuildError
-from ..targets import Targets
+from ..triton.targets import Targets
 from .portability import check_stdlib, is_stdlib
 
 # numpy ships in every NGC tritonserver image; repogen's runtime and cloudpickle are vendored

@@ -30,7 +30,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import BuildError
-from ..layout import MANIFEST
+from ..triton.layout import MANIFEST
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dsl.repository import EnsembleDefinition, Repository
-from ..dsl.tracing import SymbolicTensor, TracedStep, Tracer, tracing
 from ..errors import BuildError
 from .spec import EnsembleSpec, StepSpec, TensorSpec
+from .tracing import SymbolicTensor, TracedStep, Tracer, tracing
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..dsl.config import (
 from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
 from ..dsl.tensor import Tensor
 from ..errors import BuildError
-from .dtypes import triton_data_type
+from ..triton.dtypes import triton_data_type
 from .ensembles import Interface, find_cycle, lower_ensemble
 from .lower_extras import lower_rate_limiter, lower_sequence_batcher, lower_warmup
 from .references import referenced_handles

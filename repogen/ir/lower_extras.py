@@ -7,7 +7,7 @@ from typing import Any
 
 from ..dsl.config import RateLimiter, SequenceBatcher, Warmup
 from ..errors import BuildError
-from .dtypes import triton_data_type
+from ..triton.dtypes import triton_data_type
 from .spec import RateLimiterSpec, SequenceBatchingSpec, SequenceControlSpec, TensorSpec, WarmupSpec
 
 _CONTROLS = (

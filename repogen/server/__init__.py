@@ -10,7 +10,7 @@ from repogen.server.install import (
     venv_info,
 )
 from repogen.server.process import TritonServer, TritonServerError, free_ports
-from repogen.server.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release
+from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release
 
 __all__ = [
     "DEFAULT_RELEASE",

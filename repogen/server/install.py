@@ -24,7 +24,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from repogen.hashing import sha256_file
-from repogen.server.releases import DEFAULT_RELEASE, TritonRelease, get_release
+from repogen.triton.releases import DEFAULT_RELEASE, TritonRelease, get_release
 
 __all__ = [
     "ServerInstall",

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from repogen.server.install import ServerInstallError, probe_python
-from repogen.server.releases import TritonRelease, pairing_label
+from repogen.triton.releases import TritonRelease, pairing_label
 
 __all__ = ["PythonNotFoundError", "container_python_or_current", "find_python", "pyenv_root", "require_python"]
 

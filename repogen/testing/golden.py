@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..tools.diff import diff_repositories, update_expected
+from ..built.diff import diff_repositories, update_expected
 
 UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"
 

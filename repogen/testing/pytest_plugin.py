@@ -24,8 +24,8 @@ import pytest
 from repogen.server.install import ServerInstall, VenvInfo, ensure_server, ensure_server_venv, venv_info
 from repogen.server.process import TritonServer
 from repogen.server.pythons import find_python, require_python
-from repogen.server.releases import pairing_label
 from repogen.testing.releases import pairing_under_test
+from repogen.triton.releases import pairing_label
 
 __all__ = ["TritonInstallation", "repogen_cache_dir", "triton_install", "triton_server"]
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from repogen.server.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release, pairing_label
+from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release, pairing_label
 
 __all__ = [
     "PYTHON_ENV",

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from repogen.built.validate import validate_repository
 from repogen.runtime import payload as runtime_payload
 from repogen.runtime.errors import PayloadError
 from repogen.testing.client import PROTOCOLS, infer
-from repogen.tools.validate import validate_repository
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/apps/integrity/app.py:models"

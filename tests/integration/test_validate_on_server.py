@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from repogen.built.validate import validate_repository
 from repogen.cli import cli
 from repogen.testing.client import PROTOCOLS, infer
-from repogen.tools.validate import validate_repository
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.cli import cli
-from repogen.deploy.infer import InferError, InferOutput, InferResult, format_json, format_pretty, parse_input, to_array
-from repogen.deploy.serve import sample_curl
+from repogen.server.foreground import sample_curl
+from repogen.server.infer import InferError, InferOutput, InferResult, format_json, format_pretty, parse_input, to_array
 from repogen.server.process import free_ports
 
 

@@ -14,7 +14,7 @@ from repogen.emit.files import emit_repository
 from repogen.emit.model_config import model_config, to_text
 from repogen.ir import lower
 from repogen.loader import load_app
-from repogen.proto import model_config_pb2 as mc
+from repogen.triton.proto import model_config_pb2 as mc
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,9 @@ import pytest
 from google.protobuf import text_format
 from google.protobuf.descriptor import Descriptor
 
-from repogen.proto import generate, releases
-from repogen.proto import model_config_pb2 as mc
+from repogen.triton import fields as releases
+from repogen.triton.proto import generate
+from repogen.triton.proto import model_config_pb2 as mc
 
 # --------------------------------------------------------------------------- (a) freshness
 
@@ -21,7 +22,7 @@ def test_generated_code_is_up_to_date(tmp_path: Path) -> None:
         committed = generate.PACKAGE_DIR / name
         assert committed.is_file(), f"{committed} is missing: run `make proto`"
         assert committed.read_bytes() == (tmp_path / name).read_bytes(), (
-            f"repogen/proto/{name} is stale relative to proto/model_config.proto: run `make proto`"
+            f"repogen/triton/proto/{name} is stale relative to proto/model_config.proto: run `make proto`"
         )
 
 

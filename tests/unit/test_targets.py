@@ -11,12 +11,12 @@ from click.testing import CliRunner
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
+from repogen.built.validate import validate_repository
 from repogen.cli import cli
 from repogen.errors import BuildError
-from repogen.proto.releases import SERVER_VERSIONS
-from repogen.server.releases import RELEASES
-from repogen.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
-from repogen.tools.validate import validate_repository
+from repogen.triton.fields import SERVER_VERSIONS
+from repogen.triton.releases import RELEASES
+from repogen.triton.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_interpreter_mismatch_says_what_to_do():
 
 
 def test_cli_fails_before_importing_the_app(tmp_path, monkeypatch):
-    monkeypatch.setattr("repogen.targets.current_python", lambda: "3.9")
+    monkeypatch.setattr("repogen.triton.targets.current_python", lambda: "3.9")
     app = tmp_path / "app.py"
     app.write_text("raise SystemExit('the app must not be imported')\nmodels = None\n")
     result = CliRunner().invoke(

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import BuildError
 
 if TYPE_CHECKING:
-    from .handle import ModelHandle
+    from ..dsl.handle import ModelHandle
 
 
 class SymbolicTensor:

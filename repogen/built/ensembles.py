@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..proto import model_config_pb2 as mc
+from ..triton.proto import model_config_pb2 as mc
 from .problems import Problem
 from .repository import CONFIG, ModelDir
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..layout import MANIFEST
+from ..triton.layout import MANIFEST
 from .repository import CONFIG, files, sha256
 
 BINARY_SUFFIXES = (".pkl", ".pickle")

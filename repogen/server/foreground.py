@@ -23,7 +23,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
-from ..server.install import (
+from ..triton.releases import DEFAULT_RELEASE, TritonRelease, get_release, pairing_label
+from .infer import sample_value
+from .install import (
     INSTALL_MARKER,
     ServerInstall,
     ServerInstallError,
@@ -33,11 +35,9 @@ from ..server.install import (
     ensure_server_venv,
     venv_info,
 )
-from ..server.process import HOST, TritonServer, TritonServerError
-from ..server.pythons import PythonNotFoundError, container_python_or_current, require_python
-from ..server.releases import DEFAULT_RELEASE, TritonRelease, get_release, pairing_label
-from .infer import sample_value
+from .process import HOST, TritonServer, TritonServerError
 from .progress import progress
+from .pythons import PythonNotFoundError, container_python_or_current, require_python
 
 __all__ = ["ExternalTritonServer", "ServeError", "embedded_server", "find_tritonserver", "run_server", "sample_curl"]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from google.protobuf import text_format
 
 from ..hashing import sha256_file
-from ..proto import model_config_pb2 as mc
+from ..triton.proto import model_config_pb2 as mc
 
 CONFIG = "config.pbtxt"
 

@@ -13,8 +13,8 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from ..layout import METADATA
-from ..proto import model_config_pb2 as mc
+from ..triton.layout import METADATA
+from ..triton.proto import model_config_pb2 as mc
 from .repository import ModelDir, model_dirs
 
 

@@ -1,6 +1,6 @@
 """The NGC ``tritonserver`` container a deployment targets, and the Python it serves with.
 
-The facts come from :mod:`repogen.targets`, the one table of NGC releases and their Python.
+The facts come from :mod:`repogen.triton.targets`, the one table of NGC releases and their Python.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..deploy.repository import DeployError
 from ..errors import BuildError
-from ..server.releases import DEFAULT_RELEASE
-from ..targets import container_python, get_target
-from .repository import DeployError
+from .releases import DEFAULT_RELEASE
+from .targets import container_python, get_target
 
 __all__ = ["DEFAULT_NGC", "NgcTarget", "ngc_target"]
 
@@ -39,7 +39,7 @@ class NgcTarget:
 def ngc_target(key: str) -> NgcTarget:
     """``24.10``/``r24.10``/``24.10-py3``/``2.51.0`` → the NGC container to deploy on.
 
-    Releases in :data:`repogen.targets.TARGETS` come from that table; a newer ``yy.mm`` is accepted
+    Releases in :data:`repogen.triton.targets.TARGETS` come from that table; a newer ``yy.mm`` is accepted
     too (deployments need no wheel), with the table's rule for its Python.
     """
     try:

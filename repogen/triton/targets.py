@@ -17,8 +17,8 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from .errors import BuildError
-from .server.releases import RELEASES
+from ..errors import BuildError
+from .releases import RELEASES
 
 __all__ = ["TARGETS", "Targets", "TritonTarget", "check_interpreter", "get_target", "resolve_targets"]
 

@@ -1,6 +1,6 @@
 """Regenerate ``model_config_pb2.py``/``.pyi`` from ``proto/model_config.proto``.
 
-Usage: ``python -m repogen.proto.generate [--out DIR] [--proto-dir DIR]`` (what ``make proto`` runs).
+Usage: ``python -m repogen.triton.proto.generate [--out DIR] [--proto-dir DIR]`` (what ``make proto`` runs).
 The output depends on the grpcio-tools version, so generate with the pinned one.
 """
 
@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-PROTO_DIR = PACKAGE_DIR.parents[1] / "proto"
+PROTO_DIR = PACKAGE_DIR.parents[2] / "proto"
 PROTO_FILE = "model_config.proto"
 GENERATED_FILES = ("model_config_pb2.py", "model_config_pb2.pyi")
 
@@ -45,7 +45,7 @@ def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[P
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m repogen.proto.generate", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m repogen.triton.proto.generate", description=__doc__)
     parser.add_argument("--out", type=Path, default=PACKAGE_DIR, help="output directory (default: %(default)s)")
     parser.add_argument("--proto-dir", type=Path, default=PROTO_DIR, help="directory holding model_config.proto")
     ns = parser.parse_args(argv)

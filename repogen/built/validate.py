@@ -14,8 +14,8 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from ..layout import MANIFEST, METADATA
-from ..proto import releases
+from ..triton import fields as releases
+from ..triton.layout import MANIFEST, METADATA
 from .ensembles import check_ensemble
 from .problems import Problem
 from .repository import CONFIG, ModelDir, files, model_dirs, sha256
