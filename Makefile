@@ -19,6 +19,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy repogen
+	$(VENV)/bin/lint-imports --no-cache
 
 format: install
 	$(VENV)/bin/ruff check --fix .
@@ -82,11 +83,12 @@ demo: install
 proto: install
 	$(PY) -m repogen.triton.proto.generate
 
-# Regenerate the golden repositories that tests/unit/test_golden.py compares builds against.
+# Regenerate the golden repositories that tests/unit/test_golden.py compares builds against: every
+# tests/golden/<family>/expected from its app.py (FAMILIES="bls tensors" for some), and the hashes of
+# the vendored code, recorded once in tests/golden/_vendored.json (tests/golden/README.md).
+FAMILIES ?=
 golden: install
-	rm -rf tests/golden/quickstart
-	$(PY) -m repogen build examples/quickstart/app.py:models -o tests/golden/quickstart
-	rm -rf tests/golden/quickstart/*/*/cloudpickle  # third-party: checked through the manifest's hashes
+	$(PY) tests/golden/regenerate.py $(FAMILIES)
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,12 @@
-"""repogen: compile Python inference callables into a static NVIDIA Triton model repository."""
+"""repogen: compile Python inference callables into a static NVIDIA Triton model repository.
 
-from .build import BuildResult, build_app, build_repository
+``import repogen`` in a user's app loads the declarations and the runtime's decorators (numpy,
+nothing else): the compiler (protobuf, cloudpickle) loads when a build starts, the in-process
+runner when ``models.local()`` first runs a model.
+"""
+
+from typing import Any
+
 from .dsl import (
     DynamicBatcher,
     InstanceGroup,
@@ -15,7 +21,8 @@ from .dsl import (
     VersionPolicy,
     Warmup,
 )
-from .errors import BuildError
+from .dsl.repository import set_local_runner
+from .errors import BuildError, RepogenError
 from .runtime import (
     ConstantPadder,
     InferenceError,
@@ -36,8 +43,29 @@ from .runtime import (
 )
 from .version import __version__
 
+_BUILD_NAMES = ("BuildResult", "build_app", "build_repository")
+
+
+def _run_locally(repository: Repository) -> Any:
+    from .local import LocalRepository
+
+    return LocalRepository(repository)
+
+
+set_local_runner(_run_locally)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BUILD_NAMES:
+        from . import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module 'repogen' has no attribute {name!r}")
+
+
 __all__ = [
     "BuildError",
+    "RepogenError",
     "BuildResult",
     "ConstantPadder",
     "DynamicBatcher",

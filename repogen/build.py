@@ -7,16 +7,15 @@ import os
 from pathlib import Path
 
 from .dsl.config import VersionPolicy
-from .dsl.repository import ModelDefinition, Repository
+from .dsl.repository import Repository
 from .emit import pickling
 from .emit.files import Progress, emit_repository
 from .emit.merge import merge_versions
 from .emit.model_config import model_config, to_text
 from .emit.writer import Merge, WritePlan, write_repository
-from .errors import BuildError
 from .ir import RepositorySpec, lower
-from .ir.lower import lower_version_policy
 from .ir.spec import VersionSpec
+from .ir.versions import lower_version_policy
 from .loader import load_app, local_modules
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
@@ -51,12 +50,12 @@ def build_repository(
     targets = (
         target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
     )
-    policies: dict[str, VersionPolicy | None] = {}
-    if version is not None:
-        repository, policies = _as_version(repository, version)
     if roots:
         pickling.register_by_value(local_modules(Path(roots[0]).resolve()))
-    spec = lower(repository)
+    spec = lower(repository, version=version)
+    # The version policies are checked against every version present after the merge, which only
+    # the writer knows (under its lock), so --version lowers none.
+    policies = {d.name: d.config.version_policy for d in repository.definitions}
     files = emit_repository(spec, roots, targets, progress)
     merge = _merger(spec, version, policies, force) if version is not None else None
     write_repository(files, Path(output), force=force, merge=merge)
@@ -92,37 +91,6 @@ def build_app(
 
 
 # -- --version N ----------------------------------------------------------------------------------
-
-
-def _as_version(repository: Repository, version: int) -> tuple[Repository, dict[str, VersionPolicy | None]]:
-    """One binding per model, numbered ``version``; version policies are set aside for the merge.
-
-    The policy must be checked against every version present after the merge, which only the
-    writer knows (under its lock), so lowering sees none.
-    """
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BuildError(f"--version must be an integer >= 1, found {version!r}")
-    by_name: dict[str, list[ModelDefinition]] = {}
-    for definition in repository.definitions:
-        by_name.setdefault(definition.name, []).append(definition)
-    chosen: list[ModelDefinition] = []
-    policies: dict[str, VersionPolicy | None] = {}
-    for name, definitions in by_name.items():
-        matching = [d for d in definitions if d.version == version] if len(definitions) > 1 else definitions
-        if len(matching) != 1:
-            found = sorted(d.version for d in definitions)
-            raise BuildError(
-                f"model '{name}' is bound as versions {found}; --version {version} needs one binding per model "
-                f"(or one with model_version={version}); build without --version to write every bound version"
-            )
-        definition = matching[0]
-        policies[name] = definition.config.version_policy
-        config = dataclasses.replace(definition.config, version_policy=None)
-        chosen.append(dataclasses.replace(definition, version=version, config=config))
-    result = Repository()
-    result._definitions = chosen
-    result._ensembles = list(repository.ensembles)
-    return result, policies
 
 
 def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolicy | None], force: bool) -> Merge:

@@ -1,4 +1,10 @@
-"""``repogen``: a thin click layer over the library API (commands live in ``repogen.commands``)."""
+"""``repogen``: a thin click layer over the library API (commands live in ``repogen.commands``).
+
+One exit-code rule for every command: a usage error (a missing argument, an unknown option, a value
+an option does not accept) is click's, exit status 2; any :class:`~repogen.errors.RepogenError` (a
+user's mistake found by repogen, or an environment problem) is printed here as ``Error: <message>``,
+exit status 1. Commands therefore never re-wrap repogen's errors themselves.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,12 @@ import importlib
 import os
 import pkgutil
 import sys
+from typing import Any
 
 import click
 
 from . import commands
+from .errors import RepogenError
 from .version import __version__
 
 
@@ -24,14 +32,24 @@ def _pin_hash_seed() -> None:
     os.execve(sys.executable, [sys.executable, "-m", "repogen", *sys.argv[1:]], env)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Repogen(click.Group):
+    """The command group; the one place a :class:`RepogenError` becomes ``Error: ...`` and exit status 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RepogenError as exc:
+            raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=_Repogen, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="repogen")
 def cli() -> None:
     """Compile Python inference callables into a static Triton model repository."""
 
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
-    for _command in importlib.import_module(f"{commands.__name__}.{_module}").COMMANDS:
+    for _command in getattr(importlib.import_module(f"{commands.__name__}.{_module}"), "COMMANDS", ()):
         cli.add_command(_command)
 
 

@@ -33,7 +33,7 @@ def main() -> int:
     label = pairing_label(release, python_version)
     print(f"preparing {label} with a numpy-only server venv (first run downloads ~55 MB)")
     install = ensure_server(release)
-    venv = ensure_server_venv(python=python, numpy=release.container_numpy)
+    venv = ensure_server_venv(python=python, numpy=release.numpy)
     with TritonServer(output, install, venv) as server:
         print(f"tritonserver ready: HTTP {server.http_url}, gRPC {server.grpc_url} (pid {server.pid})")
         a = np.array([[1.0, 2.0, 3.0]], dtype=np.float32)

@@ -13,7 +13,8 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from ..triton.layout import METADATA
+from ..errors import RepositoryError
+from ..triton.layout import CONFIG
 from ..triton.proto import model_config_pb2 as mc
 from .repository import ModelDir, model_dirs
 
@@ -98,10 +99,9 @@ def bls_calls(model: ModelDir, version: int) -> list[str]:
     The emitter does not record BLS calls yet; when it does, it is expected to write
     ``"calls": ["OtherModel", ...]`` into model.json, and ``--mermaid`` draws them as dotted edges.
     """
-    path = model.path / str(version) / METADATA
     try:
-        calls = json.loads(path.read_text(encoding="utf-8")).get("calls", [])
-    except (OSError, ValueError, AttributeError):
+        calls = model.metadata(version).get("calls", [])
+    except RepositoryError:
         return []
     return sorted({str(c) for c in calls}) if isinstance(calls, list) else []
 
@@ -109,7 +109,7 @@ def bls_calls(model: ModelDir, version: int) -> list[str]:
 def describe_model(model: ModelDir) -> dict[str, Any]:
     described: dict[str, Any] = {"name": model.name, "versions": list(model.versions)}
     if model.config is None:
-        described["error"] = model.error.message if model.error else "no config.pbtxt"
+        described["error"] = model.error.message if model.error else f"no {CONFIG}"
         return described
     config = model.config
     described.update(

@@ -13,10 +13,12 @@ class Problem:
     path: str
     message: str
     line: int = 0
+    warning: bool = False
+    """Worth knowing, but the server loads the model: ``repogen validate`` still exits 0."""
 
     @classmethod
-    def at(cls, path: Path, message: str, line: int = 0) -> Problem:
-        return cls(str(path), message, line)
+    def at(cls, path: Path, message: str, line: int = 0, *, warning: bool = False) -> Problem:
+        return cls(str(path), message, line, warning)
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path

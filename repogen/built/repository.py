@@ -1,23 +1,46 @@
-"""Reading a model repository as tritonserver sees it: model directories, configs, versions.
+"""Reading a model repository as tritonserver sees it: the one reader of a built repository.
 
-Shared by ``validate`` (which reports what is wrong) and ``inspect`` (which describes what is
-there), so both agree on what counts as a model, a version and a parse failure.
+``validate`` (reports what is wrong), ``inspect`` (describes what is there), ``diff`` (compares the
+files), ``serve`` and ``deploy`` (read what they need) all read through here, so they agree on what
+counts as a model, a version, a parse failure, a ``model.json`` and the manifest. Lenient readers
+(:func:`model_dirs`) describe whatever is there; :func:`read_repository` is strict and raises
+:class:`~repogen.errors.RepositoryError` naming the file and the fix.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from google.protobuf import text_format
 
+from ..errors import RepositoryError
 from ..hashing import sha256_file
+from ..triton.layout import CONFIG, MANIFEST, METADATA, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 
-CONFIG = "config.pbtxt"
+__all__ = [
+    "CONFIG",
+    "BuiltRepository",
+    "ConfigError",
+    "ModelDir",
+    "files",
+    "is_version_name",
+    "load_json",
+    "model_dirs",
+    "parse_config",
+    "read_manifest",
+    "read_repository",
+    "require_directory",
+    "sha256",
+]
 
 _LOCATION = re.compile(r"^\d+:\d+ : ")
+
+sha256 = sha256_file  # the name the tools use
 
 
 @dataclass(frozen=True)
@@ -27,6 +50,17 @@ class ConfigError:
     message: str
     line: int = 0
     column: int = 0
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    """A JSON object the build wrote (``model.json``, the manifest); :class:`RepositoryError` if it is not one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RepositoryError(f"cannot read {path}: {exc}. Rebuild the repository with `repogen build`.") from exc
+    if not isinstance(data, dict):
+        raise RepositoryError(f"{path} holds {type(data).__name__}, expected a JSON object; rebuild the repository.")
+    return data
 
 
 @dataclass(frozen=True)
@@ -48,6 +82,48 @@ class ModelDir:
     def is_ensemble(self) -> bool:
         return self.config is not None and self.config.platform == "ensemble"
 
+    @property
+    def is_python(self) -> bool:
+        return self.config is not None and self.config.backend == "python"
+
+    def metadata(self, version: int) -> dict[str, Any]:
+        """``<version>/model.json`` (empty when there is none: a hand-written model)."""
+        path = self.path / str(version) / METADATA
+        return load_json(path) if path.is_file() else {}
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        """``dist==version`` lines the build recorded in the versions' ``model.json``, sorted."""
+        found: set[str] = set()
+        for version in self.versions:
+            found.update(str(v) for v in (self.metadata(version).get("requirements") or {}).values())
+        return tuple(sorted(found))
+
+    def instance_count(self, gpus: int = 1) -> int:
+        """Instances Triton starts for this model (each Python instance is one stub process).
+
+        Ensembles have none. A group without ``count`` means one; a GPU group starts ``count``
+        instances on each of its GPUs (all ``gpus`` visible ones when it names none).
+        """
+        config = self.config
+        if config is None or config.platform == "ensemble":
+            return 0
+        if not config.instance_group:
+            return max(gpus, 1) if config.backend != "python" else 1
+        total = 0
+        for group in config.instance_group:
+            count = group.count or 1
+            if group.kind in (mc.ModelInstanceGroup.KIND_GPU, mc.ModelInstanceGroup.KIND_AUTO) and gpus:
+                count *= len(group.gpus) or gpus
+            total += count
+        return total
+
+    @property
+    def uses_gpu(self) -> bool:
+        return self.config is not None and any(
+            g.kind == mc.ModelInstanceGroup.KIND_GPU for g in self.config.instance_group
+        )
+
 
 def public_name(full_name: str) -> str:
     """Triton's spelling of a name from our schema (package ``repogen.inference`` → ``inference``)."""
@@ -67,11 +143,6 @@ def parse_config(path: Path) -> tuple[mc.ModelConfig | None, ConfigError | None]
         message = public_name(_LOCATION.sub("", str(exc)))
         return None, ConfigError(message, exc.GetLine() or 0, exc.GetColumn() or 0)
     return config, None
-
-
-def is_version_name(name: str) -> bool:
-    """tritonserver loads ``1``, ``2``, ... and ignores (with a log warning) ``01`` or ``v1``."""
-    return name.isdigit() and (name == "0" or not name.startswith("0"))
 
 
 def _model_dir(path: Path) -> ModelDir:
@@ -106,4 +177,72 @@ def files(root: Path) -> dict[str, Path]:
     return found
 
 
-sha256 = sha256_file  # the name the tools use
+def read_manifest(repository: Path) -> dict[str, Any] | None:
+    """``repogen.manifest.json`` at the root; None for a repository repogen did not write."""
+    path = repository / MANIFEST
+    return load_json(path) if path.is_file() else None
+
+
+def require_directory(path: str | Path) -> Path:
+    """``path`` as a :class:`Path`, or :class:`RepositoryError` saying how to make a repository there."""
+    root = Path(path)
+    if not root.is_dir():
+        raise RepositoryError(
+            f"model repository {root} is not a directory; build one first: repogen build APP -o {root}"
+        )
+    return root
+
+
+@dataclass(frozen=True)
+class BuiltRepository:
+    """What ``serve`` and ``deploy`` need of a repository: its models (every config parsed) and manifest."""
+
+    path: Path
+    models: tuple[ModelDir, ...]
+    manifest: dict[str, Any] = field(default_factory=dict)
+    """``repogen.manifest.json``; empty for a hand-written repository."""
+    requirements: tuple[str, ...] = ()
+    """Every model's third-party requirements (``model.json``), deduplicated and sorted (deterministic output)."""
+
+    @property
+    def build(self) -> dict[str, str]:
+        """Versions the build recorded (``python``, ``numpy``, ``cloudpickle``); empty if unknown."""
+        return {k: str(v) for k, v in (self.manifest.get("build") or {}).items()}
+
+    @property
+    def portable(self) -> bool:
+        """Payloads ship source (any Python from 3.10 loads them) rather than bytecode (``--pin-python``)."""
+        return bool(self.manifest.get("portable", False))
+
+    @property
+    def pythons(self) -> tuple[str, ...]:
+        """The container Pythons the build checked its sources against."""
+        return tuple(str(p) for p in self.manifest.get("pythons") or ())
+
+    def python_instances(self, gpus: int = 1) -> int:
+        return sum(m.instance_count(gpus) for m in self.models if m.is_python)
+
+    @property
+    def uses_gpu(self) -> bool:
+        return any(m.uses_gpu for m in self.models)
+
+
+def read_repository(path: str | Path) -> BuiltRepository:
+    """Every model of a built repository with its config parsed; :class:`RepositoryError` on anything unreadable."""
+    root = require_directory(path)
+    models = [m for m in model_dirs(root) if m.has_config]
+    if not models:
+        raise RepositoryError(
+            f"{root} holds no model (no <model>/{CONFIG}); expected a repository written by "
+            f"`repogen build APP -o {root}`."
+        )
+    for model in models:
+        if model.config is None:
+            error = model.error or ConfigError("")
+            where = f"line {error.line}: " if error.line else ""
+            raise RepositoryError(
+                f"model {model.name!r}: cannot parse {model.path / CONFIG} ({where}{error.message}); expected a "
+                f"Triton {CONFIG}. Rebuild the repository, or run `repogen validate` on it."
+            )
+    requirements = tuple(sorted({r for m in models for r in m.requirements}))
+    return BuiltRepository(root, tuple(models), read_manifest(root) or {}, requirements)

@@ -7,25 +7,42 @@ names the file, what was expected, what was found and the fix.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from google.protobuf.message import Message
 
+from ..errors import RepositoryError
 from ..triton import fields as releases
-from ..triton.layout import MANIFEST, METADATA
+from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
+from ..triton.releases import Release, get_release
 from .ensembles import check_ensemble
 from .problems import Problem
-from .repository import CONFIG, ModelDir, files, model_dirs, sha256
+from .repository import ModelDir, files, load_json, model_dirs, sha256
 
 _UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
 
 
-def _server(release: str) -> str:
-    version = releases.SERVER_VERSIONS.get(release)
-    return f"{release} (tritonserver {version})" if version else release
+def _server(release: str | Release) -> str:
+    found = get_release(release)
+    return f"{found.ngc} (tritonserver {found.tritonserver})"
+
+
+def _too_new_for_the_schema(message: str, release: str | Release) -> str | None:
+    """A field newer than the schema that ``release`` knows: a warning, since the server would load it."""
+    match = _UNKNOWN_FIELD.search(message)
+    if not match:
+        return None
+    field, full_name = match["field"], f"{match['message']}.{match['field']}"
+    added = releases.FIELDS_AFTER_TARGET.get(full_name)
+    if added is None or not releases.supported_by(full_name, release):
+        return None
+    return (
+        f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}, which the requested release "
+        f"{_server(release)} supports; repogen reads configs with the r{releases.TARGET_RELEASE} schema, so the rest "
+        "of this model's config is not checked"
+    )
 
 
 def explain_parse_error(message: str) -> str:
@@ -61,7 +78,7 @@ def _set_fields(message: Message) -> Iterator[str]:
             yield from _set_fields(item)
 
 
-def _check_model(model: ModelDir, release: str) -> list[Problem]:
+def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
     config_path = model.path / CONFIG
     problems: list[Problem] = []
     if not model.has_config:
@@ -73,7 +90,11 @@ def _check_model(model: ModelDir, release: str) -> list[Problem]:
             )
         ]
     if model.error is not None:
-        problems.append(Problem.at(config_path, explain_parse_error(model.error.message), model.error.line))
+        newer = _too_new_for_the_schema(model.error.message, release)
+        if newer:
+            problems.append(Problem.at(config_path, newer, model.error.line, warning=True))
+        else:
+            problems.append(Problem.at(config_path, explain_parse_error(model.error.message), model.error.line))
     config = model.config
     if config is not None:
         for name in sorted(set(_set_fields(config))):
@@ -96,7 +117,7 @@ def _check_model(model: ModelDir, release: str) -> list[Problem]:
             )
     problems.extend(_check_versions(model))
     if config is not None and config.backend == "python":
-        filename = config.default_model_filename or "model.py"
+        filename = config.default_model_filename or MODEL_FILE
         for version in model.versions:
             if not (model.path / str(version) / filename).is_file():
                 problems.append(
@@ -113,7 +134,7 @@ def _check_model(model: ModelDir, release: str) -> list[Problem]:
 def _check_versions(model: ModelDir) -> list[Problem]:
     problems = []
     for name in model.other_dirs:
-        if name.isdigit():
+        if name.isascii() and name.isdigit():
             problems.append(
                 Problem.at(
                     model.path / name,
@@ -151,11 +172,11 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
         if not metadata_path.is_file():
             continue
         try:
-            payload = json.loads(metadata_path.read_text(encoding="utf-8")).get("payload") or {}
-        except (ValueError, AttributeError) as exc:
-            problems.append(Problem.at(metadata_path, f"is not a JSON object ({exc}); rebuild the repository"))
+            payload = load_json(metadata_path).get("payload") or {}
+        except RepositoryError as exc:
+            problems.append(Problem.at(metadata_path, f"is not a JSON object ({exc.__cause__ or exc}); rebuild"))
             continue
-        if not payload.get("file") or not payload.get("sha256"):
+        if not isinstance(payload, dict) or not payload.get("file") or not payload.get("sha256"):
             continue
         payload_path = model.path / str(version) / payload["file"]
         if not payload_path.is_file():
@@ -176,11 +197,11 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     if not manifest_path.is_file():
         return []
     try:
-        listed = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+        listed = load_json(manifest_path).get("files")
         if not isinstance(listed, dict):
-            raise TypeError("'files' is not an object")
-    except (ValueError, KeyError, TypeError) as exc:
-        return [Problem.at(manifest_path, f"is not a repogen manifest ({exc}); rebuild the repository")]
+            raise RepositoryError("'files' is not an object")
+    except RepositoryError as exc:
+        return [Problem.at(manifest_path, f"is not a repogen manifest ({exc.__cause__ or exc}); rebuild it")]
     problems = []
     for relative, expected in sorted(listed.items()):
         path = repository / relative
@@ -207,11 +228,13 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     return problems
 
 
-def validate_repository(repository: str | Path, release: str = releases.TARGET_RELEASE) -> list[Problem]:
+def validate_repository(repository: str | Path, release: str | Release = releases.TARGET_RELEASE) -> list[Problem]:
     """Every problem found in ``repository``, in a stable order; an empty list means clean.
 
-    ``release`` (``"yy.mm"``, at most the target) also flags fields our schema knows but an older
-    server does not (e.g. ``runtime`` before 24.01).
+    ``release`` (any release of the table, in any spelling) also flags fields our r24.10 schema knows
+    but an older server does not (e.g. ``runtime`` before 24.01). For a release newer than 24.10 no
+    field of the schema is too new; a field newer than the schema that such a release supports is a
+    warning (``Problem.warning``): the server loads it, but the rest of that config goes unchecked.
     """
     repo = Path(repository)
     if not repo.is_dir():

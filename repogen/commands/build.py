@@ -7,7 +7,8 @@ import time
 import click
 
 from ..build import build_app
-from ..errors import BuildError
+from ..triton.releases import Release
+from .params import RELEASE_HELP, TritonRelease
 
 
 @click.command()
@@ -24,17 +25,19 @@ from ..errors import BuildError
     help="Replace OUTPUT even if it holds files repogen did not write; with --version, also replace a changed config.",
 )
 @click.option(
+    "--triton-version",
     "--target-triton",
-    metavar="RELEASE",
-    help="The one NGC release (24.10) or tritonserver version (2.51.0) that will serve the repository: sources and "
-    "imports are checked against its Python only, and the target is recorded. Default: every NGC release from "
-    "23.10 (Python 3.10 and 3.12).",
+    "target_triton",
+    type=TritonRelease(),
+    help=f"The one release that will serve the repository ({RELEASE_HELP}): sources and imports are checked "
+    "against its container's Python only, and the target is recorded. Default: every NGC release from 23.10 "
+    "(Python 3.10 and 3.12).",
 )
 @click.option(
     "--pin-python",
     is_flag=True,
     help="Ship this Python's bytecode instead of source (for code with no source file): the repository then loads "
-    "only on this Python minor; with --target-triton, a different container Python fails the build early.",
+    "only on this Python minor; with --triton-version, a different container Python fails the build early.",
 )
 @click.option(
     "--version",
@@ -47,25 +50,22 @@ def build(
     output: str,
     app_dir: str | None,
     force: bool,
-    target_triton: str | None,
+    target_triton: Release | None,
     pin_python: bool,
     model_version: int | None,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     started = time.perf_counter()
-    try:
-        result = build_app(
-            app,
-            output,
-            app_dir=app_dir,
-            force=force,
-            target_triton=target_triton,
-            pin_python=pin_python,
-            version=model_version,
-            progress=_Progress(),
-        )
-    except BuildError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = build_app(
+        app,
+        output,
+        app_dir=app_dir,
+        force=force,
+        target_triton=target_triton,
+        pin_python=pin_python,
+        version=model_version,
+        progress=_Progress(),
+    )
     names = result.spec.names
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from ..deploy import DeployError, DeployOptions, generate
-from ..triton.ngc import DEFAULT_NGC
+from ..deploy import DeployOptions, generate
+from ..triton.releases import DEFAULT_RELEASE, IMAGE_REPOSITORY
+from .params import RELEASE_HELP, TritonRelease
 
 
 @click.command()
@@ -18,8 +19,13 @@ from ..triton.ngc import DEFAULT_NGC
 @click.option(
     "-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default: stdout)."
 )
-@click.option("--triton-version", default=DEFAULT_NGC, show_default=True, help="NGC release (24.10) or tritonserver "
-              "version (2.51.0) of nvcr.io/nvidia/tritonserver:<release>-py3.")  # fmt: skip
+@click.option(
+    "--triton-version",
+    type=TritonRelease(),
+    default=DEFAULT_RELEASE.ngc,
+    show_default=True,
+    help=f"The release of {IMAGE_REPOSITORY}:<release>-py3 to serve on: {RELEASE_HELP}.",
+)
 @click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY as built, instead of building in the image.")
 @click.option(
     "--app", help="Docker: the APP:ATTR `repogen build` takes, rebuilt inside the image (path under --context)."
@@ -53,10 +59,7 @@ def deploy(repository: Path, output: Path | None, repogen_requirement: str | Non
     """
     if repogen_requirement:
         options["repogen_requirement"] = repogen_requirement
-    try:
-        result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
-    except DeployError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
     if output is None:  # stdout: the files themselves; a separator line names each when there are several

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -12,14 +13,32 @@ from ..built.diff import diff_repositories, update_expected
 @click.command()
 @click.argument("expected", type=click.Path(file_okay=False))
 @click.argument("actual", type=click.Path(exists=True, file_okay=False))
-@click.option("--update", is_flag=True, help="Rewrite EXPECTED as a copy of ACTUAL (accept the new output).")
-def diff(expected: str, actual: str, update: bool) -> None:
-    """Compare the golden repository EXPECTED with ACTUAL; exit 1 on any difference."""
+@click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="PATTERN",
+    help="Leave paths out of the comparison and of --update (repeatable). A glob on the relative path: with a '/' "
+    "it is anchored at the repository root ('*/1/files', '**' spans directories), without one it matches a file or "
+    "directory name at any depth ('*.pkl').",
+)
+@click.option(
+    "--update",
+    is_flag=True,
+    help="Rewrite EXPECTED as a copy of ACTUAL (accept the new output); what EXPECTED leaves out stays out.",
+)
+def diff(expected: str, actual: str, exclude: Sequence[str], update: bool) -> None:
+    """Compare the golden repository EXPECTED with ACTUAL; exit 1 on any difference.
+
+    Text files are shown as unified diffs, payloads by sha256 and a diff of their disassembly.
+    Vendored code (<model>/<version>/cloudpickle/ and repogen/) missing from one side is compared
+    with the sha256 that side's manifest records, so goldens may leave it out.
+    """
     if update:
-        _update(expected, actual)
+        _update(expected, actual, exclude)
         return
     try:
-        result = diff_repositories(expected, actual)
+        result = diff_repositories(expected, actual, exclude=exclude)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from exc
     if result.clean:
@@ -29,13 +48,13 @@ def diff(expected: str, actual: str, update: bool) -> None:
     raise click.ClickException(f"{result.summary()}; if ACTUAL is right, rerun with --update")
 
 
-def _update(expected: str, actual: str) -> None:
-    before = diff_repositories(expected, actual) if Path(expected).is_dir() else None
+def _update(expected: str, actual: str, exclude: Sequence[str]) -> None:
+    before = diff_repositories(expected, actual, exclude=exclude) if Path(expected).is_dir() else None
     if before is not None and before.clean:
         click.echo(f"{expected} already matches {actual}; nothing to update")
         return
     try:
-        update_expected(expected, actual)
+        update_expected(expected, actual, exclude=exclude)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     change = f" ({before.summary()})" if before is not None else " (created)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..server.infer import DEFAULT_URLS, InferError, format_json, format_pretty, run_infer
+from ..server.infer import DEFAULT_URLS, format_json, format_pretty, run_infer
 
 
 @click.command()
@@ -30,10 +30,7 @@ def infer(
     Datatypes and shapes come from the model's metadata: write values only, e.g.
     repogen infer AddSub --input a=[[1,2]] --input b=[[3,4]]
     """
-    try:
-        result = run_infer(model, list(inputs), url=url, protocol=protocol, outputs=outputs)
-    except InferError as exc:
-        raise click.ClickException(str(exc)) from exc
+    result = run_infer(model, list(inputs), url=url, protocol=protocol, outputs=outputs)
     click.echo(format_json(result) if as_json else format_pretty(result))
 
 

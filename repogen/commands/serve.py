@@ -9,10 +9,13 @@ from pathlib import Path
 
 import click
 
+from ..built.repository import require_directory
+from ..errors import RepogenError
 from ..server.foreground import ExternalTritonServer, ServeError, embedded_server, find_tritonserver, run_server
 from ..server.process import HOST, TritonServer, free_ports
-
-_DEFAULT_PORTS = (8000, 8001, 8002)
+from ..triton.endpoints import DEFAULT_PORTS
+from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
+from .params import TritonRelease
 
 
 def _echo(line: str) -> None:
@@ -21,7 +24,7 @@ def _echo(line: str) -> None:
 
 def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int, int, int]:
     """Triton's usual ports by default; 0 picks a free one. A busy port is named before starting."""
-    chosen = [p if p is not None else d for p, d in zip((http, grpc, metrics), _DEFAULT_PORTS, strict=True)]
+    chosen = [p if p is not None else d for p, d in zip((http, grpc, metrics), DEFAULT_PORTS.values(), strict=True)]
     free = iter(free_ports(3))
     http_port, grpc_port, metrics_port = (p or next(free) for p in chosen)
     for port, what in ((http_port, "http"), (grpc_port, "grpc"), (metrics_port, "metrics")):
@@ -29,18 +32,24 @@ def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int
             try:
                 sock.bind((HOST, port))
             except OSError as exc:
-                raise click.ClickException(
+                raise ServeError(
                     f"{what} port {port} on {HOST} is not available ({exc.strerror}); pass --{what}-port N "
                     "(0: any free port) or stop what is using it."
                 ) from exc
     return http_port, grpc_port, metrics_port
 
 
+_EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
+
+
 @click.command()
 @click.argument("repository", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
     "--triton-version",
-    help="Embedded tritonserver release (2.51.0, 24.10, 2.41.0, ...); implies the embedded server. Default 2.51.0.",
+    type=TritonRelease(),
+    help=f"Embedded tritonserver release; implies the embedded server. Any release name is understood, but only "
+    f"{_EMBEDDED} ship in a PyPI wheel that can be embedded (others: --tritonserver PATH). "
+    f"Default {DEFAULT_RELEASE.tritonserver}.",
 )
 @click.option(
     "--server-python",
@@ -48,9 +57,11 @@ def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int
     help="Python the embedded server runs models with (3.10, 3.12, ...); implies the embedded server. "
     "Default: the release's NGC container Python (3.10 for 24.10) when installed, else this Python.",
 )
-@click.option("--http-port", type=int, help="HTTP port on 127.0.0.1 (default 8000; 0: any free port).")
-@click.option("--grpc-port", type=int, help="gRPC port on 127.0.0.1 (default 8001; 0: any free port).")
-@click.option("--metrics-port", type=int, help="Metrics port on 127.0.0.1 (default 8002; 0: any free port).")
+@click.option("--http-port", type=int, help=f"HTTP port on {HOST} (default {DEFAULT_PORTS['http']}; 0: any free port).")
+@click.option("--grpc-port", type=int, help=f"gRPC port on {HOST} (default {DEFAULT_PORTS['grpc']}; 0: any free port).")
+@click.option(
+    "--metrics-port", type=int, help=f"Metrics port on {HOST} (default {DEFAULT_PORTS['metrics']}; 0: any free port)."
+)
 @click.option(
     "--tritonserver",
     "tritonserver_path",
@@ -62,7 +73,7 @@ def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
 def serve(
     repository: Path,
-    triton_version: str | None,
+    triton_version: Release | None,
     server_python: str | None,
     http_port: int | None,
     grpc_port: int | None,
@@ -78,10 +89,7 @@ def serve(
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
     """
-    if not repository.is_dir():
-        raise click.ClickException(
-            f"model repository {repository} is not a directory; build one first: repogen build APP -o {repository}"
-        )
+    require_directory(repository)
     ports = _ports(http_port, grpc_port, metrics_port)
     log_path = Path(tempfile.mkdtemp(prefix="repogen-serve-")) / "tritonserver.log"
     try:
@@ -108,10 +116,10 @@ def serve(
             )  # fmt: skip
             version = install.release.tritonserver
         run_server(server, version, _echo, ready_timeout=ready_timeout)
-    except ServeError as exc:
+    except RepogenError:
         if not log_path.exists():  # failed before starting: nothing worth keeping
             shutil.rmtree(log_path.parent, ignore_errors=True)
-        raise click.ClickException(str(exc)) from exc
+        raise
     shutil.rmtree(log_path.parent, ignore_errors=True)  # kept when serving failed: the error names it
 
 

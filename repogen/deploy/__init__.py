@@ -1,10 +1,10 @@
-"""Serving and deploying built repositories: ``repogen serve``, ``repogen infer``, ``repogen deploy``.
+"""Deploying a built repository: ``repogen deploy`` writes a Dockerfile, Kubernetes and KServe files.
 
-Everything here reads a *built* repository (configs, ``model.json``, manifest) or talks to a
-running server; nothing needs the user's source except the in-image build of a Dockerfile.
+Everything is derived from the *built* repository (read with :mod:`repogen.built.repository`),
+so nothing needs the user's source except the in-image build of a Dockerfile.
 """
 
+from ..errors import DeployError
 from .files import DeployOptions, DeployOutput, generate
-from .repository import DeployError, ModelInfo, RepositoryInfo, read_repository
 
-__all__ = ["DeployError", "DeployOptions", "DeployOutput", "ModelInfo", "RepositoryInfo", "generate", "read_repository"]
+__all__ = ["DeployError", "DeployOptions", "DeployOutput", "generate"]

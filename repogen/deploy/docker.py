@@ -13,10 +13,13 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..built.repository import BuiltRepository
 from ..emit.templates import render
-from ..triton.ngc import NgcTarget
+from ..errors import DeployError
+from ..triton.endpoints import DEFAULT_PORTS
+from ..triton.layout import METADATA
+from ..triton.releases import Release
 from ..version import __version__
-from .repository import DeployError, RepositoryInfo
 from .resources import format_quantity, shm_size_bytes
 
 __all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
@@ -28,10 +31,10 @@ class DockerFiles:
     dockerignore: str
 
 
-def requirements_run(info: RepositoryInfo) -> str:
+def requirements_run(info: BuiltRepository) -> str:
     """The ``RUN pip install`` line for the recorded requirements (a comment when there are none)."""
     if not info.requirements:
-        return "# No third-party requirements recorded in <model>/<version>/model.json."
+        return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
     packages = " ".join(shlex.quote(r) for r in info.requirements)
     return f"RUN python3 -m pip install --no-cache-dir {packages}"
 
@@ -39,10 +42,8 @@ def requirements_run(info: RepositoryInfo) -> str:
 _PREBUILT_FIX = "Drop --prebuilt to build inside the image"
 
 
-def python_mismatch(info: RepositoryInfo, target: NgcTarget, fix: str = _PREBUILT_FIX) -> str | None:
+def python_mismatch(info: BuiltRepository, target: Release, fix: str = _PREBUILT_FIX) -> str | None:
     """Why a prebuilt repository may not load on ``target`` (``None`` when it can, or is unknown)."""
-    if not target.python:
-        return None
     if info.portable:
         if not info.pythons or target.python in info.pythons:
             return None
@@ -61,13 +62,13 @@ def python_mismatch(info: RepositoryInfo, target: NgcTarget, fix: str = _PREBUIL
     )
 
 
-def _python_note(info: RepositoryInfo, target: NgcTarget) -> str:
+def _python_note(info: BuiltRepository, target: Release) -> str:
     if info.portable:
-        return f"Its payloads ship source, which {target.image}'s Python {target.python or '(unknown)'} compiles."
+        return f"Its payloads ship source, which {target.image}'s Python {target.python} compiles."
     built = info.build.get("python", "(unknown)")
     return (
         f"It was built with --pin-python by Python {built}; {target.image} serves models with Python "
-        f"{target.python or '(unknown)'}, and they must match."
+        f"{target.python}, and they must match."
     )
 
 
@@ -97,8 +98,8 @@ def _app_in_image(app: str, context: Path) -> str:
 
 
 def dockerfile(
-    info: RepositoryInfo,
-    target: NgcTarget,
+    info: BuiltRepository,
+    target: Release,
     *,
     app: str | None,
     prebuilt: bool,
@@ -113,7 +114,9 @@ def dockerfile(
     common = {
         "repogen_version": __version__,
         "image": target.image,
-        "python": target.python or "(unknown for this release)",
+        "python": target.python,
+        "publish_ports": " ".join(f"-p{port}:{port}" for port in DEFAULT_PORTS.values()),
+        "expose_ports": " ".join(str(port) for port in DEFAULT_PORTS.values()),
         "dockerfile": dockerfile_path,
         "tag": tag,
         "context": context.as_posix(),

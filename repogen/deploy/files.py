@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+from ..built.repository import BuiltRepository, read_repository
 from ..emit.templates import render
-from ..triton.ngc import DEFAULT_NGC, NgcTarget, ngc_target
+from ..errors import DeployError
+from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
-from . import docker, kserve, kubernetes, yaml
-from .repository import DeployError, RepositoryInfo, read_repository
+from . import docker, kserve, kubernetes
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
 
@@ -24,7 +28,8 @@ class DeployOptions:
     docker: bool = False
     k8s: bool = False
     kserve: bool = False
-    triton_version: str = DEFAULT_NGC
+    triton_version: str | Release = DEFAULT_RELEASE.ngc
+    """Any spelling of a release in :data:`repogen.triton.releases.RELEASES` (``24.10``, ``2.51.0``, ...)."""
     prebuilt: bool = False
     app: str | None = None
     context: Path = field(default_factory=Path)
@@ -50,7 +55,12 @@ class DeployOutput:
     warnings: tuple[str, ...]
 
 
-def _header(info: RepositoryInfo, command: str, resources: kubernetes.Resources, gpus: int) -> str:
+def dump_yaml(*documents: dict[str, Any]) -> str:
+    """Kubernetes documents as block-style YAML, keys in insertion order, separated by ``---``: deterministic."""
+    return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
+
+
+def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources, gpus: int) -> str:
     return render(
         "deploy/manifest_header.tmpl",
         repogen_version=__version__,
@@ -61,7 +71,7 @@ def _header(info: RepositoryInfo, command: str, resources: kubernetes.Resources,
     ).decode()
 
 
-def _storage_warnings(info: RepositoryInfo, target: NgcTarget) -> list[str]:
+def _storage_warnings(info: BuiltRepository, target: Release) -> list[str]:
     """A repository copied as is into a stock image must match its Python and need no packages."""
     found = []
     if info.requirements:
@@ -80,7 +90,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     if not (options.docker or options.k8s or options.kserve):
         raise DeployError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
     info = read_repository(repository)
-    target = ngc_target(options.triton_version)
+    target = get_release(options.triton_version)
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
     image = options.image or f"{name}:latest"
     files: dict[str, str] = {}
@@ -118,7 +128,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 kubernetes.deployment(name, image, resources, replicas=options.replicas),
                 kubernetes.service(name),
             ]
-            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + yaml.dumps_all(documents)
+            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
                 raise DeployError(
@@ -129,5 +139,5 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             if storage:
                 warnings.extend(_storage_warnings(info, target))
             isvc = kserve.inference_service(name, target, resources, storage_uri=storage, image=options.image)
-            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + yaml.dumps(isvc)
+            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
     return DeployOutput(files, tuple(warnings))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..triton.ngc import NgcTarget
+from ..triton.releases import Release
 from .kubernetes import MODEL_REPOSITORY, Resources, shm_mount, shm_volume
 
 __all__ = ["KSERVE_HTTP_PORT", "inference_service"]
@@ -23,7 +23,7 @@ KSERVE_GRPC_PORT = 9000
 
 def inference_service(
     name: str,
-    target: NgcTarget,
+    target: Release,
     resources: Resources,
     *,
     storage_uri: str | None,

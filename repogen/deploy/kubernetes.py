@@ -1,8 +1,8 @@
 """Kubernetes manifests (a Deployment and its Service) serving a repository's image.
 
-Built as plain dicts, printed by :mod:`repogen.deploy.yaml`; tests compare the parsed YAML
-against these dicts. Probes use Triton's own health endpoints: ``/v2/health/ready`` turns
-true only once every model loaded (a startup probe on it keeps liveness from killing a pod
+Built as plain dicts, printed as YAML by :func:`repogen.deploy.files.dump_yaml`; tests compare the
+parsed YAML against these dicts. Probes use Triton's own health endpoints: ``/v2/health/ready``
+turns true only once every model loaded (a startup probe on it keeps liveness from killing a pod
 whose models are still loading), ``/v2/health/live`` while the server process responds.
 """
 
@@ -12,7 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .repository import DeployError, RepositoryInfo
+from ..built.repository import BuiltRepository
+from ..errors import DeployError
+from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
 
 __all__ = [
@@ -26,8 +28,7 @@ __all__ = [
     "shm_volume",
 ]
 
-HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
-PORTS = (("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+PORTS = tuple(DEFAULT_PORTS.items())
 SHM_VOLUME = "dshm"
 MODEL_REPOSITORY = "/models"
 _DEFAULT_MEMORY_REQUEST = 2 * GiB
@@ -63,7 +64,7 @@ class Resources:
 
 
 def resolve_resources(
-    info: RepositoryInfo,
+    info: BuiltRepository,
     *,
     cpu_request: str = "1",
     cpu_limit: str = "2",
@@ -132,9 +133,9 @@ def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1
         "command": ["tritonserver"],
         "args": [f"--model-repository={MODEL_REPOSITORY}"],
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
-        "startupProbe": _probe("/v2/health/ready", 5, 120),
-        "readinessProbe": _probe("/v2/health/ready", 5, 3),
-        "livenessProbe": _probe("/v2/health/live", 10, 3),
+        "startupProbe": _probe(HEALTH_READY, 5, 120),
+        "readinessProbe": _probe(HEALTH_READY, 5, 3),
+        "livenessProbe": _probe(HEALTH_LIVE, 10, 3),
         "resources": resources.as_dict(),
         "volumeMounts": [shm_mount()],
     }

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import re
 
-from .repository import DeployError, RepositoryInfo
+from ..built.repository import BuiltRepository
+from ..errors import DeployError
 
 __all__ = ["MiB", "format_quantity", "parse_quantity", "shm_size_bytes"]
 
@@ -28,7 +29,7 @@ _SUFFIXES = {
 _QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T|)$")
 
 
-def shm_size_bytes(info: RepositoryInfo, gpus: int = 1) -> int:
+def shm_size_bytes(info: BuiltRepository, gpus: int = 1) -> int:
     """``/dev/shm`` for ``info``: 64 MiB per Python model instance plus headroom."""
     needed = info.python_instances(gpus) * SHM_PER_INSTANCE
     size = math.ceil((needed * 1.25 + 64 * MiB) / (64 * MiB)) * 64 * MiB

@@ -1,6 +1,5 @@
 """What users write: PyTriton-compatible declarations of tensors, configs and models."""
 
-from ..ir.tracing import SymbolicTensor
 from .config import (
     DynamicBatcher,
     InstanceGroup,
@@ -25,7 +24,6 @@ __all__ = [
     "RateLimiter",
     "Repository",
     "SequenceBatcher",
-    "SymbolicTensor",
     "Tensor",
     "TimeoutAction",
     "VersionPolicy",

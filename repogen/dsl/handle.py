@@ -1,22 +1,50 @@
-"""``ModelHandle``: what ``bind``, ``@model`` and ``@ensemble`` return.
+"""``ModelHandle``: what ``bind``, ``@model`` and ``@ensemble`` return — a reference to one model.
 
-One object, three meanings depending on where it is called:
+The handle itself does nothing. What a call means depends on who handles calls at that moment:
 
-* inside an ``@ensemble`` body, with placeholder tensors: it records a step (tracing);
-* inside a callable served by Triton: the build pickled it as a BLS client
-  (``repogen.runtime.bls.ModelClient``) that sends a ``pb_utils.InferenceRequest``;
-* anywhere else: it runs the model in this process through ``Repository.local()``.
+* while ``repogen.ir`` traces an ``@ensemble`` body, the tracer (installed with :func:`handling_calls`)
+  records a step;
+* inside a callable served by Triton, the build pickled the handle as a BLS client
+  (``repogen.runtime.bls.ModelClient``), so this class is not involved;
+* anywhere else, the model runs in this process through ``Repository.local()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+import contextlib
+import contextvars
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, Protocol
 
-from ..ir.tracing import SymbolicTensor, current_tracer
 
-if TYPE_CHECKING:
-    from .repository import EnsembleDefinition, ModelDefinition, Repository
+class Declaration(Protocol):
+    """A model or ensemble as declared (``ModelDefinition``, ``EnsembleDefinition``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def outputs(self) -> tuple[Any, ...]: ...
+
+
+class Runner(Protocol):
+    """What a handle needs of its repository: a way to run it in this process."""
+
+    def local(self) -> Any: ...
+
+
+CallHandler = Callable[["ModelHandle", dict[str, Any]], Any]
+_HANDLER: contextvars.ContextVar[CallHandler | None] = contextvars.ContextVar("repogen_call_handler", default=None)
+
+
+@contextlib.contextmanager
+def handling_calls(handler: CallHandler) -> Iterator[None]:
+    """Route every handle call in this context to ``handler(handle, inputs)`` (the ensemble tracer)."""
+    token = _HANDLER.set(handler)
+    try:
+        yield
+    finally:
+        _HANDLER.reset(token)
 
 
 class ModelHandle:
@@ -24,8 +52,8 @@ class ModelHandle:
 
     def __init__(
         self,
-        repository: Repository,
-        definition: ModelDefinition | EnsembleDefinition,
+        repository: Runner,
+        definition: Declaration,
         requested: tuple[str, ...] | None = None,
     ):
         self.repository = repository
@@ -41,8 +69,9 @@ class ModelHandle:
         return ModelHandle(self.repository, self.definition, tuple(names))
 
     def __call__(self, **inputs: Any) -> Any:
-        if any(isinstance(value, SymbolicTensor) for value in inputs.values()):
-            return current_tracer(self).call(self, inputs)
+        handler = _HANDLER.get()
+        if handler is not None:
+            return handler(self, inputs)
         return self.infer(**inputs)
 
     def infer(self, **inputs: Any) -> dict[str, Any]:

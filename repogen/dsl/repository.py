@@ -42,6 +42,16 @@ class ModelDefinition:
     files: tuple[Path, ...] = ()  # absolute paths, copied into the version directory
 
 
+LocalRunner = Callable[["Repository"], Any]
+_local_runner: LocalRunner | None = None
+
+
+def set_local_runner(runner: LocalRunner) -> None:
+    """Who runs a repository in this process; ``repogen`` sets it (the DSL does not import the runner)."""
+    global _local_runner
+    _local_runner = runner
+
+
 class Repository:
     """A set of models to compile into one Triton model repository."""
 
@@ -91,11 +101,11 @@ class Repository:
 
         The same object is returned until models are added, so class models keep their state.
         """
-        from ..local import LocalRepository
-
+        if _local_runner is None:
+            raise RuntimeError("no in-process runner is set; import repogen (its __init__ sets it)")
         key = (len(self._definitions), len(self._ensembles))
         if self._local is None or self._local[0] != key:
-            self._local = (key, LocalRepository(self))
+            self._local = (key, _local_runner(self))
         return self._local[1]
 
     def bind(

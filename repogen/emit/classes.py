@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import linecache
 import os
+import re
 import sysconfig
 import types
 from typing import Any
@@ -23,6 +25,10 @@ from cloudpickle import cloudpickle as _cp
 from ..runtime import portable
 
 _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
+# Class attributes only some Pythons write (3.13); the server's Python sets its own.
+_PYTHON_SPECIFIC = ("__firstlineno__", "__static_attributes__")
+_SUNDER = re.compile(r"^_[a-z][a-z_]*[a-z]_$")  # _use_args_, _new_member_, _value_repr_ ... (enum's bookkeeping)
+_AUTO_ENUM_DOC = (None, "An enumeration.")
 _PARAMS = ("init", "repr", "eq", "order", "unsafe_hash", "frozen", "match_args", "kw_only")
 _FIELD_OPTIONS = ("init", "repr", "hash", "compare", "kw_only")
 
@@ -39,12 +45,25 @@ def generated(value: Any) -> bool:
 
 
 def reduce_class(cls: type) -> Any:
-    """A reduce tuple for a by-value dataclass or namedtuple class; NotImplemented for any other."""
+    """How a class pickled by value travels, with nothing in it that only the building Python writes."""
     if issubclass(cls, tuple) and "_fields" in cls.__dict__ and "_make" in cls.__dict__:
         return _namedtuple_reduce(cls)
     if "__dataclass_fields__" in cls.__dict__ and "__dataclass_params__" in cls.__dict__:
         return _dataclass_reduce(cls)
-    return NotImplemented
+    make, args, (attributes, slots), *rest = _cp._dynamic_class_reduce(cls)
+    attributes = {k: v for k, v in attributes.items() if k not in _PYTHON_SPECIFIC}
+    if issubclass(cls, enum.Enum):
+        attributes = {k: v for k, v in attributes.items() if not _written_by_enum(k, v)}
+    return make, args, (attributes, slots), *rest
+
+
+def _written_by_enum(name: str, value: Any) -> bool:
+    """What the Enum metaclass of the building Python set, which the server's sets again (differently)."""
+    if name == "__doc__":
+        return value in _AUTO_ENUM_DOC
+    if name == "__new__":
+        return getattr(value, "__module__", None) == "enum"
+    return bool(_SUNDER.match(name)) and not (isinstance(value, types.FunctionType) and not generated(value))
 
 
 def _namedtuple_reduce(cls: type) -> Any:
@@ -52,7 +71,7 @@ def _namedtuple_reduce(cls: type) -> Any:
     given = cls._field_defaults  # type: ignore[attr-defined]
     defaults = tuple(given[f] for f in fields if f in given) or None
     reference = collections.namedtuple(cls.__name__, fields, defaults=defaults, module=cls.__module__)  # type: ignore[misc]
-    extras = {k: v for k, v in cls.__dict__.items() if k not in reference.__dict__}
+    extras = {k: v for k, v in cls.__dict__.items() if k not in reference.__dict__ and k not in _PYTHON_SPECIFIC}
     extras["__qualname__"] = cls.__qualname__
     if cls.__doc__ != reference.__doc__:
         extras["__doc__"] = cls.__doc__
@@ -62,7 +81,7 @@ def _namedtuple_reduce(cls: type) -> Any:
 
 def _dataclass_reduce(cls: type) -> Any:
     make, args, (attributes, slots), _, _, setstate = _cp._dynamic_class_reduce(cls)
-    bookkeeping = ("__dataclass_params__", "__dataclass_fields__")
+    bookkeeping = ("__dataclass_params__", "__dataclass_fields__", *_PYTHON_SPECIFIC)
     kept = {k: v for k, v in attributes.items() if k not in bookkeeping and not generated(v)}
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     own = cls.__dict__.get("__annotations__", {})
@@ -70,7 +89,9 @@ def _dataclass_reduce(cls: type) -> Any:
     for name, field in cls.__dataclass_fields__.items():  # type: ignore[attr-defined]
         if name in own and field._field_type is dataclasses._FIELD:  # type: ignore[attr-defined]
             fields.append((name, _field_options(field)))
-    spec = {"params": {p: getattr(params, p) for p in _PARAMS if hasattr(params, p)}, "fields": fields}
+    # 3.10 and 3.11 do not record match_args and kw_only in the params: what they imply is the same.
+    implied = {"match_args": "__match_args__" in cls.__dict__, "kw_only": False}
+    spec = {"params": {p: getattr(params, p, implied.get(p)) for p in _PARAMS}, "fields": fields}
     return make, args, (setstate, (kept, slots), spec), None, None, portable.set_dataclass_state
 
 

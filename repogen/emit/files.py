@@ -16,13 +16,12 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
-from ..dsl.handle import ModelHandle
 from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
 from ..runtime.bls import ModelClient
 from ..runtime.payload import FORMAT
-from ..triton.layout import MANIFEST, METADATA
+from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
@@ -90,12 +89,11 @@ def emit_repository(
     and in the manifest.
     """
     files: dict[str, bytes] = {}
-    handles = _handle_reducer(spec)
     payloads = Payloads.create(targets, roots)
     extra = payloads.record()
     total = len(spec.models) + len(spec.ensembles)
     for done, model in enumerate(spec.models, start=1):
-        files.update(emit_model(model, payloads, handles))
+        files.update(emit_model(model, payloads))
         if progress is not None:
             progress(done, total, model.name)
     for done, ensemble in enumerate(spec.ensembles, start=len(spec.models) + 1):
@@ -118,43 +116,40 @@ def emit_repository(
 def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, bytes]:
     """The config, and an empty version directory (kept by a placeholder file, as git would need)."""
     return {
-        f"{ensemble.name}/config.pbtxt": to_text(ensemble_config(ensemble)).encode("utf-8"),
+        f"{ensemble.name}/{CONFIG}": to_text(ensemble_config(ensemble)).encode("utf-8"),
         f"{ensemble.name}/1/{ENSEMBLE_PLACEHOLDER}": b"",
     }
 
 
-def _handle_reducer(spec: RepositorySpec) -> Callable[[Any], Any]:
-    """Model handles inside a payload become BLS clients of the model they name."""
-    interfaces = {m.name: (m.inputs, m.outputs, m.decoupled) for m in spec.models}
-    interfaces.update({e.name: (e.inputs, e.outputs, False) for e in spec.ensembles})
+def _clients(version: VersionSpec) -> Callable[[Any], Any]:
+    """The model handles the version's callables hold are pickled as BLS clients of the models they name."""
+    clients = {id(c.reference): c for c in version.clients}
 
     def reduce(obj: Any) -> Any:
-        if not isinstance(obj, ModelHandle):
+        client = clients.get(id(obj))
+        if client is None or client.reference is not obj:
             return NotImplemented
-        inputs, outputs, decoupled = interfaces[obj.name]
-        types = {t.name: t.data_type for t in inputs}
-        return ModelClient, (obj.name, types, tuple(t.name for t in outputs), decoupled, obj.requested)
+        return ModelClient, (client.model, dict(client.input_types), client.outputs, client.decoupled, client.requested)
 
     return reduce
 
 
-def emit_model(
-    model: ModelSpec, payloads: Payloads | None = None, handles: Callable[[Any], Any] | None = None
-) -> dict[str, bytes]:
+def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, bytes]:
     payloads = payloads or Payloads.create()
-    files = {f"{model.name}/config.pbtxt": to_text(model_config(model)).encode("utf-8")}
+    files = {f"{model.name}/{CONFIG}": to_text(model_config(model)).encode("utf-8")}
     for index, output in enumerate(model.outputs):
         if output.labels:
             files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
     for version in model.versions:
-        files.update(_emit_version(model, version, payloads, handles))
+        files.update(_emit_version(model, version, payloads))
     return files
 
 
-def _pickle(model: ModelSpec, version: VersionSpec, payloads: Payloads, handles: Any) -> pickling.Pickled:
+def _pickle(model: ModelSpec, version: VersionSpec, payloads: Payloads) -> pickling.Pickled:
     """The version's payload; a failure names the model and, for an unpicklable part, the path to it."""
     what = f"model '{model.name}'" + (f" version {version.version}" if len(model.versions) > 1 else "")
     obj = {"infer_funcs": list(version.infer_funcs)}
+    handles = _clients(version)
     try:
         return pickling.dumps(obj, payloads.roots, handles, payloads.table)
     except BuildError as exc:
@@ -184,11 +179,9 @@ def _fails(pickles: Callable[[Any], None], part: Any) -> bool:
     return False
 
 
-def _emit_version(
-    model: ModelSpec, version: VersionSpec, payloads: Payloads, handles: Callable[[Any], Any] | None
-) -> dict[str, bytes]:
+def _emit_version(model: ModelSpec, version: VersionSpec, payloads: Payloads) -> dict[str, bytes]:
     base = f"{model.name}/{version.version}"
-    pickled = _pickle(model, version, payloads, handles)
+    pickled = _pickle(model, version, payloads)
     what = f"model '{model.name}'"
     if payloads.table is None:
         needs = requirements.third_party(pickled.modules)
@@ -210,7 +203,7 @@ def _emit_version(
         **payloads.record(),
     }
     files = {
-        f"{base}/model.py": render(
+        f"{base}/{MODEL_FILE}": render(
             "model.py.tmpl", repogen_version=__version__, model_name=model.name, model_version=version.version
         ),
         f"{base}/{PAYLOAD}": pickled.data,

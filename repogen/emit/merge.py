@@ -21,13 +21,12 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..triton.layout import MANIFEST
+from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .writer import WritePlan, read_manifest_files, unlisted_files
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
 ConfigFor = Callable[[str, list[int]], bytes]
-CONFIG = "config.pbtxt"
 
 
 def _json(data: Any) -> bytes:
@@ -37,7 +36,7 @@ def _json(data: Any) -> bytes:
 def _version_of(relative: str) -> int | None:
     """The version directory a path lies in (``Model/3/model.pkl`` -> 3), None for model-level files."""
     parts = relative.split("/")
-    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() and parts[1] == str(int(parts[1])) else None
+    return int(parts[1]) if len(parts) > 2 and is_version_name(parts[1]) else None
 
 
 def _model_of(relative: str) -> str | None:
@@ -48,7 +47,7 @@ def _versions_on_disk(output: Path, model: str) -> set[int]:
     directory = output / model
     if not directory.is_dir():
         return set()
-    return {int(p.name) for p in directory.iterdir() if p.is_dir() and p.name.isdigit() and p.name == str(int(p.name))}
+    return {int(p.name) for p in directory.iterdir() if p.is_dir() and is_version_name(p.name)}
 
 
 def _check_intact(output: Path, listed: dict[str, str]) -> None:

@@ -16,6 +16,7 @@ import dataclasses
 import hashlib
 import io
 import os
+import re
 import sys
 import threading
 import types
@@ -31,6 +32,8 @@ from .sources import SourceFile, SourceTable, imported_modules
 
 # Protocol 4: numpy 2 arrays pickled with protocol 5 do not load under numpy 1.26.
 PROTOCOL = 4
+# Comprehensions are their own scope up to 3.11 and inlined from 3.12 (PEP 709): one qualname for all.
+_INLINED_SCOPE = re.compile(r"<(?:listcomp|dictcomp|setcomp)>\.")
 _MODULE_PATH_KEYS = ("__builtins__", "__file__", "__cached__", "__spec__", "__loader__")
 _TRACKER_LOCK = threading.Lock()
 
@@ -155,10 +158,8 @@ class PortablePickler(DeterministicPickler):
         return reference
 
     def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, type) and not _cp._should_pickle_by_reference(obj):
-            reduced = reduce_class(obj)
-            if reduced is not NotImplemented:
-                return reduced
+        if isinstance(obj, type) and not _cp._should_pickle_by_reference(obj) and obj not in _cp._BUILTIN_TYPE_NAMES:
+            return reduce_class(obj)
         return super().reducer_override(obj)
 
     def _dynamic_function_reduce(self, func: types.FunctionType) -> Any:
@@ -167,6 +168,7 @@ class PortablePickler(DeterministicPickler):
         slots["__globals__"] = {k: _canonical(v) for k, v in slots["__globals__"].items()}
         cells = slots["__closure__"]
         slots["__closure__"] = None if cells is None else dict(zip(code.co_freevars, cells, strict=True))
+        slots["__qualname__"] = _INLINED_SCOPE.sub("", slots["__qualname__"])
         return portable.make_function, (code, base_globals), (state, slots), None, None, portable.set_function_state
 
 

@@ -2,6 +2,7 @@
 
 from .lower import lower
 from .spec import (
+    ClientSpec,
     DynamicBatchingSpec,
     EnsembleSpec,
     InstanceGroupSpec,
@@ -18,6 +19,7 @@ from .spec import (
 )
 
 __all__ = [
+    "ClientSpec",
     "DynamicBatchingSpec",
     "EnsembleSpec",
     "InstanceGroupSpec",

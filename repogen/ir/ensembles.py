@@ -1,34 +1,21 @@
 """Tracing ``@ensemble`` bodies into validated ensemble steps.
 
-Every check Triton would make when loading the ensemble (and a few it would make only at
-request time) happens here, so a broken pipeline never reaches the server.
+What only a traced body can get wrong (calling models of another repository, passing constants,
+returning something other than its outputs) is checked here; the wiring itself by the rules of
+``wiring.py``, which ``repogen validate`` applies to any ensemble too. Every check Triton would make
+when loading the ensemble happens before anything is written.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dsl.repository import EnsembleDefinition, Repository
 from ..errors import BuildError
-from .spec import EnsembleSpec, StepSpec, TensorSpec
+from .spec import EnsembleSpec, StepSpec
 from .tracing import SymbolicTensor, TracedStep, Tracer, tracing
-
-
-@dataclasses.dataclass(frozen=True)
-class Interface:
-    """What a step needs to know about the model it calls."""
-
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    max_batch_size: int
-
-    def input(self, name: str) -> TensorSpec | None:
-        return next((t for t in self.inputs if t.name == name), None)
-
-    def output(self, name: str) -> TensorSpec | None:
-        return next((t for t in self.outputs if t.name == name), None)
+from .wiring import Interface, wiring_problems
 
 
 def lower_ensemble(
@@ -50,11 +37,13 @@ def lower_ensemble(
                 f"{where}: tracing its body raised {type(exc).__name__}: {exc}; an ensemble body may only call "
                 "model handles with keyword tensors, index their outputs by name and return a dict"
             ) from exc
-    specs: dict[SymbolicTensor | str, TensorSpec] = {t.name: t for t in interface.inputs}
     for step in tracer.steps:
-        _check_step(repository, where, step, interface, interfaces, specs)
-    returned = _check_result(where, result, interface, specs)
-    _check_inputs_used(where, tracer.steps, placeholders)
+        if step.handle.repository is not repository or step.handle.name not in interfaces:
+            raise BuildError(
+                f"{where} calls model '{step.handle.name}', which is not in this repository; bind it to the same "
+                "Repository as the ensemble"
+            )
+    returned = _check_result(where, result, interface)
     names = _name_tensors(where, tracer.steps, placeholders, returned, interface)
     steps = []
     for step in tracer.steps:
@@ -71,81 +60,20 @@ def lower_ensemble(
                 output_map=tuple(sorted((k, names[v]) for k, v in used.items())),
             )
         )
-    return EnsembleSpec(
+    ensemble = EnsembleSpec(
         name=definition.name,
         inputs=interface.inputs,
         outputs=interface.outputs,
         max_batch_size=interface.max_batch_size,
         steps=tuple(steps),
     )
+    problems = wiring_problems(ensemble, interfaces)
+    if problems:
+        raise BuildError(f"{where}: {problems[0]}")
+    return ensemble
 
 
-def _check_step(
-    repository: Repository,
-    where: str,
-    step: TracedStep,
-    interface: Interface,
-    interfaces: Mapping[str, Interface],
-    specs: dict[SymbolicTensor | str, TensorSpec],
-) -> None:
-    handle = step.handle
-    if handle.repository is not repository or handle.name not in interfaces:
-        raise BuildError(
-            f"{where} calls model '{handle.name}', which is not in this repository; bind it to the same "
-            "Repository as the ensemble"
-        )
-    callee = interfaces[handle.name]
-    label = f"{where}, step '{handle.name}'"
-    unknown = sorted(set(step.inputs) - {t.name for t in callee.inputs})
-    if unknown:
-        raise BuildError(f"{label}: no input named {unknown}; its inputs are {[t.name for t in callee.inputs]}")
-    missing = [t.name for t in callee.inputs if not t.optional and t.name not in step.inputs]
-    if missing:
-        raise BuildError(f"{label}: input(s) {missing} are left unmapped; pass them as keyword tensors")
-    if interface.max_batch_size > callee.max_batch_size:
-        raise BuildError(
-            f"{label}: the ensemble's max_batch_size={interface.max_batch_size} exceeds the model's "
-            f"max_batch_size={callee.max_batch_size}; lower the ensemble's or raise the model's"
-        )
-    for name, tensor in step.inputs.items():
-        consumer = callee.input(name)
-        producer = _spec_of(tensor, specs, interfaces)
-        assert consumer is not None
-        _check_compatible(label, f"input '{name}'", producer, consumer, tensor)
-    for name, tensor in step.outputs.items():
-        output = callee.output(name)
-        assert output is not None
-        specs[tensor] = output
-
-
-def _spec_of(
-    tensor: SymbolicTensor, specs: dict[SymbolicTensor | str, TensorSpec], interfaces: Mapping[str, Interface]
-) -> TensorSpec:
-    if tensor.producer is None:
-        return specs[tensor.origin]
-    if tensor not in specs:  # produced by a step recorded later: the body used it before calling it
-        raise BuildError(f"{tensor!r} is used before the step that produces it")
-    return specs[tensor]
-
-
-def _check_compatible(label: str, what: str, producer: TensorSpec, consumer: TensorSpec, tensor: Any) -> None:
-    if producer.data_type != consumer.data_type:
-        raise BuildError(
-            f"{label}: {what} expects {consumer.data_type} but {tensor!r} is {producer.data_type}; make the "
-            "producer and consumer agree on the dtype"
-        )
-    dims_ok = len(producer.dims) == len(consumer.dims) and all(
-        a == b or a == -1 or b == -1 for a, b in zip(producer.dims, consumer.dims, strict=True)
-    )
-    if not dims_ok:
-        raise BuildError(
-            f"{label}: {what} expects shape {list(consumer.dims)} but {tensor!r} has shape {list(producer.dims)}"
-        )
-
-
-def _check_result(
-    where: str, result: Any, interface: Interface, specs: dict[SymbolicTensor | str, TensorSpec]
-) -> dict[str, SymbolicTensor]:
+def _check_result(where: str, result: Any, interface: Interface) -> dict[str, SymbolicTensor]:
     declared = [t.name for t in interface.outputs]
     if not isinstance(result, Mapping):
         raise BuildError(
@@ -167,16 +95,8 @@ def _check_result(
             raise BuildError(
                 f"{where}: {tensor!r} is returned as two outputs; Triton maps one model output to one ensemble tensor"
             )
-        _check_compatible(where, f"output '{output.name}'", specs[tensor], output, tensor)
         returned[output.name] = tensor
     return returned
-
-
-def _check_inputs_used(where: str, steps: Sequence[TracedStep], placeholders: dict[str, SymbolicTensor]) -> None:
-    used = {id(t) for step in steps for t in step.inputs.values()}
-    unused = [name for name, tensor in placeholders.items() if id(tensor) not in used]
-    if unused:
-        raise BuildError(f"{where}: input(s) {unused} are not used by any step; Triton rejects unused ensemble inputs")
 
 
 def _name_tensors(

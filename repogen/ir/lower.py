@@ -1,53 +1,43 @@
 """DSL → IR: the one place where declarations are validated.
 
 Every error names the model and, where there is one, the tensor, then says what was expected,
-what was found and how to fix it.
+what was found and how to fix it. The pieces of a model's config are lowered by the modules
+beside this one (tensors, batching, instances, versions, warmup, ensembles).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..dsl.config import (
-    DynamicBatcher,
-    InstanceGroup,
-    ModelConfig,
-    QueuePolicy,
-    SequenceBatcher,
-    TimeoutAction,
-    VersionPolicy,
-)
+from ..dsl.config import ModelConfig
+from ..dsl.handle import ModelHandle
 from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
-from ..dsl.tensor import Tensor
 from ..errors import BuildError
-from ..triton.dtypes import triton_data_type
-from .ensembles import Interface, find_cycle, lower_ensemble
-from .lower_extras import lower_rate_limiter, lower_sequence_batcher, lower_warmup
+from .batching import lower_scheduler
+from .ensembles import find_cycle, lower_ensemble
+from .instances import lower_instance_groups
 from .references import referenced_handles
-from .spec import (
-    DynamicBatchingSpec,
-    InstanceGroupSpec,
-    ModelSpec,
-    QueuePolicySpec,
-    RepositorySpec,
-    SequenceBatchingSpec,
-    TensorSpec,
-    VersionSpec,
-)
+from .spec import ClientSpec, ModelSpec, RepositorySpec
+from .tensors import lower_tensors, max_batch_size
+from .versions import lower_version, lower_version_policy, select_version
+from .warmup import lower_warmup
+from .wiring import Interface
 
-# A model name becomes a directory name; a tensor name travels in URLs and protobuf strings.
+# A model name becomes a directory name.
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
-TENSOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}$")
 
 
-def lower(repository: Repository) -> RepositorySpec:
-    """Validate every declaration of ``repository`` and return its IR."""
+def lower(repository: Repository, *, version: int | None = None) -> RepositorySpec:
+    """Validate every declaration of ``repository`` and return its IR.
+
+    ``version`` (``repogen build --version N``) lowers one binding per model, numbered ``N``, with
+    no version policy: the policy is checked against the versions present after the merge.
+    """
     if not isinstance(repository, Repository):
         raise BuildError(
             f"expected a repogen.Repository, found {type(repository).__name__}; point `repogen build` "
@@ -59,8 +49,10 @@ def lower(repository: Repository) -> RepositorySpec:
         by_name.setdefault(definition.name, []).append(definition)
     if not by_name:
         raise BuildError("the repository declares no model; add one with models.bind(...) or @models.model(...)")
+    if version is not None:
+        by_name = {name: [select_version(name, defs, version)] for name, defs in by_name.items()}
     models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
-    interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size) for m in models}
+    interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size, m.decoupled) for m in models}
     for ensemble in repository.ensembles:
         _check_model_name(ensemble.name)
         if ensemble.name in interfaces:
@@ -76,7 +68,7 @@ def lower(repository: Repository) -> RepositorySpec:
     cycle = find_cycle({e.name: [step.model for step in e.steps] for e in ensembles})
     if cycle:
         raise BuildError(f"ensembles form a cycle: {' -> '.join(cycle)}; an ensemble cannot contain itself")
-    models = [_with_calls(repository, model, set(interfaces)) for model in models]
+    models = [_with_clients(repository, model, interfaces) for model in models]
     return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles))
 
 
@@ -85,26 +77,38 @@ def _ensemble_interface(definition: EnsembleDefinition) -> Interface:
     if not isinstance(definition.config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(definition.config).__name__}")
     return Interface(
-        inputs=_lower_tensors(where, "input", definition.inputs),
-        outputs=_lower_tensors(where, "output", definition.outputs, allow_optional=False),
-        max_batch_size=_max_batch_size(where, definition.config),
+        inputs=lower_tensors(where, "input", definition.inputs),
+        outputs=lower_tensors(where, "output", definition.outputs, allow_optional=False),
+        max_batch_size=max_batch_size(where, definition.config),
     )
 
 
-def _with_calls(repository: Repository, model: ModelSpec, names: set[str]) -> ModelSpec:
-    """Record the models each version calls through BLS; each must be in this repository."""
+def _with_clients(repository: Repository, model: ModelSpec, interfaces: dict[str, Interface]) -> ModelSpec:
+    """The handles each version's callables hold become BLS clients; each must name a model of this repository."""
     versions = []
     for version in model.versions:
-        calls = set()
+        clients = []
         for handle in referenced_handles(list(version.infer_funcs)):
-            if handle.repository is not repository or handle.name not in names:
+            called = interfaces.get(handle.name) if handle.repository is repository else None
+            if called is None:
                 raise BuildError(
                     f"model '{model.name}' calls model '{handle.name}' through BLS, but '{handle.name}' is not in "
                     "this repository; bind it to the same Repository"
                 )
-            calls.add(handle.name)
-        versions.append(dataclasses.replace(version, calls=tuple(sorted(calls))))
+            clients.append(_client(handle, called))
+        versions.append(dataclasses.replace(version, clients=tuple(clients)))
     return dataclasses.replace(model, versions=tuple(versions))
+
+
+def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
+    return ClientSpec(
+        reference=handle,
+        model=handle.name,
+        input_types=tuple((t.name, t.data_type) for t in called.inputs),
+        outputs=tuple(t.name for t in called.outputs),
+        decoupled=called.decoupled,
+        requested=handle.requested,
+    )
 
 
 def _check_model_name(name: Any) -> None:
@@ -132,7 +136,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
                 "versions of one model share one config.pbtxt, so bind them identically or use "
                 "another model name"
             )
-        versions.append(_lower_version(where, definition))
+        versions.append(lower_version(where, definition))
     numbers = [v.version for v in versions]
     if len(set(numbers)) != len(numbers):
         raise BuildError(
@@ -147,15 +151,15 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     config = first.config
     if not isinstance(config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
-    max_batch_size = _max_batch_size(where, config)
-    inputs = _lower_tensors(where, "input", first.inputs)
+    batch = max_batch_size(where, config)
+    inputs = lower_tensors(where, "input", first.inputs)
     return ModelSpec(
         name=name,
         inputs=inputs,
-        outputs=_lower_tensors(where, "output", first.outputs, allow_optional=False),
-        max_batch_size=max_batch_size,
-        scheduler=_lower_scheduler(where, config.batcher, max_batch_size, inputs),
-        instance_groups=_lower_instance_groups(where, config.instance_groups, counts.pop()),
+        outputs=lower_tensors(where, "output", first.outputs, allow_optional=False),
+        max_batch_size=batch,
+        scheduler=lower_scheduler(where, config.batcher, batch, inputs),
+        instance_groups=lower_instance_groups(name, config.instance_groups, counts.pop()),
         version_policy=lower_version_policy(where, config.version_policy, versions),
         response_cache=bool(config.response_cache),
         decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
@@ -163,154 +167,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         parameters=_lower_parameters(where, config.parameters),
         versions=tuple(sorted(versions, key=lambda v: v.version)),
         files=_lower_files(where, first.files),
-        warmup=lower_warmup(where, config.warmup, inputs, max_batch_size),
-    )
-
-
-def _lower_version(where: str, definition: ModelDefinition) -> VersionSpec:
-    version = definition.version
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BuildError(f"{where}: model_version must be an integer >= 1, found {version!r}")
-    if not definition.infer_funcs:
-        raise BuildError(f"{where}: infer_func is an empty list; pass a callable or a list of callables")
-    for index, func in enumerate(definition.infer_funcs):
-        if not callable(func):
-            raise BuildError(
-                f"{where}: infer_func[{index}] is a {type(func).__name__}, not a callable; pass a function, "
-                "a callable object or a list of them"
-            )
-    return VersionSpec(version=version, infer_funcs=tuple(definition.infer_funcs))
-
-
-def _max_batch_size(where: str, config: ModelConfig) -> int:
-    if not config.batching:
-        return 0
-    size = config.max_batch_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
-        raise BuildError(f"{where}: max_batch_size must be an integer >= 0, found {size!r}")
-    return size
-
-
-def _lower_tensors(
-    where: str, kind: str, tensors: Sequence[Tensor], allow_optional: bool = True
-) -> tuple[TensorSpec, ...]:
-    if kind == "output" and not tensors:
-        raise BuildError(f"{where}: declares no outputs; a Triton model needs at least one output Tensor")
-    specs = []
-    seen: set[str] = set()
-    for index, tensor in enumerate(tensors, start=1):
-        if not isinstance(tensor, Tensor):
-            raise BuildError(f"{where}: {kind} #{index} is a {type(tensor).__name__}; declare it with repogen.Tensor")
-        name = tensor.name if tensor.name is not None else f"{kind.upper()}_{index}"
-        label = f"{where}, {kind} '{name}'"
-        if not isinstance(name, str) or not TENSOR_NAME.match(name):
-            raise BuildError(
-                f"{where}: {kind} name {name!r} is invalid; expected letters, digits and '_', '.', ':', '/', "
-                "'-' (at most 128 characters)"
-            )
-        if name in seen:
-            raise BuildError(f"{where}: {kind} '{name}' is declared twice; give each {kind} a unique name")
-        seen.add(name)
-        if tensor.optional and not allow_optional:
-            raise BuildError(f"{label}: outputs cannot be optional; only inputs may set optional=True")
-        if tensor.labels is not None and kind != "output":
-            raise BuildError(f"{label}: labels belong to outputs (Triton's classification extension), not inputs")
-        specs.append(
-            TensorSpec(
-                name=name,
-                data_type=triton_data_type(tensor.dtype, label),
-                dims=_lower_shape(label, tensor.shape),
-                optional=bool(tensor.optional),
-                labels=_lower_labels(label, tensor.labels),
-                reshape=_lower_reshape(label, tensor.reshape),
-            )
-        )
-    return tuple(specs)
-
-
-def _lower_shape(label: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        dims = tuple(int(d) for d in shape)
-        exact = all(int(d) == d and not isinstance(d, bool) for d in shape)
-    except (TypeError, ValueError):
-        dims, exact = (), False
-    if not exact or not dims or any(d == 0 or d < -1 for d in dims):
-        raise BuildError(
-            f"{label}: shape must be a non-empty tuple of positive ints or -1 (variable), found {shape!r}; "
-            "leave out the batch axis when the model batches, and use (1,) for a scalar per sample"
-        )
-    return dims
-
-
-def _lower_scheduler(
-    where: str, batcher: Any, max_batch_size: int, inputs: Sequence[TensorSpec]
-) -> DynamicBatchingSpec | SequenceBatchingSpec | None:
-    """One scheduler at most: Triton's ``scheduling_choice`` oneof would silently drop the other."""
-    if isinstance(batcher, SequenceBatcher):
-        return lower_sequence_batcher(where, batcher, max_batch_size, inputs)
-    return _lower_batcher(where, batcher, max_batch_size) if max_batch_size else None
-
-
-def _lower_batcher(where: str, batcher: DynamicBatcher | None, max_batch_size: int) -> DynamicBatchingSpec | None:
-    if batcher is None:
-        return None
-    if not isinstance(batcher, DynamicBatcher):
-        raise BuildError(
-            f"{where}: batcher must be a repogen.DynamicBatcher or SequenceBatcher, found {type(batcher).__name__}"
-        )
-    preferred = tuple(batcher.preferred_batch_size or ())
-    bad = [p for p in preferred if not isinstance(p, int) or not 1 <= p <= max_batch_size]
-    if bad:
-        raise BuildError(
-            f"{where}: preferred_batch_size {list(preferred)} has {bad}; each must be between 1 and "
-            f"max_batch_size={max_batch_size}"
-        )
-    if batcher.max_queue_delay_microseconds < 0:
-        raise BuildError(
-            f"{where}: max_queue_delay_microseconds must be >= 0, found {batcher.max_queue_delay_microseconds}"
-        )
-    levels = batcher.priority_levels
-    if levels < 0 or (levels and not 1 <= batcher.default_priority_level <= levels):
-        raise BuildError(
-            f"{where}: default_priority_level={batcher.default_priority_level} must be between 1 and "
-            f"priority_levels={levels} when priority levels are used"
-        )
-    per_level = []
-    for level, policy in sorted((batcher.priority_queue_policy or {}).items()):
-        if not 1 <= level <= levels:
-            raise BuildError(
-                f"{where}: priority_queue_policy has level {level}; levels run from 1 to priority_levels={levels}"
-            )
-        per_level.append((level, _lower_queue_policy(where, policy)))
-    return DynamicBatchingSpec(
-        max_queue_delay_microseconds=batcher.max_queue_delay_microseconds,
-        preferred_batch_size=preferred,
-        preserve_ordering=bool(batcher.preserve_ordering),
-        priority_levels=levels,
-        default_priority_level=batcher.default_priority_level,
-        default_queue_policy=(
-            _lower_queue_policy(where, batcher.default_queue_policy) if batcher.default_queue_policy else None
-        ),
-        priority_queue_policy=tuple(per_level),
-    )
-
-
-def _lower_queue_policy(where: str, policy: QueuePolicy) -> QueuePolicySpec:
-    if not isinstance(policy, QueuePolicy):
-        raise BuildError(f"{where}: queue policies must be repogen.QueuePolicy, found {type(policy).__name__}")
-    action = policy.timeout_action
-    action_name = action.value if isinstance(action, TimeoutAction) else str(action).upper()
-    if action_name not in ("REJECT", "DELAY"):
-        raise BuildError(f"{where}: timeout_action must be TimeoutAction.REJECT or DELAY, found {action!r}")
-    if policy.default_timeout_microseconds < 0 or policy.max_queue_size < 0:
-        raise BuildError(f"{where}: queue policy timeouts and max_queue_size must be >= 0")
-    return QueuePolicySpec(
-        timeout_action=action_name,
-        default_timeout_microseconds=policy.default_timeout_microseconds,
-        allow_timeout_override=bool(policy.allow_timeout_override),
-        max_queue_size=policy.max_queue_size,
+        warmup=lower_warmup(where, config.warmup, inputs, batch),
     )
 
 
@@ -324,85 +181,6 @@ def _lower_parameters(where: str, parameters: dict[str, str] | None) -> tuple[tu
             )
         items.append((key, value))
     return tuple(items)
-
-
-_KINDS = {"KIND_CPU": "KIND_CPU", "CPU": "KIND_CPU", "KIND_GPU": "KIND_GPU", "GPU": "KIND_GPU"}
-
-
-def _lower_instance_groups(
-    where: str, groups: Sequence[InstanceGroup] | None, callables: int
-) -> tuple[InstanceGroupSpec, ...]:
-    """Groups get explicit names ``<model>_<i>`` so the runtime can find an instance's callable."""
-    name = where.split("'")[1]
-    if not groups:
-        return (InstanceGroupSpec(name=f"{name}_0", kind="KIND_CPU", count=callables, gpus=()),)
-    specs = []
-    for index, group in enumerate(groups):
-        if not isinstance(group, InstanceGroup):
-            raise BuildError(f"{where}: instance_groups[{index}] must be a repogen.InstanceGroup, found {group!r}")
-        kind = _KINDS.get(str(group.kind).upper())
-        if kind is None:
-            raise BuildError(
-                f"{where}: instance_groups[{index}].kind must be KIND_CPU or KIND_GPU, found {group.kind!r}"
-            )
-        gpus = tuple(group.gpus or ())
-        if isinstance(group.count, bool) or not isinstance(group.count, int) or group.count < 1:
-            raise BuildError(f"{where}: instance_groups[{index}].count must be an integer >= 1, found {group.count!r}")
-        if gpus and kind != "KIND_GPU":
-            raise BuildError(
-                f"{where}: instance_groups[{index}] lists gpus {list(gpus)} but is {kind}; use kind='KIND_GPU'"
-            )
-        if any(not isinstance(g, int) or g < 0 for g in gpus):
-            raise BuildError(f"{where}: instance_groups[{index}].gpus must be device ids >= 0, found {list(gpus)}")
-        specs.append(
-            InstanceGroupSpec(
-                name=f"{name}_{index}",
-                kind=kind,
-                count=group.count,
-                gpus=gpus,
-                rate_limiter=lower_rate_limiter(where, group.rate_limiter),
-            )
-        )
-    total = sum(spec.instances for spec in specs)
-    if callables > 1 and total != callables:
-        raise BuildError(
-            f"{where}: infer_func lists {callables} callables (one per instance) but instance_groups make {total} "
-            "instances; bind one callable, or as many as there are instances"
-        )
-    return tuple(specs)
-
-
-def lower_version_policy(
-    where: str, policy: VersionPolicy | None, versions: list[VersionSpec]
-) -> tuple[str, tuple[int, ...]] | None:
-    numbers = sorted(v.version for v in versions)
-    if policy is None:
-        return ("all", ()) if len(numbers) > 1 else None
-    if not isinstance(policy, VersionPolicy) or policy.kind not in ("latest", "all", "specific"):
-        raise BuildError(f"{where}: version_policy must be VersionPolicy.latest(n), .all() or .specific(...)")
-    if policy.kind == "latest" and (len(policy.versions) != 1 or policy.versions[0] < 1):
-        raise BuildError(f"{where}: VersionPolicy.latest(n) needs n >= 1, found {policy.versions}")
-    missing = sorted(set(policy.versions) - set(numbers)) if policy.kind == "specific" else []
-    if missing or (policy.kind == "specific" and not policy.versions):
-        raise BuildError(
-            f"{where}: VersionPolicy.specific{tuple(policy.versions)} names versions {missing or '()'} that are not "
-            f"bound; bound versions: {numbers}"
-        )
-    return policy.kind, tuple(policy.versions)
-
-
-def _lower_labels(label: str, labels: Any) -> tuple[str, ...] | None:
-    if labels is None:
-        return None
-    if isinstance(labels, (str, os.PathLike)):
-        path = Path(labels)
-        if not path.is_file():
-            raise BuildError(f"{label}: labels file {path} does not exist; pass a list of labels or an existing file")
-        labels = path.read_text(encoding="utf-8").splitlines()
-    items = tuple(labels)
-    if not items or not all(isinstance(item, str) and "\n" not in item for item in items):
-        raise BuildError(f"{label}: labels must be a non-empty list of single-line strings, found {labels!r}")
-    return items
 
 
 def _lower_files(where: str, files: Sequence[Path]) -> tuple[tuple[str, Path], ...]:
@@ -430,15 +208,3 @@ def _streams(target: Any) -> bool:
         target = getattr(target, "__wrapped__", None)
         seen += 1
     return False
-
-
-def _lower_reshape(label: str, reshape: Any) -> tuple[int, ...] | None:
-    if reshape is None:
-        return None
-    try:
-        dims = tuple(int(d) for d in reshape)
-    except TypeError:
-        dims = (0,)
-    if any(d == 0 or d < -1 for d in dims):
-        raise BuildError(f"{label}: reshape must be a tuple of positive ints or -1 (may be empty), found {reshape!r}")
-    return dims

@@ -82,10 +82,27 @@ class InstanceGroupSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class ClientSpec:
+    """A model handle a version's callables hold: it travels as a BLS client of the model it names."""
+
+    reference: Any  # the handle object, matched by identity when the callables are pickled
+    model: str
+    input_types: tuple[tuple[str, str], ...]  # (input name, Triton data type) of the called model
+    outputs: tuple[str, ...]
+    decoupled: bool
+    requested: tuple[str, ...] | None  # handle.outputs(...): the outputs asked for, None for all
+
+
+@dataclasses.dataclass(frozen=True)
 class VersionSpec:
     version: int
     infer_funcs: tuple[Any, ...]  # one callable per model instance
-    calls: tuple[str, ...] = ()  # models the callables call through BLS (handles they reference)
+    clients: tuple[ClientSpec, ...] = ()
+
+    @property
+    def calls(self) -> tuple[str, ...]:
+        """The models the callables call through BLS, sorted."""
+        return tuple(sorted({c.model for c in self.clients}))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..dsl.handle import ModelHandle, handling_calls
 from ..errors import BuildError
-
-if TYPE_CHECKING:
-    from ..dsl.handle import ModelHandle
 
 
 class SymbolicTensor:
@@ -93,22 +90,8 @@ class Tracer:
         return StepOutputs(step, tuple(t.name or f"OUTPUT_{i}" for i, t in enumerate(handle.definition.outputs, 1)))
 
 
-_TRACER: contextvars.ContextVar[Tracer | None] = contextvars.ContextVar("repogen_tracer", default=None)
-
-
 @contextlib.contextmanager
 def tracing(tracer: Tracer) -> Iterator[Tracer]:
-    token = _TRACER.set(tracer)
-    try:
+    """Every handle called in this context becomes one of ``tracer``'s steps."""
+    with handling_calls(tracer.call):
         yield tracer
-    finally:
-        _TRACER.reset(token)
-
-
-def current_tracer(handle: ModelHandle) -> Tracer:
-    tracer = _TRACER.get()
-    if tracer is None:
-        raise BuildError(
-            f"model '{handle.name}' was called with ensemble placeholders outside an ensemble being traced"
-        )
-    return tracer

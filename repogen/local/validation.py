@@ -9,6 +9,7 @@ import numpy as np
 from ..ir.spec import TensorSpec
 from ..runtime.conversion import NUMPY_DTYPES
 from ..runtime.errors import InferenceError
+from ..triton.shapes import dims_match
 
 
 def prepare_inputs(
@@ -52,8 +53,7 @@ def _check_shape(model: str, spec: TensorSpec, shape: tuple[int, ...], max_batch
             raise InferenceError(f"model '{model}': batch size {shape[0]} exceeds max_batch_size={max_batch_size}")
         dims = shape[1:]
     want = spec.dims
-    ok = len(dims) == len(want) and all(w == -1 or w == d for w, d in zip(want, dims, strict=True))
-    if not ok:
+    if not dims_match(dims, want):
         batch = "[batch] + " if max_batch_size else ""
         raise InferenceError(
             f"model '{model}', input '{spec.name}': expected shape {batch}{list(want)}, found {list(shape)}"

@@ -1,4 +1,9 @@
-"""Install and run a stock tritonserver for tests, demos and ``repogen serve``."""
+"""A stock tritonserver here, and a client of any running one.
+
+Install the server and a numpy-only venv (:mod:`~repogen.server.install`), run it
+(:mod:`~repogen.server.process`; ``repogen serve`` in the foreground: :mod:`~repogen.server.foreground`)
+and send it a request (``repogen infer``: :mod:`~repogen.server.infer`). Used by the tests and demos too.
+"""
 
 from repogen.server.install import (
     ServerInstall,
@@ -10,14 +15,14 @@ from repogen.server.install import (
     venv_info,
 )
 from repogen.server.process import TritonServer, TritonServerError, free_ports
-from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release
+from repogen.triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, get_release
 
 __all__ = [
     "DEFAULT_RELEASE",
-    "RELEASES",
+    "EMBEDDED",
+    "Release",
     "ServerInstall",
     "ServerInstallError",
-    "TritonRelease",
     "TritonServer",
     "TritonServerError",
     "VenvInfo",

@@ -15,15 +15,15 @@ import shutil
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
-from ..triton.releases import DEFAULT_RELEASE, TritonRelease, get_release, pairing_label
+from ..errors import RepogenError
+from ..triton.endpoints import HTTP_PORT, infer_path
+from ..triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
 from .infer import sample_value
 from .install import (
     INSTALL_MARKER,
@@ -35,7 +35,7 @@ from .install import (
     ensure_server_venv,
     venv_info,
 )
-from .process import HOST, TritonServer, TritonServerError
+from .process import HOST, TritonServer, TritonServerError, http_client, is_ready
 from .progress import progress
 from .pythons import PythonNotFoundError, container_python_or_current, require_python
 
@@ -44,12 +44,16 @@ __all__ = ["ExternalTritonServer", "ServeError", "embedded_server", "find_triton
 Echo = Callable[[str], None]
 
 
-class ServeError(Exception):
+class ServeError(RepogenError):
     """The server could not be installed, started or kept running; the message says what to do."""
 
 
-class _Stop(BaseException):
-    """SIGTERM (or SIGINT) asked the foreground server to stop."""
+class _Stop(KeyboardInterrupt):
+    """SIGTERM (or SIGINT) asked the foreground server to stop.
+
+    A ``KeyboardInterrupt`` so that, raised while tritonclient's HTTP client waits in gevent's hub,
+    gevent hands it to the main greenlet instead of printing and dropping it.
+    """
 
 
 # --------------------------------------------------------------------------- which server
@@ -100,7 +104,7 @@ def find_tritonserver(explicit: str | None) -> Path | None:
     return Path(found).resolve() if found else None
 
 
-def _server_python(release: TritonRelease, wanted: str | None) -> tuple[Path, str, str | None]:
+def _server_python(release: Release, wanted: str | None) -> tuple[Path, str, str | None]:
     """``--server-python`` (must be installed), else the release's container Python, else this one and a note."""
     if wanted is None:
         return container_python_or_current(release)
@@ -108,7 +112,7 @@ def _server_python(release: TritonRelease, wanted: str | None) -> tuple[Path, st
         raise ServeError(
             f"--server-python {wanted}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs for "
             f"Python {', '.join(release.stub_pythons)}. Pick one of those (its NGC container runs "
-            f"{release.container_python}), or another --triton-version."
+            f"{release.python}), or another --triton-version."
         )
     try:
         return require_python(wanted), wanted, None
@@ -117,17 +121,20 @@ def _server_python(release: TritonRelease, wanted: str | None) -> tuple[Path, st
 
 
 def embedded_server(
-    release_key: str | None, echo: Echo, server_python: str | None = None
+    release_key: str | Release | None, echo: Echo, server_python: str | None = None
 ) -> tuple[ServerInstall, VenvInfo]:
     """The stock tritonserver from the ``nvidia-pytriton`` wheel plus a numpy-only venv, installed once.
 
     The venv runs ``server_python`` (``major.minor``), by default the Python of the release's NGC
-    container when it is installed, so development serves the pairing production runs.
+    container when it is installed, so development serves the pairing production runs. A release no
+    wheel ships is refused here, naming the ones that can be embedded.
     """
-    try:
-        release: TritonRelease = get_release(release_key or DEFAULT_RELEASE)
-    except LookupError as exc:
-        raise ServeError(str(exc)) from exc
+    release = get_release(release_key or DEFAULT_RELEASE)
+    if release.wheel is None:
+        raise ServeError(
+            f"--triton-version {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
+            f"binary with --tritonserver PATH (e.g. inside {release.image})."
+        )
     python, python_version, fallback = _server_python(release, server_python)
     echo(fallback or f"Serving with {pairing_label(release, python_version)}.")
     cache = default_cache_dir()
@@ -135,12 +142,12 @@ def embedded_server(
         if not (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
             echo(
                 f"First use of tritonserver {release.tritonserver} (NGC {release.ngc}): installing it into {cache} "
-                f"from {release.pip_requirement} on your package index (~55 MB download, sha256-checked)."
+                f"from {release.wheel.requirement} on your package index (~55 MB download, sha256-checked)."
             )
         with progress(f"installing tritonserver {release.tritonserver}"):
             install = ensure_server(release, cache_dir=cache)
         with progress("preparing the numpy-only server venv"):
-            venv = ensure_server_venv(python=python, numpy=release.container_numpy, cache_dir=cache)
+            venv = ensure_server_venv(python=python, numpy=release.numpy, cache_dir=cache)
         return install, venv_info(venv)
     except ServerInstallError as exc:
         raise ServeError(
@@ -150,23 +157,6 @@ def embedded_server(
 
 
 # --------------------------------------------------------------------------- readiness and hints
-
-
-def _get_json(url: str, method: str = "GET", timeout: float = 2.0) -> tuple[int, Any]:
-    data = b"{}" if method == "POST" else None
-    request = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read()
-            return int(response.status), json.loads(body) if body else None
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    except (urllib.error.URLError, OSError, ValueError):
-        return 0, None
-
-
-def _is_ready(server: TritonServer) -> bool:
-    return _get_json(f"http://{server.http_url}/v2/health/ready")[0] == 200
 
 
 def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
@@ -180,7 +170,7 @@ def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
         value = sample_value(tensor["datatype"])
         inputs.append({"name": tensor["name"], "shape": shape, "datatype": tensor["datatype"], "data": [value] * count})
     body = json.dumps({"inputs": inputs}, separators=(",", ":"))
-    return f"curl -s {http_url}/v2/models/{model}/infer -d {shlex.quote(body)}"
+    return f"curl -s {http_url}{infer_path(model)} -d {shlex.quote(body)}"
 
 
 def _sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
@@ -188,15 +178,28 @@ def _sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
     for tensor in metadata.get("inputs", []):
         value = json.dumps(sample_value(tensor["datatype"]))
         parts += ["--input", f"{tensor['name']}={value}"]
-    if http_port != 8000:
+    if http_port != HTTP_PORT:
         parts += ["--url", f"127.0.0.1:{http_port}"]
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The repository index (sorted by name) and the first ready model's metadata; empty where unanswered."""
+    with http_client(server.http_url, timeout=2.0) as client:
+        try:
+            index = sorted(client.get_model_repository_index(), key=lambda m: m.get("name", ""))
+        except Exception:  # the banner is a courtesy: never fail serving over it
+            return [], None
+        ready = [m["name"] for m in index if m.get("state") == "READY"]
+        try:
+            return index, client.get_model_metadata(ready[0]) if ready else None
+        except Exception:
+            return index, None
+
+
 def ready_banner(server: TritonServer, version: str) -> list[str]:
     """Endpoints, model states and sample requests, as printed once the server is ready."""
-    status, index = _get_json(f"http://{server.http_url}/v2/repository/index", method="POST")
-    models = sorted(index or [], key=lambda m: m.get("name", "")) if status == 200 else []
+    models, metadata = _index_and_metadata(server)
     ready = [m["name"] for m in models if m.get("state") == "READY"]
     lines = [
         f"tritonserver {version} ready (pid {server.pid}), serving {len(ready)} model(s) from "
@@ -208,14 +211,12 @@ def ready_banner(server: TritonServer, version: str) -> list[str]:
     for model in models:
         if model.get("state") != "READY":
             lines.append(f"  not ready: {model.get('name')} ({model.get('state')}: {model.get('reason', '')})")
-    if ready:
-        status, metadata = _get_json(f"http://{server.http_url}/v2/models/{ready[0]}")
-        if status == 200 and metadata:
-            lines += [
-                "Try:",
-                f"  {sample_curl(server.http_url, ready[0], metadata)}",
-                f"  {_sample_infer(ready[0], metadata, server.http_port)}",
-            ]
+    if ready and metadata:
+        lines += [
+            "Try:",
+            f"  {sample_curl(server.http_url, ready[0], metadata)}",
+            f"  {_sample_infer(ready[0], metadata, server.http_port)}",
+        ]
     lines.append("Press Ctrl+C to stop.")
     return lines
 
@@ -293,16 +294,17 @@ def run_server(
             except (TritonServerError, ServerInstallError, OSError) as exc:
                 raise ServeError(str(exc)) from exc
             deadline = time.monotonic() + ready_timeout
-            while not _is_ready(server):
-                pump.pump()
-                if not server.is_running():
-                    raise ServeError(_exited(server, "before becoming ready"))
-                if time.monotonic() > deadline:
-                    raise ServeError(
-                        f"tritonserver was not ready after {ready_timeout:.0f} s (models still loading or failing; "
-                        f"see the log above, also in {server.log_path}). Pass a longer --ready-timeout."
-                    )
-                time.sleep(poll)
+            with http_client(server.http_url, timeout=2.0) as client:
+                while not is_ready(client):
+                    pump.pump()
+                    if not server.is_running():
+                        raise ServeError(_exited(server, "before becoming ready"))
+                    if time.monotonic() > deadline:
+                        raise ServeError(
+                            f"tritonserver was not ready after {ready_timeout:.0f} s (models still loading or "
+                            f"failing; see the log above, also in {server.log_path}). Pass a longer --ready-timeout."
+                        )
+                    time.sleep(poll)
             pump.pump()
             for line in ready_banner(server, version):
                 echo(line)

@@ -15,6 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import RepogenError
+from ..triton.dtypes import numpy_dtype
+from ..triton.endpoints import GRPC_PORT, HTTP_PORT
+from ..triton.shapes import dims_match
+
 __all__ = [
     "DEFAULT_URLS",
     "InferError",
@@ -28,10 +33,10 @@ __all__ = [
     "to_array",
 ]
 
-DEFAULT_URLS = {"http": "127.0.0.1:8000", "grpc": "127.0.0.1:8001"}
+DEFAULT_URLS = {"http": f"127.0.0.1:{HTTP_PORT}", "grpc": f"127.0.0.1:{GRPC_PORT}"}
 
 
-class InferError(Exception):
+class InferError(RepogenError):
     """The request could not be made or was refused; the message says what to change."""
 
 
@@ -81,12 +86,9 @@ def parse_input(text: str) -> tuple[str, Any]:
 
 
 def _fit_shape(name: str, array: np.ndarray, shape: list[int]) -> np.ndarray:
-    def matches(dims: tuple[int, ...], wanted: list[int]) -> bool:
-        return len(dims) == len(wanted) and all(w < 0 or w == d for d, w in zip(dims, wanted, strict=True))
-
-    if matches(array.shape, shape):
+    if dims_match(array.shape, shape):
         return array
-    if shape and shape[0] < 0 and matches(array.shape, shape[1:]):
+    if shape and shape[0] < 0 and dims_match(array.shape, shape[1:]):
         return array[np.newaxis]  # the batch dimension
     filled = [1 if d < 0 else d for d in shape]
     if array.size == math.prod(filled):
@@ -106,10 +108,8 @@ def to_array(name: str, value: Any, datatype: str, shape: list[int]) -> np.ndarr
         flat = [v if isinstance(v, bytes) else str(v).encode() for v in raw.reshape(-1)]
         array = np.array(flat, dtype=object).reshape(raw.shape)
     else:
-        from tritonclient.utils import triton_to_np_dtype
-
-        np_dtype = triton_to_np_dtype(datatype)
-        if np_dtype is None or datatype == "BF16":
+        np_dtype = numpy_dtype(datatype)
+        if np_dtype is None:
             raise InferError(
                 f"input {name!r} is {datatype}, which numpy has no dtype for; send it with tritonclient directly."
             )

@@ -20,11 +20,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from filelock import FileLock
 
+from repogen.errors import RepogenError
 from repogen.hashing import sha256_file
-from repogen.triton.releases import DEFAULT_RELEASE, TritonRelease, get_release
+from repogen.triton.releases import DEFAULT_RELEASE, Release, Wheel, get_release, no_wheel
 
 __all__ = [
     "ServerInstall",
@@ -34,6 +36,7 @@ __all__ = [
     "ensure_server",
     "ensure_server_venv",
     "venv_info",
+    "wheel_of",
 ]
 
 INSTALL_MARKER = ".repogen-install.json"
@@ -42,7 +45,7 @@ _WHEEL_MEMBERS = ("pytriton/tritonserver/", "nvidia_pytriton.libs/")
 _LOCK_TIMEOUT_S = 1800.0
 
 
-class ServerInstallError(RuntimeError):
+class ServerInstallError(RepogenError, RuntimeError):
     """Installing tritonserver or its Python environment failed."""
 
 
@@ -60,7 +63,7 @@ def default_cache_dir() -> Path:
 class ServerInstall:
     """An extracted wheel: the wheel's layout is kept so the binaries' RPATHs still resolve."""
 
-    release: TritonRelease
+    release: Release
     root: Path
 
     @property
@@ -137,53 +140,73 @@ def run_step(cmd: Sequence[str], what: str, hint: str) -> None:
 # --------------------------------------------------------------------------- server
 
 
-def _check_platform(release: TritonRelease) -> None:
+def wheel_of(release: Release) -> Wheel:
+    """The PyPI wheel shipping ``release``; :class:`ServerInstallError` for a release no wheel ships."""
+    if release.wheel is None:
+        raise ServerInstallError(f"{no_wheel(release)}. Use the stock container instead: docker run {release.image}.")
+    return release.wheel
+
+
+def _check_platform(release: Release, wheel: Wheel) -> None:
     machine = platform.machine().lower()
-    if sys.platform != "linux" or machine not in (release.platform, "amd64"):
+    if sys.platform != "linux" or machine not in (wheel.platform, "amd64"):
         raise ServerInstallError(
-            f"tritonserver {release.tritonserver} is installed from {release.wheel_filename}, which "
-            f"runs on linux/{release.platform}; this machine is {sys.platform}/{machine}. "
-            f"Use the stock container instead: docker run {release.ngc_image}."
+            f"tritonserver {release.tritonserver} is installed from {wheel.filename}, which "
+            f"runs on linux/{wheel.platform}; this machine is {sys.platform}/{machine}. "
+            f"Use the stock container instead: docker run {release.image}."
         )
 
 
-def _download_wheel(release: TritonRelease, wheels_dir: Path) -> Path:
-    """Fetch the wheel with pip (honours the user's index/proxy config) and verify its sha256."""
-    wheel = wheels_dir / release.wheel_filename
-    if wheel.is_file() and sha256_file(wheel) == release.wheel_sha256:
-        return wheel
+class PinnedWheel(Protocol):
+    """A wheel repogen downloads by exact name and verifies by sha256 (see ``Wheel``)."""
+
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def requirement(self) -> str: ...
+
+
+def download_wheel(wheel: PinnedWheel, what: str, wheels_dir: Path) -> Path:
+    """Fetch a pinned wheel with pip (honours the user's index/proxy config) and verify its sha256."""
+    path = wheels_dir / wheel.filename
+    if path.is_file() and sha256_file(path) == wheel.sha256:
+        return path
     wheels_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=wheels_dir, prefix=".download-") as tmp:
         cmd = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--no-input", "--only-binary=:all:",
-            "--platform", release.wheel_filename.split("-")[-1].removesuffix(".whl"),
-            "--disable-pip-version-check", "-d", tmp, release.pip_requirement,
+            "--platform", wheel.filename.split("-")[-1].removesuffix(".whl"),
+            "--disable-pip-version-check", "-d", tmp, wheel.requirement,
         ]  # fmt: skip
         run_step(
             cmd,
-            f"downloading {release.pip_requirement} (tritonserver {release.tritonserver})",
+            f"downloading {wheel.requirement} ({what})",
             "Check network access to your package index, or place the wheel "
-            f"{release.wheel_filename} in {wheels_dir} by hand (e.g. `pip download --no-deps "
-            f"{release.pip_requirement} -d {wheels_dir}` on a connected machine).",
+            f"{wheel.filename} in {wheels_dir} by hand (e.g. `pip download --no-deps "
+            f"{wheel.requirement} -d {wheels_dir}` on a connected machine).",
         )
-        downloaded = Path(tmp) / release.wheel_filename
+        downloaded = Path(tmp) / wheel.filename
         if not downloaded.is_file():
             found = ", ".join(p.name for p in Path(tmp).iterdir()) or "nothing"
             raise ServerInstallError(
-                f"pip downloaded {found}, expected {release.wheel_filename}. "
+                f"pip downloaded {found}, expected {wheel.filename}. "
                 "Your package index may serve a different build of the wheel; place the expected "
                 f"file in {wheels_dir} by hand."
             )
-        _verify_sha256(downloaded, release)
-        os.replace(downloaded, wheel)
-    return wheel
+        _verify_sha256(downloaded, wheel)
+        os.replace(downloaded, path)
+    return path
 
 
-def _verify_sha256(wheel: Path, release: TritonRelease) -> None:
-    found = sha256_file(wheel)
-    if found != release.wheel_sha256:
+def _verify_sha256(path: Path, wheel: PinnedWheel) -> None:
+    found = sha256_file(path)
+    if found != wheel.sha256:
         raise ServerInstallError(
-            f"sha256 mismatch for {wheel.name}: expected {release.wheel_sha256}, found {found}. "
+            f"sha256 mismatch for {path.name}: expected {wheel.sha256}, found {found}. "
             "The package index served a different file than the one repogen pins; delete it and "
             "retry, and check your index/mirror if it persists."
         )
@@ -215,26 +238,27 @@ def _is_installed(root: Path) -> bool:
     return (root / INSTALL_MARKER).is_file()
 
 
-def ensure_server(release: str | TritonRelease = DEFAULT_RELEASE, cache_dir: str | Path | None = None) -> ServerInstall:
+def ensure_server(release: str | Release = DEFAULT_RELEASE, cache_dir: str | Path | None = None) -> ServerInstall:
     """Install tritonserver ``release`` into ``<cache>/tritonserver-<version>`` once; then reuse it."""
     rel = get_release(release)
+    wheel = wheel_of(rel)
     cache = Path(cache_dir).resolve() if cache_dir is not None else default_cache_dir()
     root = cache / f"tritonserver-{rel.tritonserver}"
     if _is_installed(root):
         return ServerInstall(rel, root)
-    _check_platform(rel)
+    _check_platform(rel, wheel)
     with locked(cache, root.name):
         if _is_installed(root):
             return ServerInstall(rel, root)
-        wheel = _download_wheel(rel, cache / "wheels")
-        _verify_sha256(wheel, rel)
+        path = download_wheel(wheel, f"tritonserver {rel.tritonserver}", cache / "wheels")
+        _verify_sha256(path, wheel)
         tmp_root = Path(tempfile.mkdtemp(dir=cache, prefix=f".{root.name}.tmp-"))
         try:
-            _extract_wheel(wheel, tmp_root)
+            _extract_wheel(path, tmp_root)
             marker = {
                 "tritonserver": rel.tritonserver,
-                "wheel": rel.wheel_filename,
-                "sha256": rel.wheel_sha256,
+                "wheel": wheel.filename,
+                "sha256": wheel.sha256,
             }
             (tmp_root / INSTALL_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
             publish(tmp_root, root)
@@ -320,7 +344,7 @@ def venv_info(venv: str | Path) -> VenvInfo:
 
 def ensure_server_venv(
     python: str | Path | None = None,
-    numpy: str = DEFAULT_RELEASE.container_numpy,
+    numpy: str = DEFAULT_RELEASE.numpy,
     cache_dir: str | Path | None = None,
 ) -> Path:
     """Create ``<cache>/server-venv-py<X.Y>-numpy<ver>`` holding numpy only, like a stock container.

@@ -7,30 +7,29 @@ form one process group: stopping it can never leave a stub behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import socket
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
+from repogen.errors import RepogenError
 from repogen.server.install import ServerInstall, VenvInfo, venv_info
+from repogen.triton.endpoints import METRICS_PATH
 
-__all__ = ["TritonServer", "TritonServerError", "free_ports", "pid_alive"]
+__all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
 
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 60
 _STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
 
 
-class TritonServerError(RuntimeError):
+class TritonServerError(RepogenError, RuntimeError):
     """tritonserver did not start, did not become ready, or misbehaved."""
 
 
@@ -41,6 +40,26 @@ def free_ports(count: int) -> list[int]:
         for sock in socks:
             sock.bind((HOST, 0))
         return [sock.getsockname()[1] for sock in socks]
+
+
+@contextlib.contextmanager
+def http_client(url: str, timeout: float = 5.0) -> Iterator[Any]:
+    """A ``tritonclient.http.InferenceServerClient`` for ``host:port``, closed on exit."""
+    import tritonclient.http
+
+    client = tritonclient.http.InferenceServerClient(url, connection_timeout=timeout, network_timeout=timeout)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def is_ready(client: Any) -> bool:
+    """Whether the server answers its readiness endpoint with 200; False while it cannot be reached."""
+    try:
+        return bool(client.is_server_ready())
+    except Exception:  # refused, reset or timed out while the server starts: not ready yet
+        return False
 
 
 def pid_alive(pid: int) -> bool:
@@ -115,7 +134,7 @@ class TritonServer:
 
     @property
     def metrics_url(self) -> str:
-        return f"http://{HOST}:{self.metrics_port}/metrics"
+        return f"http://{HOST}:{self.metrics_port}{METRICS_PATH}"
 
     @property
     def pid(self) -> int:
@@ -184,17 +203,18 @@ class TritonServer:
         return self._proc is not None and self._proc.poll() is None
 
     def wait_ready(self, timeout: float = 120.0) -> TritonServer:
-        """Poll ``/v2/health/ready`` until 200; raise with the log tail if it exits or times out."""
+        """Poll readiness (``/v2/health/ready``) until 200; raise with the log tail if the server exits or times out."""
         proc = self._proc
         if proc is None:
             raise TritonServerError("tritonserver is not started; call start() first")
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise self._error(f"tritonserver exited with code {proc.returncode} before becoming ready")
-            if self._http_status("GET", "/v2/health/ready") == 200:
-                return self
-            time.sleep(0.2)
+        with self.client() as client:
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    raise self._error(f"tritonserver exited with code {proc.returncode} before becoming ready")
+                if is_ready(client):
+                    return self
+                time.sleep(0.2)
         raise self._error(
             f"tritonserver was not ready after {timeout:.0f} s (models still loading or failing; "
             "pass a longer timeout or check the log)"
@@ -276,35 +296,32 @@ class TritonServer:
             f"--- last {LOG_TAIL_LINES} log lines ---\n{self.log_tail()}"
         )
 
-    # ------------------------------------------------------------------ HTTP helpers
+    # ------------------------------------------------------------------ the server's HTTP endpoint
 
-    def _request(self, method: str, path: str, body: Any = None, timeout: float = 5.0) -> tuple[int, bytes]:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"http://{self.http_url}{path}", data=data, method=method)
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return int(resp.status), resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read()
-
-    def _http_status(self, method: str, path: str) -> int | None:
-        try:
-            return self._request(method, path, timeout=2.0)[0]
-        except (urllib.error.URLError, OSError):
-            return None
+    @contextlib.contextmanager
+    def client(self, timeout: float = 5.0) -> Iterator[Any]:
+        """A ``tritonclient.http.InferenceServerClient`` of this server, closed on exit."""
+        with http_client(self.http_url, timeout) as client:
+            yield client
 
     def models_status(self) -> list[dict[str, Any]]:
-        """``/v2/repository/index``: one dict (name, version, state, reason) per model."""
-        status, body = self._request("POST", "/v2/repository/index", body={})
-        if status != 200:
-            raise TritonServerError(f"/v2/repository/index returned HTTP {status}: {body.decode(errors='replace')}")
-        result: list[dict[str, Any]] = json.loads(body)
-        return result
+        """The repository index: one dict (name, version, state, reason) per model."""
+        from tritonclient.utils import InferenceServerException
+
+        with self.client() as client:
+            try:
+                index: list[dict[str, Any]] = client.get_model_repository_index()
+            except InferenceServerException as exc:
+                raise TritonServerError(f"the repository index of {self.http_url} failed: {exc.message()}") from exc
+        return index
 
     def model_ready(self, name: str, version: str = "") -> bool:
         """Whether model ``name`` (optionally one ``version``) is loaded and ready."""
-        path = f"/v2/models/{name}" + (f"/versions/{version}" if version else "") + "/ready"
-        return self._http_status("GET", path) == 200
+        with self.client(timeout=2.0) as client:
+            try:
+                return bool(client.is_model_ready(name, version))
+            except Exception:  # unreachable: not ready
+                return False
 
     def __repr__(self) -> str:
         state = "running" if self.is_running() else "stopped"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from repogen.server.install import ServerInstallError, probe_python
-from repogen.triton.releases import TritonRelease, pairing_label
+from repogen.triton.releases import Release, pairing_label
 
 __all__ = ["PythonNotFoundError", "container_python_or_current", "find_python", "pyenv_root", "require_python"]
 
@@ -106,13 +106,13 @@ def require_python(version: str) -> Path:
     return found
 
 
-def container_python_or_current(release: TritonRelease) -> tuple[Path, str, str | None]:
+def container_python_or_current(release: Release) -> tuple[Path, str, str | None]:
     """The interpreter to serve ``release`` with: its NGC container's Python when installed, else this one.
 
     Returns ``(interpreter, major.minor, note)``; ``note`` is the one line to print on the fallback,
     naming the container pairing this is not, and ``None`` otherwise.
     """
-    wanted = release.container_python
+    wanted = release.python
     found = find_python(wanted)
     if found is not None:
         return found, wanted, None

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from repogen.errors import RepogenError
 from repogen.hashing import sha256_file
 from repogen.server.install import (
     ServerInstallError,
@@ -33,7 +34,7 @@ __all__ = ["BUILDER_MARKER", "BuildWithError", "build_with", "checkout_root", "e
 BUILDER_MARKER = ".repogen-builder.json"
 
 
-class BuildWithError(RuntimeError):
+class BuildWithError(RepogenError, RuntimeError):
     """``repogen build`` failed under another Python; the message carries its output."""
 
 

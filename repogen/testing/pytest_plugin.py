@@ -84,7 +84,7 @@ def triton_install(repogen_cache_dir: Path, pytestconfig: pytest.Config) -> Trit
     pairing = pairing_under_test()
     python = require_python(pairing.python)
     install = ensure_server(pairing.release, cache_dir=repogen_cache_dir)
-    venv = ensure_server_venv(python=python, numpy=pairing.release.container_numpy, cache_dir=repogen_cache_dir)
+    venv = ensure_server_venv(python=python, numpy=pairing.release.numpy, cache_dir=repogen_cache_dir)
     installation = TritonInstallation(install, venv_info(venv))
     pytestconfig.stash[_SERVED] = installation.label
     return installation

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, TritonRelease, get_release, pairing_label
+from repogen.triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, get_release, pairing_label, version_tuple
 
 __all__ = [
     "PYTHON_ENV",
@@ -45,7 +45,7 @@ PYTHON_ENV = "REPOGEN_SERVER_PYTHON"
 class Pairing:
     """A tritonserver release and the Python ``major.minor`` its backend stub runs models with."""
 
-    release: TritonRelease
+    release: Release
     python: str
 
     @property
@@ -54,10 +54,17 @@ class Pairing:
         return pairing_label(self.release, self.python)
 
 
-def release_under_test() -> TritonRelease:
-    """The release ``$REPOGEN_TRITON_VERSION`` names (any spelling ``get_release`` accepts), else the default."""
+def release_under_test() -> Release:
+    """The release ``$REPOGEN_TRITON_VERSION`` names (any spelling ``get_release`` accepts), else the default.
+
+    Raises ``ValueError`` for a release no PyPI wheel ships (the tests can only install those).
+    """
     wanted = os.environ.get(RELEASE_ENV, "").strip()
-    return get_release(wanted) if wanted else DEFAULT_RELEASE
+    release = get_release(wanted) if wanted else DEFAULT_RELEASE
+    if release.wheel is None:
+        embedded = " or ".join(r.tritonserver for r in EMBEDDED)
+        raise ValueError(f"{RELEASE_ENV}={wanted}: {release.label} has no PyPI wheel to test with; use {embedded}")
+    return release
 
 
 def pairing_under_test() -> Pairing:
@@ -66,11 +73,11 @@ def pairing_under_test() -> Pairing:
     Raises ``ValueError`` for a Python that is not ``major.minor`` or has no backend stub in the release's wheel.
     """
     release = release_under_test()
-    python = os.environ.get(PYTHON_ENV, "").strip() or release.container_python
+    python = os.environ.get(PYTHON_ENV, "").strip() or release.python
     if not re.fullmatch(r"3\.\d+", python):
         raise ValueError(f"{PYTHON_ENV}={python!r}: expected a Python major.minor such as 3.10 or 3.12")
     if python not in release.stub_pythons:
-        others = [r.tritonserver for r in RELEASES if python in r.stub_pythons]
+        others = [r.tritonserver for r in EMBEDDED if python in r.stub_pythons]
         elsewhere = f"or {RELEASE_ENV}={' or '.join(others)}" if others else f"no release ships a Python {python} stub"
         raise ValueError(
             f"{PYTHON_ENV}={python}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs "
@@ -79,18 +86,13 @@ def pairing_under_test() -> Pairing:
     return Pairing(release, python)
 
 
-def version_tuple(version: str) -> tuple[int, ...]:
-    """``"2.41.0"`` → ``(2, 41, 0)``: compare releases numerically, never as strings ("2.9" < "2.41")."""
-    return tuple(int(part) for part in version.split("."))
-
-
-def release_at_least(minimum: str, release: TritonRelease | None = None) -> bool:
+def release_at_least(minimum: str, release: Release | None = None) -> bool:
     """Whether ``release`` (default: the one under test) is ``minimum`` or newer.
 
     ``minimum`` is a tritonserver version or an NGC ``yy.mm``, as :func:`get_release` accepts.
     """
     current = release or release_under_test()
-    return version_tuple(current.tritonserver) >= version_tuple(get_release(minimum).tritonserver)
+    return current.version >= get_release(minimum).version
 
 
 def requires_release(minimum: str, why: str) -> Any:

@@ -1,4 +1,8 @@
-"""Mapping between the dtypes users write and Triton's ``DataType`` enum names."""
+"""Triton's data types: the ``DataType`` enum names (``TYPE_FP32``), the wire names (``FP32``) and numpy.
+
+The table itself is the runtime's (:data:`repogen.runtime.conversion.NUMPY_DTYPES`, vendored into
+every model, which imports only numpy); this module derives every other direction from it.
+"""
 
 from __future__ import annotations
 
@@ -7,47 +11,50 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError
+from ..runtime.conversion import NUMPY_DTYPES
 
-_BY_NUMPY = {
-    np.dtype(np.bool_): "TYPE_BOOL",
-    np.dtype(np.uint8): "TYPE_UINT8",
-    np.dtype(np.uint16): "TYPE_UINT16",
-    np.dtype(np.uint32): "TYPE_UINT32",
-    np.dtype(np.uint64): "TYPE_UINT64",
-    np.dtype(np.int8): "TYPE_INT8",
-    np.dtype(np.int16): "TYPE_INT16",
-    np.dtype(np.int32): "TYPE_INT32",
-    np.dtype(np.int64): "TYPE_INT64",
-    np.dtype(np.float16): "TYPE_FP16",
-    np.dtype(np.float32): "TYPE_FP32",
-    np.dtype(np.float64): "TYPE_FP64",
-}
-# Triton's short names (as in the HTTP/gRPC protocol) → enum names.
-_BY_TRITON_NAME = {name[len("TYPE_") :]: name for name in _BY_NUMPY.values()} | {
-    "BYTES": "TYPE_STRING",
-    "STRING": "TYPE_STRING",
-}
+__all__ = ["SUPPORTED", "enum_name", "numpy_dtype", "triton_data_type", "wire_name"]
+
+_STRING = "TYPE_STRING"
+_BY_NUMPY = {dtype: name for name, dtype in NUMPY_DTYPES.items() if name != _STRING}
+
+
+def wire_name(enum: str) -> str:
+    """``TYPE_FP32`` → ``FP32``, ``TYPE_STRING`` → ``BYTES``: the datatype of the HTTP/gRPC protocol."""
+    return "BYTES" if enum == _STRING else enum.removeprefix("TYPE_")
+
+
+def enum_name(name: str) -> str | None:
+    """``FP32``/``fp32``/``TYPE_FP32`` → ``TYPE_FP32``; ``BYTES``/``STRING`` → ``TYPE_STRING``; None if unknown."""
+    key = name.upper().removeprefix("TYPE_")
+    enum = _STRING if key in ("BYTES", "STRING") else f"TYPE_{key}"
+    return enum if enum in NUMPY_DTYPES else None
+
+
+def numpy_dtype(name: str) -> np.dtype[Any] | None:
+    """The numpy dtype of a wire or enum name (``object`` for BYTES); None where numpy has none (BF16)."""
+    enum = enum_name(name)
+    return NUMPY_DTYPES[enum] if enum else None
+
+
 _BYTES_LIKE = (bytes, np.bytes_, object, np.object_, str, np.str_)
 
 SUPPORTED = "bool, (u)int8/16/32/64, float16/32/64, bytes/np.bytes_/object (BYTES)"
 
 
 def triton_data_type(dtype: Any, where: str) -> str:
-    """``where`` names the model and tensor for the error message."""
+    """The enum name for a dtype a user wrote; ``where`` names the model and tensor for the error message."""
     if any(dtype is t for t in _BYTES_LIKE):
-        return "TYPE_STRING"
-    if isinstance(dtype, str):
-        key = dtype.upper()
-        key = key[len("TYPE_") :] if key.startswith("TYPE_") else key
-        if key in _BY_TRITON_NAME:
-            return _BY_TRITON_NAME[key]
+        return _STRING
+    if isinstance(dtype, str) and (enum := enum_name(dtype)) is not None:
+        return enum
     try:
         np_dtype = np.dtype(dtype)
     except TypeError:
         np_dtype = None
     if np_dtype is not None:
         if np_dtype.kind in "OSU":
-            return "TYPE_STRING"
+            return _STRING
         if np_dtype in _BY_NUMPY:
             return _BY_NUMPY[np_dtype]
     raise BuildError(f"{where}: dtype {dtype!r} is not supported by Triton; use one of {SUPPORTED}")

@@ -17,20 +17,10 @@ loads on every release repogen supports (23.10 and later) and is not listed.
 
 from __future__ import annotations
 
+from .releases import Release, get_release
+
 #: The release whose schema ``proto/model_config.proto`` mirrors; nothing newer may be emitted.
 TARGET_RELEASE = "24.10"
-
-#: NGC release tag -> tritonserver version (the ``2.N.0`` numbering used by tritonclient too).
-SERVER_VERSIONS: dict[str, str] = {
-    "23.10": "2.39.0",
-    "23.11": "2.40.0",
-    "23.12": "2.41.0",
-    "24.01": "2.42.0",
-    "24.08": "2.49.0",
-    "24.10": "2.51.0",
-    "24.11": "2.52.0",
-    "25.10": "2.63.0",
-}
 
 #: Fields added between r23.10 and r24.10 (inclusive): they are in our schema, but a config
 #: that sets them is rejected by a server older than the release given here.
@@ -52,11 +42,6 @@ FIELDS_AFTER_TARGET: dict[str, str] = {
 }
 
 
-def _key(release: str) -> tuple[int, int]:
-    year, month = release.split(".")
-    return int(year), int(month)
-
-
 def triton_name(full_name: str) -> str:
     """Triton's name of a field of our schema, whose package is ``repogen.inference``."""
     return full_name.removeprefix("repogen.")
@@ -67,7 +52,7 @@ def introduced_in(full_name: str) -> str | None:
     return FIELDS_ADDED.get(full_name) or FIELDS_AFTER_TARGET.get(full_name)
 
 
-def supported_by(full_name: str, release: str) -> bool:
-    """Whether a server of ``release`` (``"yy.mm"``) knows the field ``full_name``."""
+def supported_by(full_name: str, release: str | Release) -> bool:
+    """Whether a server of ``release`` (``"yy.mm"``, or any spelling of the release table) knows ``full_name``."""
     added = introduced_in(full_name)
-    return added is None or _key(added) <= _key(release)
+    return added is None or get_release(added).version <= get_release(release).version

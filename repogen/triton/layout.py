@@ -1,7 +1,22 @@
-"""Names of the files repogen writes into a repository, shared by the emitter and its readers.
+"""The layout of a model repository: file names and the version-directory rule, in one place.
 
-The runtime (vendored, importing nothing of repogen's) spells ``model.json`` itself.
+``<repository>/<model>/config.pbtxt`` and ``<repository>/<model>/<version>/model.py`` are Triton's;
+``model.json`` (beside each version's payload) and ``repogen.manifest.json`` (at the root: a file,
+so tritonserver ignores it) are repogen's. The emitter writes these names and every reader of a
+built repository (``repogen.built``) reads them. The runtime (vendored, importing nothing of
+repogen's) spells ``model.json`` itself.
 """
 
-MANIFEST = "repogen.manifest.json"  # at the repository root: a file, so tritonserver ignores it
+from __future__ import annotations
+
+__all__ = ["CONFIG", "MANIFEST", "METADATA", "MODEL_FILE", "is_version_name"]
+
+CONFIG = "config.pbtxt"  # <model>/config.pbtxt
+MODEL_FILE = "model.py"  # <model>/<version>/model.py, what the Python backend stub imports by default
 METADATA = "model.json"  # beside each version's payload
+MANIFEST = "repogen.manifest.json"  # at the repository root
+
+
+def is_version_name(name: str) -> bool:
+    """tritonserver loads version directories ``1``, ``2``, ... and ignores (with a log warning) ``01`` or ``v1``."""
+    return name.isascii() and name.isdigit() and name == str(int(name))

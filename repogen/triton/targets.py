@@ -1,15 +1,12 @@
-"""Which Python and numpy a stock NGC ``tritonserver`` container serves a model with.
+"""Which NGC containers a build must serve on, and the Python their backend stubs run.
 
 A portable build (the default) is checked against the Python of every container it targets: all
-of them from 23.10 (Python 3.10 and 3.12), or the one ``--target-triton`` names. A build pinned to
-its own Python (``--pin-python``) carries bytecode, which only loads under the Python minor that
-wrote it, so ``--target-triton`` then refuses a mismatched interpreter *before* any user code is
-imported. The target is recorded in every ``model.json`` and in the manifest.
+of them from 23.10 (Python 3.10 and 3.12), or the one ``--triton-version`` (``--target-triton``)
+names. A build pinned to its own Python (``--pin-python``) carries bytecode, which only loads under
+the Python minor that wrote it, so a named release then refuses a mismatched interpreter *before*
+any user code is imported. The target is recorded in every ``model.json`` and in the manifest.
 
-Sources: the NGC release notes (``tritonserver`` 2.N.0 ships as NGC ``yy.mm``, one number per month
-from 2.39.0 = 23.10), and the design notes checked on the stock containers: 23.10-24.10 ship Python
-3.10, 24.12 and later ship Python 3.12 (Ubuntu 24.04), all ship numpy 1.26.4. 24.11 is the last
-release on Ubuntu 22.04 and is listed with Python 3.10.
+The facts about each container come from :mod:`repogen.triton.releases`, the one release table.
 """
 
 from __future__ import annotations
@@ -17,99 +14,39 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from ..errors import BuildError
-from .releases import RELEASES
+from ..errors import BuildError, UnknownReleaseError
+from .releases import RELEASES, Release, get_release
 
-__all__ = ["TARGETS", "Targets", "TritonTarget", "check_interpreter", "get_target", "resolve_targets"]
+__all__ = [
+    "TARGETS",
+    "Targets",
+    "TritonTarget",
+    "check_interpreter",
+    "current_python",
+    "get_target",
+    "python_key",
+    "resolve_targets",
+]
 
-_FIRST_MINOR = 39  # tritonserver 2.39.0 is NGC 23.10, the oldest release repogen supports
-_FIRST_MONTH = (2023, 10)
-_LAST_MONTH = (2025, 10)
-_PYTHON_312_FROM = (2024, 12)
-_NUMPY = "1.26.4"
+TritonTarget = Release
+"""A build target is a release row (the name the build side has always used)."""
 
-
-@dataclasses.dataclass(frozen=True)
-class TritonTarget:
-    """One NGC tritonserver container: what a model built for it must match."""
-
-    ngc: str
-    """NGC release ``yy.mm`` (``nvcr.io/nvidia/tritonserver:<ngc>-py3``)."""
-    tritonserver: str
-    """The ``tritonserver`` version inside, e.g. ``2.51.0``."""
-    python: str
-    """Python ``major.minor`` of the container's backend stub."""
-    numpy: str
-    """numpy installed in the container."""
-
-    @property
-    def image(self) -> str:
-        return f"nvcr.io/nvidia/tritonserver:{self.ngc}-py3"
-
-    def record(self) -> dict[str, str]:
-        """What a build writes into ``model.json`` and the manifest under ``"target"``."""
-        return {"image": self.image, "ngc": self.ngc, "numpy": self.numpy, "python": self.python,
-                "tritonserver": self.tritonserver}  # fmt: skip
+TARGETS: tuple[Release, ...] = RELEASES
 
 
-def container_python(year: int, month: int) -> str | None:
-    """NVIDIA's published pattern, also for releases newer than the table; None before 23.10."""
-    if (year, month) < _FIRST_MONTH:
-        return None
-    return "3.12" if (year, month) >= _PYTHON_312_FROM else "3.10"
-
-
-def _months() -> list[tuple[int, int]]:
-    year, month = _FIRST_MONTH
-    months = []
-    while (year, month) <= _LAST_MONTH:
-        months.append((year, month))
-        year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return months
-
-
-def _table() -> tuple[TritonTarget, ...]:
-    """One row per monthly release; releases with a PyPI wheel take their facts from ``server.releases``."""
-    known = {release.ngc: release for release in RELEASES}
-    rows = []
-    for index, (year, month) in enumerate(_months()):
-        ngc = f"{year % 100:02d}.{month:02d}"
-        python = container_python(year, month)
-        assert python is not None
-        release = known.get(ngc)
-        if release is not None:
-            rows.append(TritonTarget(ngc, release.tritonserver, release.container_python, release.container_numpy))
-        else:
-            rows.append(TritonTarget(ngc, f"2.{_FIRST_MINOR + index}.0", python, _NUMPY))
-    return tuple(rows)
-
-
-TARGETS: tuple[TritonTarget, ...] = _table()
-
-
-def _normalize(key: str) -> str:
-    """Accept what people paste: ``24.10``, ``r24.10``, ``24.10-py3``, ``2.51.0``, ``v2.51``, the image name."""
-    key = key.strip().lower().rsplit(":", 1)[-1].removesuffix("-py3")
-    return key[1:] if key[:1] in ("r", "v") else key
-
-
-def get_target(key: str) -> TritonTarget:
-    """The container for an NGC release (``24.10``) or tritonserver version (``2.51.0``/``2.51``)."""
-    wanted = _normalize(key)
-    for target in TARGETS:
-        if wanted in (target.ngc, target.tritonserver, target.tritonserver.rsplit(".", 1)[0]):
-            return target
-    raise BuildError(
-        f"unknown Triton release {key!r} for --target-triton; expected an NGC release from {TARGETS[0].ngc} to "
-        f"{TARGETS[-1].ngc} (e.g. 24.10) or its tritonserver version (e.g. 2.51.0)"
-    )
+def get_target(key: str | Release) -> Release:
+    """:func:`~repogen.triton.releases.get_release`, raising :class:`BuildError` (a build's own error)."""
+    try:
+        return get_release(key)
+    except UnknownReleaseError as exc:
+        raise BuildError(str(exc)) from exc
 
 
 def current_python() -> str:
     return "{}.{}".format(*sys.version_info[:2])
 
 
-def check_interpreter(target: TritonTarget, python: str | None = None) -> None:
+def check_interpreter(target: Release, python: str | None = None) -> None:
     """Refuse a pinned build for ``target`` from another Python minor: its stub could not load the bytecode.
 
     Checked before the app is imported, so the user learns it in a second, not after a long build.
@@ -135,7 +72,7 @@ def python_key(version: str) -> tuple[int, int]:
 class Targets:
     """The containers a build must serve on, and whether its payloads are pinned to the build's Python."""
 
-    containers: tuple[TritonTarget, ...]
+    containers: tuple[Release, ...]
     narrowed: bool = False
     """True when ``--target-triton`` named one container (recorded in ``model.json`` as ``target``)."""
     pinned: str | None = None
@@ -148,7 +85,7 @@ class Targets:
             return (self.pinned,)
         return tuple(sorted({c.python for c in self.containers}, key=python_key))
 
-    def oldest_with(self, python: str) -> TritonTarget | None:
+    def oldest_with(self, python: str) -> Release | None:
         """The oldest release (of all, not only the targeted) whose Python is ``python`` or newer."""
         return next((t for t in TARGETS if python_key(t.python) >= python_key(python)), None)
 
@@ -162,12 +99,12 @@ class Targets:
         return self.containers[0].record() if self.narrowed else None
 
 
-def resolve_targets(target_triton: str | TritonTarget | None = None, *, pin_python: bool = False) -> Targets:
+def resolve_targets(target_triton: str | Release | None = None, *, pin_python: bool = False) -> Targets:
     """Every container from 23.10, or the one named; a pinned build must run on that container's Python."""
     pinned = current_python() if pin_python else None
     if target_triton is None:
         return Targets(tuple(t for t in TARGETS if not pinned or t.python == pinned), pinned=pinned)
-    target = target_triton if isinstance(target_triton, TritonTarget) else get_target(target_triton)
+    target = get_target(target_triton)
     if pin_python:
         check_interpreter(target)
     return Targets((target,), narrowed=True, pinned=pinned)

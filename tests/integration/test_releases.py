@@ -71,7 +71,7 @@ def test_the_server_is_the_pairing_under_test(python_info, triton_install):
     assert python_info["server_version"] == pairing.release.tritonserver
     major, minor, _ = python_info["version"]
     assert f"{major}.{minor}" == pairing.python == triton_install.venv.python_version
-    assert python_info["numpy"] == pairing.release.container_numpy
+    assert python_info["numpy"] == pairing.release.numpy
     assert Path(python_info["prefix"]) == triton_install.venv.path
     maps = Path(f"/proc/{python_info['pid']}/maps").read_text().splitlines()
     libpythons = {Path(line.split()[-1]) for line in maps if "/libpython" in line}

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from repogen.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-QUICKSTART = ROOT / "tests" / "golden" / "quickstart"  # a generated repository, checked in
+QUICKSTART = ROOT / "tests" / "golden" / "quickstart" / "expected"  # a generated repository, checked in
 
 COMPOSING = """name: "{name}"
 backend: "python"

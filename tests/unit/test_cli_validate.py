@@ -127,6 +127,24 @@ def test_release_option_flags_fields_an_older_server_rejects(tmp_path: Path) -> 
     assert "23.12 (tritonserver 2.41.0) rejects" in err
 
 
+def test_a_release_newer_than_the_schema_finds_no_field_too_new(tmp_path: Path) -> None:
+    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + 'runtime: "model.py"\n'))
+    code, out, err = run(str(tmp_path), "--triton-version", "25.01")
+    assert (code, err) == (0, "")
+    assert "checked against Triton 25.01 with the r24.10 schema" in out
+
+
+def test_a_field_newer_than_the_schema_is_a_warning_for_a_release_that_has_it(tmp_path: Path) -> None:
+    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + "model_metrics { }\n"))
+    code, out, err = run(str(tmp_path), "--triton-version", "2.53.0")
+    assert code == 0, err
+    (line,) = err.splitlines()
+    assert line.startswith(f"Warning: {tmp_path / 'M' / 'config.pbtxt'}:7: field 'model_metrics'")
+    assert "introduced in Triton 24.11 (tritonserver 2.52.0), which the requested release 24.12" in line
+    assert "the rest of this model's config is not checked" in line
+    assert run(str(tmp_path), "--triton-version", "24.10")[0] == 1  # 24.10 itself rejects it
+
+
 # --------------------------------------------------------------------------- layout
 
 

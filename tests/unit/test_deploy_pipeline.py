@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from repogen.build import build_app
 from repogen.deploy import DeployOptions, generate
-from repogen.deploy import yaml as ryaml
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
 
 
 def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -> None:
-    documents = ryaml.loads_all(generate(repo, DeployOptions(k8s=True, image="reg/pipe:1")).files[K8S_FILE])
+    documents = list(yaml.safe_load_all(generate(repo, DeployOptions(k8s=True, image="reg/pipe:1")).files[K8S_FILE]))
     deployment = next(d for d in documents if d["kind"] == "Deployment")
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -51,7 +51,7 @@ def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -
 
 
 def test_kserve_uses_the_triton_runtime(repo: Path) -> None:
-    (service,) = ryaml.loads_all(
+    (service,) = yaml.safe_load_all(
         generate(repo, DeployOptions(kserve=True, storage_uri="s3://models/pipe")).files[KSERVE_FILE]
     )
     assert service["apiVersion"] == "serving.kserve.io/v1beta1" and service["kind"] == "InferenceService"

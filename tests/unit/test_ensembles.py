@@ -86,7 +86,7 @@ def test_runs_in_process_and_nests():
 def test_unmapped_input():
     repo, double, pair = _repo()
     _ensemble(repo, lambda x: {"out": pair(b=x)["s"]})
-    assert "ensemble 'Ens', step 'Pair': input(s) ['a'] are left unmapped" in _error(repo)
+    assert "ensemble 'Ens': step 1 (Pair) does not map Pair's required input 'a'; add it to input_map" in _error(repo)
 
 
 def test_optional_input_may_stay_unmapped():
@@ -122,10 +122,13 @@ def test_output_never_produced():
 def test_dtype_and_shape_mismatch():
     repo, double, pair = _repo()
     _ensemble(repo, lambda x: {"out": double(x=pair(a=x)["n"])["y"]})
-    assert "step 'Double': input 'x' expects TYPE_FP32 but <tensor Pair.n> is TYPE_INT32" in _error(repo)
+    assert (
+        "tensor 'Pair_n' is TYPE_INT32 (step 1 (Pair) output 'n') but step 2 (Double) input 'x' expects TYPE_FP32"
+        in _error(repo)
+    )
     repo, double, pair = _repo()
     _ensemble(repo, lambda x: {"out": double(x=x)["y"]}, inputs=[Tensor(name="x", dtype=np.float32, shape=(2, 2))])
-    assert "input 'x' expects shape [-1] but <tensor input x> has shape [2, 2]" in _error(repo)
+    assert "tensor 'x' has shape [2, 2] (ensemble input 'x') but step 1 (Double) input 'x' expects [-1]" in _error(repo)
 
 
 def test_model_not_in_repository():
@@ -173,7 +176,7 @@ def test_unused_input_and_constants():
     _ensemble(
         repo, lambda x, z: {"out": double(x=x)["y"]}, inputs=[*F1, Tensor(name="z", dtype=np.float32, shape=(1,))]
     )
-    assert "input(s) ['z'] are not used by any step" in _error(repo)
+    assert "ensemble input 'z' is not used by any step (tritonserver refuses the ensemble)" in _error(repo)
     repo, double, pair = _repo()
     _ensemble(repo, lambda x: {"out": pair(a=x, b=np.ones(2))["s"]})
     assert "input 'b' of model 'Pair' is a ndarray" in _error(repo)

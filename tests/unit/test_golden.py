@@ -1,51 +1,155 @@
-"""The quickstart builds to exactly the checked-in repository under tests/golden/quickstart.
+"""Every golden family under tests/golden builds to exactly its checked-in ``expected/`` repository.
 
-The golden files include the vendored runtime, so they change whenever the runtime, templates or
-emitters do; that is the point (the diff is reviewed), and `make golden` accepts it. The vendored
-cloudpickle is third-party code and stays out of this repository: it is compared through the
-sha256 the manifest records for each of its files.
+One app per feature family (tests/golden/<family>/app.py, the quickstart from examples/), built
+as ``make golden`` builds it (tests/golden/regenerate.py) and compared parsed
+(``assert_repository_matches(..., parsed=True)``): configs as ``ModelConfig`` messages, JSON as
+JSON, sources byte for byte, payloads by sha256 with their disassembly shown. The vendored code,
+the same in every model, is left out of the goldens and checked once against
+tests/golden/_vendored.json. The versions a build records (Python, numpy, cloudpickle) are not
+compared, so the goldens also hold for builds by the other Pythons a repository may be built
+with (the builder venvs ``make test`` creates); payloads are compared only when built in the
+recorded environment, since another Python or numpy pickles the same source differently.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from repogen.emit.files import MANIFEST, build_environment
+from repogen.hashing import sha256_file
+from repogen.testing.builders import ensure_builder_venv
 from repogen.testing.golden import assert_repository_matches
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "tests" / "golden"
 HINT = "the build output changed: if that is intended, run `make golden` and commit tests/golden with the change"
+OTHER_PYTHONS = ("3.10", "3.13")  # the oldest and the newest builder Python (~8 s each)
 
 
-def _build(app: str, output: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "repogen", "build", app, "-o", str(output)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
+def _regenerate() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("golden_regenerate", ROOT / "tests" / "golden" / "regenerate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+regenerate = _regenerate()
+FAMILIES = regenerate.families()
+
+
+def _built(results: dict, into: Path) -> dict[str, Path]:
+    failed = {name: result for name, result in results.items() if result.returncode != 0}
+    assert not failed, "\n".join(f"{' '.join(r.args)} failed:\n{r.stderr}" for r in failed.values())
+    return {name: into / name for name in results}
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every family built by this Python, concurrently, once for the module."""
+    into = tmp_path_factory.mktemp("golden")
+    return _built(regenerate.build_all(FAMILIES, into), into)
+
+
+def test_the_corpus_covers_every_feature_family() -> None:
+    assert FAMILIES == [
+        "bls",
+        "class_files",
+        "ensemble",
+        "instance_groups",
+        "notebook",
+        "quickstart",
+        "sequence",
+        "streaming",
+        "tensors",
+        "versions",
+        "warmup_cache_rate_limit",
+    ]
+    for family in FAMILIES:
+        assert regenerate.app(family).is_file()
+        assert regenerate.expected(family).is_dir(), f"{regenerate.expected(family)} is missing: run `make golden`"
+        assert not list(regenerate.expected(family).glob("*/*/cloudpickle")), "vendored code is checked once"
+        assert not list(regenerate.expected(family).glob("*/*/repogen")), "vendored code is checked once"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_family_builds_to_its_golden(builds: dict[str, Path], family: str) -> None:
+    assert_repository_matches(
+        regenerate.expected(family), builds[family], exclude=regenerate.VENDORED_PATTERNS, parsed=True, hint=HINT
     )
 
 
-def _skip_unless_same_environment(golden: Path) -> None:
-    """Pickles and the manifest record the build's Python/numpy/cloudpickle: another stack differs by design."""
-    recorded = json.loads((golden / MANIFEST).read_text(encoding="utf-8"))["build"]
-    if recorded != build_environment():
-        pytest.skip(f"{golden} was generated with {recorded}, this environment is {build_environment()}")
+def _check_vendored(builds: dict[str, Path]) -> int:
+    """Every model version vendors exactly the files tests/golden/_vendored.json records; how many versions do."""
+    record = json.loads(regenerate.VENDORED_RECORD.read_text(encoding="utf-8"))["files"]
+    checked = 0
+    for family, repository in builds.items():
+        for where, hashes in regenerate.vendored_hashes(repository).items():
+            checked += 1
+            added = sorted(hashes.keys() - record.keys())
+            missing = sorted(record.keys() - hashes.keys())
+            changed = sorted(path for path in hashes.keys() & record.keys() if hashes[path] != record[path])
+            assert not (added or missing or changed), (
+                f"{family}: {where} vendors other code than {regenerate.VENDORED_RECORD.name} records: "
+                f"new {added}, gone {missing}, changed {changed}; {HINT}"
+            )
+            for path, digest in hashes.items():  # the manifest says what the files are: check it is true
+                assert sha256_file(repository / where / path) == digest, f"{family}: {where}/{path}"
+    return checked
 
 
-def test_quickstart_matches_golden(tmp_path: Path) -> None:
-    golden = GOLDEN / "quickstart"
-    assert golden.is_dir(), f"{golden} is missing: run `make golden`"
-    _skip_unless_same_environment(golden)
-    _build("examples/quickstart/app.py:models", tmp_path / "quickstart")
-    for vendored in (tmp_path / "quickstart").glob("*/*/cloudpickle"):
-        shutil.rmtree(vendored)
-    assert_repository_matches(golden, tmp_path / "quickstart", hint=HINT)
+def test_vendored_code_is_the_recorded_code_in_every_model(builds: dict[str, Path]) -> None:
+    assert _check_vendored(builds) >= len(FAMILIES)
+
+
+def test_a_golden_failure_shows_a_semantic_diff(builds: dict[str, Path], tmp_path: Path) -> None:
+    """What a reviewer reads when a golden breaks: the field, the key, the source line, the opcode."""
+    actual = tmp_path / "tensors"
+    shutil.copytree(builds["tensors"], actual)
+    config = actual / "Offset" / "config.pbtxt"
+    config.write_text(config.read_text().replace("max_batch_size: 8", "max_batch_size: 16"))
+    source = actual / "Offset" / "1" / "sources" / "app.py"
+    source.write_text(source.read_text().replace("x + offset", "x - offset"))
+    metadata = actual / "Offset" / "1" / "model.json"
+    metadata.write_text(metadata.read_text().replace('"strict": false', '"strict": true'))
+    payload = actual / "Scale" / "1" / "model.pkl"
+    payload.write_bytes(payload.read_bytes().replace(b"group_by_keys", b"group_by_kays"))
+    with pytest.raises(AssertionError) as failure:
+        assert_repository_matches(
+            regenerate.expected("tensors"), actual, exclude=regenerate.VENDORED_PATTERNS, parsed=True, hint=HINT
+        )
+    message = str(failure.value)
+    assert "Offset/config.pbtxt (parsed as ModelConfig):\n  max_batch_size: 8 -> 16\n" in message
+    assert "Offset/1/model.json (parsed as JSON):\n  strict: false -> true\n" in message
+    assert '-    return {"y": x + offset}\n+    return {"y": x - offset}' in message
+    assert "binary file differs: Scale/1/model.pkl (model Scale's payload): sha256 " in message
+    assert "-SHORT_BINUNICODE 'group_by_keys'\n+SHORT_BINUNICODE 'group_by_kays'" in message
+    assert message.endswith(HINT)
+
+
+@pytest.mark.parametrize("python", OTHER_PYTHONS)
+def test_goldens_hold_for_builds_by_another_python(python: str, repogen_cache_dir: Path, tmp_path: Path) -> None:
+    """Everything but the payloads is the same whichever Python builds (payloads: see repogen.testing.golden)."""
+    venv = repogen_cache_dir / f"builder-venv-py{python}"
+    if not venv.is_dir():
+        pytest.skip(f"no builder venv for Python {python} ({venv}); `make test` creates it")
+    if python == "{}.{}".format(*sys.version_info[:2]):
+        pytest.skip(f"this is Python {python}: test_family_builds_to_its_golden covers it")
+    interpreter = ensure_builder_venv(python, repogen_cache_dir) / "bin" / "python"  # refreshed if pyproject changed
+    builds = _built(regenerate.build_all(FAMILIES, tmp_path, str(interpreter)), tmp_path)
+    for family, repository in builds.items():
+        recorded = json.loads((repository / "repogen.manifest.json").read_text(encoding="utf-8"))["build"]
+        assert recorded["python"] == python
+        assert_repository_matches(
+            regenerate.expected(family),
+            repository,
+            exclude=regenerate.VENDORED_PATTERNS,
+            parsed=True,
+            hint=f"(built by Python {python}) {HINT}",
+        )
+    assert _check_vendored(builds) >= len(FAMILIES)

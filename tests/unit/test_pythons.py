@@ -109,6 +109,9 @@ def test_pairing_under_test_refuses_a_python_the_release_has_no_stub_for(monkeyp
     monkeypatch.setenv(PYTHON_ENV, "python3.10")
     with pytest.raises(ValueError, match="major.minor"):
         pairing_under_test()
+    monkeypatch.setenv(RELEASE_ENV, "24.11")  # a release of the table, but no wheel ships it
+    with pytest.raises(ValueError, match=r"=24\.11: tritonserver 2\.52\.0 \(NGC 24\.11\) has no PyPI wheel"):
+        pairing_under_test()
 
 
 def test_builder_venv_is_reused_while_current_and_rebuilt_when_pyproject_changes(

@@ -1,4 +1,5 @@
-"""``--target-triton``: the release table, the early interpreter check and what the build records."""
+"""The release table, ``--triton-version`` (``--target-triton``) on build, the early interpreter check and
+what the build records."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.built.validate import validate_repository
 from repogen.cli import cli
-from repogen.errors import BuildError
-from repogen.triton.fields import SERVER_VERSIONS
-from repogen.triton.releases import RELEASES
+from repogen.errors import BuildError, RepogenError, UnknownReleaseError
+from repogen.triton.releases import EMBEDDED, RELEASES, Release, get_release
 from repogen.triton.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
 
 
@@ -29,28 +29,35 @@ def test_every_spelling_finds_24_10(key):
 
 
 def test_table_covers_every_monthly_release_from_23_10():
-    assert TARGETS[0] == TritonTarget("23.10", "2.39.0", "3.10", "1.26.4")
+    assert TARGETS is RELEASES and TritonTarget is Release
+    first = TARGETS[0]
+    assert (first.ngc, first.tritonserver, first.python, first.numpy) == ("23.10", "2.39.0", "3.10", "1.26.4")
     assert [t.tritonserver for t in TARGETS] == [f"2.{39 + i}.0" for i in range(len(TARGETS))]
+    assert (TARGETS[-1].ngc, TARGETS[-1].tritonserver) == ("25.10", "2.63.0")
     assert get_target("24.12").python == get_target("25.10").python == "3.12"
     assert get_target("24.11").python == "3.10"
+    assert [r.version for r in TARGETS] == sorted(r.version for r in TARGETS)
 
 
-def test_table_agrees_with_the_other_release_facts():
-    for ngc, server in SERVER_VERSIONS.items():  # validate's table
-        assert get_target(ngc).tritonserver == server
-    for release in RELEASES:  # the wheels `repogen serve` installs
-        target = get_target(release.ngc)
-        assert (target.tritonserver, target.python, target.numpy) == (
-            release.tritonserver,
-            release.container_python,
-            release.container_numpy,
-        )
+def test_wheels_ride_on_their_release_rows():
+    assert [(r.tritonserver, r.ngc) for r in EMBEDDED] == [
+        ("2.39.0", "23.10"),
+        ("2.41.0", "23.12"),
+        ("2.51.0", "24.10"),
+    ]
+    assert all(r.wheel and r.wheel.filename.startswith(f"nvidia_pytriton-{r.wheel.pytriton}-") for r in EMBEDDED)
+    assert get_release("2.51").stub_pythons[-2:] == ("3.12", "3.13") and get_release("24.11").stub_pythons == ()
+    assert get_release("24.11").wheel is None
 
 
 @pytest.mark.parametrize("key", ["23.09", "2.38.0", "24.13", "latest", ""])
 def test_unknown_release_names_the_range(key):
-    with pytest.raises(BuildError, match=r"unknown Triton release .* from 23\.10 to 25\.10 \(e\.g\. 24\.10\)"):
+    message = r"unknown Triton release .* from 23\.10 to 25\.10 \(e\.g\. 24\.10\)"
+    with pytest.raises(BuildError, match=message):
         get_target(key)
+    with pytest.raises(UnknownReleaseError, match=message) as raised:
+        get_release(key)
+    assert isinstance(raised.value, RepogenError) and isinstance(raised.value, LookupError)
 
 
 def test_interpreter_mismatch_says_what_to_do():
