@@ -34,7 +34,7 @@ FULL_PAIRING ?= 2.51.0+3.10
 SMOKE_PAIRINGS ?= 2.39.0+3.10 2.41.0+3.10 2.51.0+3.12
 SMOKE_TESTS ?= tests/integration/test_quickstart.py tests/integration/test_user_code.py \
 	tests/integration/test_bad_traffic.py tests/integration/test_releases.py \
-	$(wildcard tests/integration/test_portability.py)
+	tests/integration/test_faults.py $(wildcard tests/integration/test_portability.py)
 # The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
 REQUIRED_PYTHONS ?= 3.10 3.12 3.13
 PYTEST_ARGS ?= -q -ra
@@ -93,9 +93,12 @@ golden: install
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
 
-# `make bench` (issue 7): repogen vs hand-written model.py vs PyTriton 0.7 on one tritonserver 2.51.
+# `make bench`: repogen vs hand-written model.py vs PyTriton 0.7 on one tritonserver 2.51 (models on
+# Python 3.10), every point measured with perf_analyzer. perf_analyzer installs itself into the cache
+# on first use (repogen.server.perf_analyzer: libcudart from PyPI; libb64 from the system, else
+# `apt-get download libb64-0d`, no install; without apt it stops and says `apt-get install libb64-0d`).
 # PyTriton (pins numpy<2) and matplotlib live in their own venv, never in repogen's dependencies.
-# BENCH_ARGS=--quick for a ~1.5 min smoke run.
+# BENCH_ARGS=--quick for a smoke run.
 .PHONY: bench
 BENCH_VENV := bench/.venv-pytriton
 BENCH_ARGS ?=
@@ -107,6 +110,7 @@ $(BENCH_VENV)/.installed: | $(VENV)/.installed
 	touch $@
 
 bench: install $(BENCH_VENV)/.installed
+	$(PY) -c 'from repogen.server.perf_analyzer import ensure_perf_analyzer as e; print("perf_analyzer:", e().binary)'
 	$(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/report.py
 	$(BENCH_VENV)/bin/python bench/chart.py

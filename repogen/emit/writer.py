@@ -9,6 +9,10 @@ merge) happens under that lock, so concurrent builds cannot lose each other's wo
 A build killed between creating its staging directory and removing it leaves that directory behind;
 the next build into the same output removes it. Only names this module creates are ever removed:
 ``.<output name>.repogen-<8 random characters>`` with an optional ``-old`` suffix.
+
+A file-system failure (a full disk, a read-only or forbidden directory, an output that is a mount
+point) becomes one :class:`BuildError` naming the path, the cause and the fix; it always happens
+before the swap, so the message can say that the previous repository is untouched.
 """
 
 from __future__ import annotations
@@ -151,8 +155,11 @@ def _fill(staging: Path, plan: WritePlan) -> None:
         if index == half:
             checkpoint("writing")
         path = staging / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        except OSError as exc:  # write() names no file: say which one did not fit
+            raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
     for relative, source in plan.carried.items():
         path = staging / relative
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -170,13 +177,58 @@ def _swap_in(staging: Path, output: Path) -> Path | None:
         return staging
     old = staging.with_name(staging.name + "-old")  # no renameat2: a short window without an output
     os.rename(output, old)
-    os.rename(staging, output)
+    try:
+        os.rename(staging, output)
+    except OSError:
+        os.rename(old, output)  # put the previous repository back before reporting the failure
+        raise
     return old
+
+
+_FIXES = {
+    errno.ENOSPC: "free space there: until it replaces the output, a build needs room for a second complete copy",
+    errno.EDQUOT: "free space within your quota: until it replaces the output, a build needs room for a second copy",
+    errno.EROFS: "build onto a writable file system and copy the result, or mount it read-write",
+    errno.EACCES: "build as a user that may write there, or choose another -o (a build is written beside the output, "
+    "in its parent directory, then renamed into place)",
+}
+_FIXES[errno.EPERM] = _FIXES[errno.EACCES]
+
+
+def _mount_point_error(output: Path, previous: str) -> BuildError:
+    return BuildError(
+        f"cannot replace {output}: it is a mount point, another file system than its parent {output.parent}; a build "
+        f"is written beside the output and renamed into place, which cannot cross file systems. Build into a "
+        f"directory inside it (-o {output / 'models'}) and serve that one. {previous}"
+    )
+
+
+def _file_system_error(exc: OSError, output: Path, previous: str) -> BuildError:
+    """One line for the CLI: the path, the cause, the fix, and what became of the previous repository."""
+    if exc.errno in (errno.EXDEV, errno.EBUSY):
+        return _mount_point_error(output, previous)
+    path = exc.filename or output
+    cause = exc.strerror or str(exc)
+    fix = _FIXES.get(exc.errno or 0, "fix that and build again")
+    return BuildError(f"cannot write the repository {output}: {path}: {cause} (errno {exc.errno}); {fix}. {previous}")
 
 
 def write_repository(files: dict[str, bytes], output: Path, force: bool = False, merge: Merge | None = None) -> None:
     """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first."""
     output = output.resolve()
+    if (output / MANIFEST).is_file():
+        previous = f"The previous repository at {output} is intact."
+    else:
+        previous = f"{output} is unchanged." if output.exists() else f"Nothing was written to {output}."
+    if output.is_dir() and os.path.ismount(output):
+        raise _mount_point_error(output, previous)  # refused before writing a whole copy that cannot move
+    try:
+        _write(files, output, force, merge)
+    except OSError as exc:
+        raise _file_system_error(exc, output, previous) from exc
+
+
+def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(_lock_path(output))):
         checkpoint("locked")

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .context import TritonModelConfig
-from .decorator_base import Decorated, bad_outputs, batch_size, gather, split_kwargs
+from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
 from .errors import InferenceError
 from .request_decorators import batch
 
@@ -151,8 +151,8 @@ def _merged_dtype(dtypes: list[np.dtype]) -> np.dtype:
 class pad_batch(Decorated):  # noqa: N801 - PyTriton's public name
     """Repeat the last row of every input up to the nearest preferred batch size (else max_batch_size).
 
-    For models compiled for fixed batch sizes. Put it below ``@batch``, which drops the padded
-    rows of the outputs.
+    For models compiled for fixed batch sizes. Put it below ``@batch``: the outputs' padded rows
+    are dropped again here, so ``@batch`` sees exactly the rows it handed down.
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -160,9 +160,29 @@ class pad_batch(Decorated):  # noqa: N801 - PyTriton's public name
         inputs, _ = split_kwargs(kwargs)
         size = batch_size(inputs, "@pad_batch")
         target = _padded_size(config, size)
-        if target > size > 0:
-            kwargs.update({name: _repeat_last(value, target) for name, value in inputs.items()})
-        return self.__wrapped__(*args, **kwargs)
+        if not target > size > 0:
+            return self.__wrapped__(*args, **kwargs)
+        kwargs.update({name: _repeat_last(value, target) for name, value in inputs.items()})
+        return then(self.__wrapped__(*args, **kwargs), lambda result: _unpad(result, config.model_name, size, target))
+
+
+def _unpad(outputs: Any, model: str, size: int, target: int) -> Any:
+    """The outputs of a padded batch, cut back to the rows that were not padding."""
+    if not isinstance(outputs, (dict, list, tuple)):
+        bad_outputs(outputs, "@pad_batch")
+    named = _as_output_dict(outputs)
+    for name, value in named.items():
+        rows = leading(value)
+        if rows == size:  # already cut back by the callable
+            continue
+        if rows != target:
+            found = "no batch axis" if rows is None else f"{rows} rows"
+            raise InferenceError(
+                f"@pad_batch: model '{model}' output {name!r} has {found} for a batch padded from {size} to "
+                f"{target} rows, expected {target} (or {size}); return one output row per input row"
+            )
+    cut = {name: value[:size] for name, value in named.items()}
+    return tuple(cut.values()) if isinstance(outputs, (list, tuple)) else cut
 
 
 def _padded_size(config: TritonModelConfig, size: int) -> int:

@@ -51,11 +51,12 @@ def to_bytes_array(value: np.ndarray) -> np.ndarray:
 class OutputPlan:
     """How one declared output is checked and converted."""
 
-    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed")
+    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed", "data_type")
 
     def __init__(self, model: str, name: str, data_type: str, dims: list[int], batched: bool, strict: bool):
         self.model = model
         self.name = name
+        self.data_type = data_type
         self.dtype = NUMPY_DTYPES[data_type]
         self.dims = tuple(dims)
         self.is_bytes = data_type == "TYPE_STRING"
@@ -72,16 +73,21 @@ class OutputPlan:
             if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
                 self._check_shape(value.shape)
             return value
-        arr = value if isinstance(value, np.ndarray) else np.asarray(value)
-        if self.is_bytes:
-            if arr.dtype != object:
-                if self.strict and arr.dtype.kind not in "SU":
-                    self._fail(f"dtype bytes/object, found {arr.dtype}")
-                arr = to_bytes_array(arr)
-        elif arr.dtype != self.dtype:
-            if self.strict:
-                self._fail(f"dtype {self.dtype}, found {arr.dtype}")
-            arr = arr.astype(self.dtype)
+        try:
+            arr = value if isinstance(value, np.ndarray) else np.asarray(value)
+            if self.is_bytes:
+                if arr.dtype != object:
+                    if self.strict and arr.dtype.kind not in "SU":
+                        self._fail(f"dtype bytes/object, found {arr.dtype}")
+                    arr = to_bytes_array(arr)
+            elif arr.dtype != self.dtype:
+                if self.strict:
+                    self._fail(f"dtype {self.dtype}, found {arr.dtype}")
+                arr = arr.astype(self.dtype)
+        except InferenceError:
+            raise
+        except Exception as exc:  # a value numpy cannot turn into the declared dtype ('abc' for FP32)
+            raise self.unconvertible(value, exc) from None
         if self.strict:
             self._check_shape(arr.shape)
         if not arr.flags.c_contiguous:
@@ -97,5 +103,26 @@ class OutputPlan:
             expected = ("[batch, " if self.batched else "[") + ", ".join(map(str, self.dims)) + "]"
             self._fail(f"shape {expected}, found {list(shape)}")
 
+    def unconvertible(self, value: Any, exc: BaseException) -> InferenceError:
+        """The error for a returned value that cannot become this output: what was declared, what came back."""
+        return InferenceError(
+            f"model '{self.model}' output '{self.name}' is declared {self.data_type.removeprefix('TYPE_')} "
+            f"({self.dtype}), but the callable returned {describe(value)}, which cannot be converted to it "
+            f"({type(exc).__name__}: {exc}); return an array of that dtype"
+        )
+
     def _fail(self, what: str) -> None:
         raise InferenceError(f"model '{self.model}' output '{self.name}': expected {what} (strict=True)")
+
+
+def describe(value: Any) -> str:
+    """A short account of a returned value for error messages: its type, dtype, shape and first items."""
+    try:
+        if isinstance(value, np.ndarray):
+            head = np.array2string(value.ravel()[:3], threshold=3, max_line_width=80)
+            more = "..." if value.size > 3 else ""
+            return f"an array of dtype {value.dtype} and shape {list(value.shape)} ({head}{more})"
+        text = repr(value)
+    except Exception:  # a hostile __repr__: the type is still worth saying
+        return type(value).__name__
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"

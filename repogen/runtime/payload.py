@@ -165,6 +165,34 @@ def check_manifest(version_dir: str, payload: str, digest: str) -> None:
         )
 
 
+CONFIG_FILE = "config.pbtxt"
+
+
+def config_drift(version_dir: str, model: str) -> str | None:
+    """A warning when the model's ``config.pbtxt`` differs from the one the manifest lists, else None.
+
+    The server has already parsed the edited file and serves it: this only says so, once, naming the
+    file and both hashes. ``repogen validate`` remains the strict check.
+    """
+    model_dir = os.path.dirname(os.path.abspath(version_dir))
+    manifest_path = os.path.join(os.path.dirname(model_dir), MANIFEST_FILE)
+    config_path = os.path.join(model_dir, CONFIG_FILE)
+    try:
+        with open(manifest_path, encoding="utf-8") as fh:
+            expected = json.load(fh)["files"].get(f"{os.path.basename(model_dir)}/{CONFIG_FILE}")
+        with open(config_path, "rb") as fh:
+            found = hashlib.sha256(fh.read()).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # no manifest or no file to compare: nothing this check can say
+    if not isinstance(expected, str) or found == expected:
+        return None
+    return (
+        f"model '{model}': {config_path} is not the file `repogen build` wrote: its sha256 is {found}, "
+        f"{manifest_path} lists {expected}. The server serves the edited configuration as it is; "
+        f"`repogen validate {os.path.dirname(model_dir)}` checks the repository, `repogen build` restores the file"
+    )
+
+
 def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
     """Return the sidecar metadata and the unpickled payload of one model version."""
     meta = read_metadata(version_dir)

@@ -55,7 +55,9 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
 
     The callable receives each input as one array whose first axis is the concatenation of every
     request's batch, and returns a dict (or a list/tuple in the declared output order) of arrays
-    with the same first axis. Outputs may be longer (``@pad_batch``): the padding is dropped.
+    with exactly that first axis: one row more or less would hand some client another request's
+    row, so it fails every request of the batch, naming the output (``@pad_batch`` below drops
+    its own padding first).
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -68,7 +70,7 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
                 type(v) is np.ndarray and v.ndim and v.shape[0] == rows for v in outputs.values()
             ):
                 return [outputs]
-            return then(outputs, lambda result: _split_outputs(result, [rows]))
+            return then(outputs, lambda result: _split_outputs(result, [rows], self._model_name(head)))
         names = first.keys()
         for other in requests[1:]:
             if other.keys() != names:
@@ -80,10 +82,14 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
         inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
         outputs = self.__wrapped__(*head, **kwargs, **inputs)
         sizes = [request_size(r) for r in requests]
-        return then(outputs, lambda result: _split_outputs(result, sizes))
+        return then(outputs, lambda result: _split_outputs(result, sizes, self._model_name(head)))
+
+    def _model_name(self, head: tuple[Any, ...]) -> str | None:
+        context = self._context(head)
+        return context.model_name if context is not None else None
 
 
-def _split_outputs(outputs: Any, sizes: list[int]) -> list[Any]:
+def _split_outputs(outputs: Any, sizes: list[int], model: str | None = None) -> list[Any]:
     """Cut batched outputs into one result per request, keeping dict or sequence form."""
     if isinstance(outputs, dict):
         items = list(outputs.items())
@@ -94,7 +100,7 @@ def _split_outputs(outputs: Any, sizes: list[int]) -> list[Any]:
     total = sum(sizes)
     if len(sizes) == 1 and all(type(v) is np.ndarray and v.ndim and v.shape[0] == total for _, v in items):
         return [outputs]  # the common single-request case: no slicing, no copies, nothing to re-check
-    _check_batch_sizes(items, total, sizes)
+    _check_batch_sizes(items, total, sizes, model)
     results: list[Any] = []
     start = 0
     for size in sizes:
@@ -105,14 +111,15 @@ def _split_outputs(outputs: Any, sizes: list[int]) -> list[Any]:
     return results
 
 
-def _check_batch_sizes(items: list[tuple[Any, Any]], total: int, sizes: list[int]) -> None:
+def _check_batch_sizes(items: list[tuple[Any, Any]], total: int, sizes: list[int], model: str | None) -> None:
     for name, value in items:
         rows = leading(value)
-        if rows is None or rows < total:
+        if rows != total:
             found = "no batch axis" if rows is None else f"{rows} rows"
+            where = f"model '{model}' " if model else ""
             raise InferenceError(
-                f"@batch: output {name!r} has {found}, expected a first axis of {total} (the requests' "
-                f"batch sizes {sizes} concatenated)"
+                f"@batch: {where}output {name!r} has {found}, expected {total} (one per input row: the "
+                f"requests' batch sizes {sizes} concatenated); return exactly one output row per input row"
             )
 
 

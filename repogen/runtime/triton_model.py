@@ -2,7 +2,9 @@
 
 Per request it builds a PyTriton-style ``Request`` (numeric inputs through DLPack, without a
 copy; BYTES and BOOL through ``as_numpy``), hands the list to the user's callable and turns each
-result into a response. A failing callable becomes an error response; the model keeps serving.
+result into a response. Whatever the callable raises (``SystemExit`` and ``KeyboardInterrupt``
+too) becomes an error response ``"<Type>: <message>"`` and the model keeps serving; only
+``PyTritonUnrecoverableError`` stops it, and with it the server (PyTriton's contract).
 """
 
 from __future__ import annotations
@@ -22,14 +24,23 @@ from .context import TritonContext, bind_context
 from .conversion import AS_NUMPY_TYPES, OutputPlan
 from .errors import InferenceError, PyTritonUnrecoverableError
 from .instance import instantiate
-from .payload import load_payload
+from .payload import config_drift, load_payload
 from .request import EmptyBatchError, Request, batched_input_ranks
+from .stub import current, shm_report
 
-UNRECOVERABLE_EXIT_DELAY_S = 0.5
+# The error responses of an unrecoverable error leave before the server is told to stop (it drains
+# requests in flight anyway; the delay keeps the order obvious in the log).
+UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
 
 
 def _error_message(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """``"<Type>: <message>"``, never a traceback: the client sees no server paths, even for ``SystemExit``."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
+        text = "<the exception's message could not be printed>"
+    return f"{name}: {text}" if text else name
 
 
 class TritonPythonModel:
@@ -39,6 +50,8 @@ class TritonPythonModel:
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         meta, payload = load_payload(version_dir, args["model_name"])
         self.configure(args, payload["infer_funcs"], strict=bool(meta.get("strict", False)))
+        self._stub = current()  # after configure, which resets it
+        self._report_environment(version_dir, args)
 
     def configure(self, args: dict[str, str], funcs: list[Any], strict: bool) -> None:
         """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file."""
@@ -60,8 +73,22 @@ class TritonPythonModel:
         self._output_count = len(self._outputs)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
+        self._stopped: str | None = None  # the message of an unrecoverable error, once raised
+
+    def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
+        """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
+        first = TritonContext.from_args(args).instance_index == 0
+        drift = config_drift(version_dir, self._model) if first else None
+        if drift:
+            _log("log_warn", drift)
+        if self._stub is not None:
+            line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
+            _log("log_warn" if low else "log_info", line)
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
+        if self._stopped is not None:
+            return self._refuse(requests)
         if self._decoupled:
             self._execute_decoupled(requests)
             return None
@@ -76,7 +103,7 @@ class TritonPythonModel:
                 raise InferenceError(self._shape_of_results_message(results, len(requests)))
         except EmptyBatchError:
             return self._execute_apart(requests)
-        except Exception as exc:  # the callable's failure is the clients' answer, not the server's
+        except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
             return [self._failure(exc)] * len(requests)
         return [self._response(result) for result in results]
 
@@ -98,7 +125,7 @@ class TritonPythonModel:
                     raise InferenceError(self._shape_of_results_message(step, len(requests)))
                 for sender, result in zip(senders, step, strict=True):
                     sender.send(self._response(result))
-        except Exception as exc:
+        except BaseException as exc:  # as in execute
             error = self._failure(exc)
             for sender in senders:
                 sender.send(error, flags=final)
@@ -144,12 +171,20 @@ class TritonPythonModel:
                 try:  # the hot path: exactly the declared outputs
                     tensors = [pb_utils.Tensor(plan.name, plan.convert(result[plan.name])) for plan in self._outputs]
                     return pb_utils.InferenceResponse(output_tensors=tensors)
-                except KeyError:
-                    pass  # a name is off: _pairs says which
-            tensors = [pb_utils.Tensor(plan.name, plan.convert(value)) for plan, value in self._pairs(result)]
-        except Exception as exc:
+                except Exception:  # a name is off or a value does not convert: the slow path says which
+                    pass
+            tensors = [self._tensor(plan, value) for plan, value in self._pairs(result)]
+        except BaseException as exc:  # as in execute
             return self._failure(exc)
         return pb_utils.InferenceResponse(output_tensors=tensors)
+
+    @staticmethod
+    def _tensor(plan: OutputPlan, value: Any) -> Any:
+        array = plan.convert(value)
+        try:
+            return pb_utils.Tensor(plan.name, array)
+        except Exception as exc:  # e.g. an object array of ints for a BYTES output
+            raise plan.unconvertible(value, exc) from None
 
     def _pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
         if isinstance(result, dict):
@@ -223,18 +258,66 @@ class TritonPythonModel:
         return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
 
     def _failure(self, exc: BaseException) -> Any:
-        """The error response for ``exc``; an unrecoverable error also ends this stub process.
-
-        The exit is deferred so the error responses reach the clients first; the server then
-        marks the instance unhealthy (and, up to 24.10, restarts its stub).
-        """
+        """The error response for ``exc``; the first unrecoverable error also stops the server."""
         self._log_failure(exc)
-        if isinstance(exc, PyTritonUnrecoverableError):
-            threading.Timer(UNRECOVERABLE_EXIT_DELAY_S, os._exit, (1,)).start()
-        return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(_error_message(exc)))
+        if isinstance(exc, PyTritonUnrecoverableError) and self._stopped is None:
+            self._stopped = _error_message(exc)
+            self._stop_server()
+        return _error_response(_error_message(exc))
+
+    def _stop_server(self) -> None:
+        """PyTriton's contract: the error responses go out, then the whole server shuts down gracefully.
+
+        SIGTERM makes tritonserver stop taking requests, finish those in flight, unload every model and
+        exit, so that its supervisor (a Kubernetes Deployment, ``docker run --restart``) starts a fresh
+        one. Outside a stub (``repogen.local``) only this instance stops answering.
+        """
+        stub = self._stub
+        if stub is None:
+            return
+        if not stub.server_alive():
+            _log(
+                "log_error",
+                f"model '{self._model}': {self._stopped}; tritonserver (pid {stub.server_pid}) cannot "
+                "be signalled, ending this instance's stub instead",
+            )
+            threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, os._exit, (1,)).start()
+            return
+        _log(
+            "log_error",
+            f"model '{self._model}': {self._stopped}; shutting tritonserver (pid {stub.server_pid}) "
+            "down with SIGTERM, as PyTriton does, so that its supervisor restarts it",
+        )
+        timer = threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, stub.stop_server)
+        timer.daemon = True
+        timer.start()
+
+    def _refuse(self, requests: list[Any]) -> list[Any] | None:
+        """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
+        after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
+        error = _error_response(
+            f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self._stopped}; {after}"
+        )
+        if not self._decoupled:
+            return [error] * len(requests)
+        for request in requests:
+            request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
 
     def _log_failure(self, exc: BaseException) -> None:
-        logger = getattr(pb_utils, "Logger", None)
-        if logger is not None:
+        try:
             text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            logger.log_error(f"model '{self._model}': infer_func raised\n{text}")
+        except Exception:  # a hostile __str__ or __traceback__: the type still says what happened
+            text = type(exc).__name__
+        _log("log_error", f"model '{self._model}': infer_func raised\n{text}")
+
+
+def _error_response(message: str) -> Any:
+    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
+
+
+def _log(level: str, message: str) -> None:
+    """Into the server's log through ``pb_utils.Logger`` (attached to pb_utils after import; may be absent)."""
+    log = getattr(getattr(pb_utils, "Logger", None), level, None)
+    if log is not None:
+        log(message)

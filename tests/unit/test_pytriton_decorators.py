@@ -134,11 +134,13 @@ def test_batch_documented_identity():
     _equal(results[1], {"out1": np.array([[1, 2]]), "out2": np.array([[2, 3]])})
 
 
-def test_batch_rejects_short_outputs_and_drops_padding():
-    with pytest.raises(InferenceError, match="output 'y' has 1 rows, expected a first axis of 3"):
+def test_batch_rejects_outputs_with_a_row_more_or_less():
+    with pytest.raises(InferenceError, match=r"output 'y' has 1 rows, expected 3 \(one per input row"):
         batch(lambda x: {"y": x[:1]})([Request({"x": np.zeros((1, 1))}), Request({"x": np.zeros((2, 1))})])
-    (result,) = batch(lambda x: {"y": np.arange(4)})([Request({"x": np.zeros((3, 1))})])
-    assert result["y"].tolist() == [0, 1, 2]
+    with pytest.raises(InferenceError, match=r"output 'y' has 4 rows, expected 3 .*sizes \[3\]"):
+        batch(lambda x: {"y": np.arange(4)})([Request({"x": np.zeros((3, 1))})])
+    with pytest.raises(InferenceError, match=r"output 1 has no batch axis, expected 2"):
+        batch(lambda x: (x, 7))([Request({"x": np.zeros((2, 1))})])
 
 
 def test_batch_streams_generators_and_awaits_coroutines():
@@ -343,14 +345,18 @@ _PARAMS = {"b": np.array([[1, 2], [1, 2], [9, 9]]), "a": np.array([[1], [1], [1]
 
 @pytest.mark.parametrize(("preferred", "size"), [([2, 4, 6], 4), (None, 8)])
 def test_pad_batch_repeats_the_last_row(preferred, size):
+    seen = {}
+
     @pad_batch
     def infer(**inputs):
+        seen.update(inputs)
         return inputs
 
     bind_context(infer, _context(8, preferred))
     result = infer(**_PARAMS)
-    np.testing.assert_array_equal(result["a"], [[1]] * size)
-    np.testing.assert_array_equal(result["b"], [[1, 2], [1, 2]] + [[9, 9]] * (size - 2))
+    np.testing.assert_array_equal(seen["a"], [[1]] * size)
+    np.testing.assert_array_equal(seen["b"], [[1, 2], [1, 2]] + [[9, 9]] * (size - 2))
+    np.testing.assert_array_equal(result["b"], _PARAMS["b"])  # the padding is dropped from the outputs again
 
 
 def test_pad_batch_under_batch_returns_unpadded_outputs_and_rejects_oversize():

@@ -1,0 +1,104 @@
+"""What the runtime knows about the backend stub process it runs in, read from its command line.
+
+tritonserver starts one ``triton_python_backend_stub`` per model instance as
+``stub <model.py> <shm region> <region bytes> <growth bytes> <server pid> <backend dir> ...``
+(the same layout on 2.39, 2.41 and 2.51). Two faults need it:
+
+* ``PyTritonUnrecoverableError``: PyTriton shuts the whole server down so that its supervisor
+  (Kubernetes, Docker) restarts it. A stub can do the same by sending SIGTERM to its server, which
+  then drains in-flight requests and exits; the pid comes from this command line and is checked
+  against ``/proc`` before any signal is sent.
+* Shared memory: every request's inputs and outputs pass through the instance's region in
+  ``/dev/shm``. Triton's own errors name only the region's key, so the runtime logs which model owns
+  which key, and warns when ``/dev/shm`` is too small for large tensors.
+
+Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is signalled.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+
+SHM_DIR = "/dev/shm"
+SERVER_NAME = "tritonserver"
+# Below this much free /dev/shm an instance warns: 4 MB requests at concurrency 16 grew one
+# instance's region to 76-106 MiB (docs/deployment.md, "Shared memory"); Docker's default is 64 MB.
+LOW_SHM_BYTES = 64 * 1024 * 1024
+SHM_ADVICE = (
+    "raise the server's /dev/shm: `docker run --shm-size=...`, on Kubernetes the sizeLimit of the memory-backed "
+    "emptyDir mounted at /dev/shm (`repogen deploy --shm-size`)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Stub:
+    """The stub's shared-memory region and the pid of the tritonserver that started it."""
+
+    region: str
+    region_bytes: int
+    growth_bytes: int
+    server_pid: int
+
+    @property
+    def region_path(self) -> str:
+        return os.path.join(SHM_DIR, self.region)
+
+    def server_alive(self) -> bool:
+        """Whether ``server_pid`` is a running tritonserver (never signal a pid that was reused)."""
+        try:
+            with open(f"/proc/{self.server_pid}/comm", encoding="utf-8") as fh:
+                return fh.read().strip() == SERVER_NAME
+        except OSError:
+            return False
+
+    def stop_server(self) -> bool:
+        """SIGTERM the server: it stops taking requests, drains those in flight, unloads, exits."""
+        if not self.server_alive():
+            return False
+        try:
+            os.kill(self.server_pid, signal.SIGTERM)
+        except OSError:
+            return False
+        return True
+
+
+def current(cmdline: str = "/proc/self/cmdline") -> Stub | None:
+    """This process's stub arguments, or None where this is not a backend stub."""
+    try:
+        with open(cmdline, "rb") as fh:
+            argv = fh.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return None
+    if len(argv) < 6 or not argv[0].endswith("triton_python_backend_stub"):
+        return None
+    region, sizes = argv[2], argv[3:6]
+    if not region or "/" in region or not all(s.isdigit() for s in sizes):
+        return None
+    return Stub(region, int(sizes[0]), int(sizes[1]), int(sizes[2]))
+
+
+def mib(n: float) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def shm_report(model: str, instance: str, stub: Stub) -> tuple[str, bool]:
+    """One log line naming the model that owns the region, and whether free /dev/shm is low."""
+    try:
+        fs = os.statvfs(SHM_DIR)
+    except OSError:
+        return f"model '{model}' instance '{instance}': shared memory region '{stub.region}'", False
+    total, free = fs.f_blocks * fs.f_frsize, fs.f_bavail * fs.f_frsize
+    line = (
+        f"model '{model}' instance '{instance}' exchanges tensors through shared memory region '{stub.region}' "
+        f"({stub.region_path}: {mib(stub.region_bytes)}, growing by {mib(stub.growth_bytes)} as requests need; "
+        f"{SHM_DIR} has {mib(free)} free of {mib(total)})"
+    )
+    if free >= LOW_SHM_BYTES:
+        return line, False
+    return (
+        f'{line}. That is little: a request whose inputs and outputs do not fit fails with "Failed to increase '
+        f"the shared memory pool size for key '{stub.region}'\" (4 MB requests at concurrency 16 needed about "
+        f"100 MiB per instance); {SHM_ADVICE}"
+    ), True
