@@ -43,12 +43,17 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option(
     "--image", help="Image to run (default <name>:latest). KServe: serve this image instead of --storage-uri."
 )
-@click.option("--replicas", type=int, default=1, show_default=True)
+@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Replicas; with --max-replicas, the fewest the autoscaler keeps.")  # fmt: skip
+@click.option("--max-replicas", type=click.IntRange(min=1), help="Scale on CPU up to this many replicas: a "
+              "HorizontalPodAutoscaler (--k8s), minReplicas/maxReplicas (--kserve).")  # fmt: skip
+@click.option("--target-cpu-utilization", type=click.IntRange(1, 100), default=80, show_default=True, metavar="PCT",
+              help="With --max-replicas: the CPU use (% of --cpu-request) the autoscaler aims at.")  # fmt: skip
 @click.option("--cpu-request", default="1", show_default=True)
 @click.option("--cpu-limit", default="2", show_default=True)
 @click.option("--memory-request", help="Default 2Gi.")
 @click.option("--memory-limit", help="Default 4Gi, or more to hold /dev/shm.")
-@click.option("--shm-size", help="/dev/shm size (default: 64 MiB per Python model instance plus headroom).")
+@click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
 @click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
 def deploy(repository: Path, output: Path | None, repogen_requirement: str | None, **options: object) -> None:

@@ -1,10 +1,15 @@
-"""``repogen infer``: one request against a running server."""
+"""``repogen infer``: one request against a running server (a stream of responses for a decoupled model)."""
 
 from __future__ import annotations
 
 import click
 
-from ..server.infer import DEFAULT_URLS, format_json, format_pretty, run_infer
+from ..server.infer import DEFAULT_URLS, URL_ENV, InferResult, format_json, format_pretty, run_infer
+
+URL_HELP = (
+    f"Server address HOST:PORT (default {DEFAULT_URLS['http']} for http, {DEFAULT_URLS['grpc']} for grpc; "
+    f"also ${URL_ENV})."
+)
 
 
 @click.command()
@@ -15,23 +20,56 @@ from ..server.infer import DEFAULT_URLS, format_json, format_pretty, run_infer
     "inputs",
     multiple=True,
     metavar="NAME=VALUE",
-    help="An input: a JSON value (a=[[1,2,3]], n=3), a string for BYTES (text=hello) or @file.npy. Repeat per input.",
+    help="An input: a JSON value (a=[[1,2,3]], n=3), a string for BYTES (text=hello) or @file.npy. Once per input.",
 )
-@click.option("--url", help=f"Server address HOST:PORT (default {DEFAULT_URLS['http']} for http, "
-              f"{DEFAULT_URLS['grpc']} for grpc).")  # fmt: skip
-@click.option("--protocol", type=click.Choice(["http", "grpc"]), default="http", show_default=True)
-@click.option("-o", "--output", "outputs", multiple=True, metavar="NAME", help="Request only this output (repeatable).")
-@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON (name, datatype, shape, data).")
+@click.option("--url", envvar=URL_ENV, help=URL_HELP)
+@click.option(
+    "--protocol",
+    type=click.Choice(["http", "grpc"]),
+    envvar="REPOGEN_PROTOCOL",
+    help="http (default) or grpc; --stream implies grpc. Also $REPOGEN_PROTOCOL.",
+)
+@click.option(
+    "--output-tensor", "outputs", multiple=True, metavar="NAME", help="Request only this output (repeatable)."
+)
+@click.option("--stream", is_flag=True, help="A decoupled model: print each response as it arrives (gRPC stream).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON (name, datatype, shape, data); one line per response."
+)
 def infer(
-    model: str, inputs: tuple[str, ...], url: str | None, protocol: str, outputs: tuple[str, ...], as_json: bool
+    model: str,
+    inputs: tuple[str, ...],
+    url: str | None,
+    protocol: str | None,
+    outputs: tuple[str, ...],
+    stream: bool,
+    as_json: bool,
 ) -> None:
     """Send one inference request to MODEL on a running Triton server and print its outputs.
 
     Datatypes and shapes come from the model's metadata: write values only, e.g.
     repogen infer AddSub --input a=[[1,2]] --input b=[[3,4]]
     """
-    result = run_infer(model, list(inputs), url=url, protocol=protocol, outputs=outputs)
-    click.echo(format_json(result) if as_json else format_pretty(result))
+    count = 0
+
+    def show(result: InferResult) -> None:
+        nonlocal count
+        count += 1
+        click.echo(format_json(result) if as_json else format_pretty(result, f"response {count}"))
+
+    result = run_infer(
+        model,
+        list(inputs),
+        url=url,
+        protocol=protocol or ("grpc" if stream else "http"),
+        outputs=outputs,
+        stream=stream,
+        on_response=show,
+    )
+    if result is not None:
+        click.echo(format_json(result) if as_json else format_pretty(result))
+    elif not as_json:
+        click.echo(f"{model}: {count} response(s), stream complete.")
 
 
 COMMANDS = [infer]

@@ -16,11 +16,11 @@ from pathlib import Path
 from ..built.repository import BuiltRepository
 from ..emit.templates import render
 from ..errors import DeployError
-from ..triton.endpoints import DEFAULT_PORTS
+from ..triton.endpoints import DEFAULT_PORTS, HEALTH_READY, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
-from .resources import format_quantity, shm_size_bytes
+from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
 __all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
 
@@ -121,7 +121,11 @@ def dockerfile(
         "tag": tag,
         "context": context.as_posix(),
         "shm_size": shm.replace("Mi", "m").replace("Gi", "g"),
+        "shm_total": shm,
         "python_instances": info.python_instances(gpus),
+        "shm_per_instance": format_quantity(SHM_PER_INSTANCE),
+        "http_port": HTTP_PORT,
+        "health_ready": HEALTH_READY,
         "requirements_run": requirements_run(info),
     }
     if prebuilt:

@@ -14,6 +14,7 @@ from ..errors import DeployError
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
 from . import docker, kserve, kubernetes
+from .resources import SHM_PER_INSTANCE, format_quantity
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
 
@@ -38,6 +39,9 @@ class DeployOptions:
     name: str | None = None
     image: str | None = None
     replicas: int = 1
+    max_replicas: int | None = None
+    """Scale between ``replicas`` and this on CPU (a HorizontalPodAutoscaler; KServe's min/maxReplicas)."""
+    target_cpu_utilization: int = 80
     cpu_request: str = "1"
     cpu_limit: str = "2"
     memory_request: str | None = None
@@ -68,21 +72,42 @@ def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources
         models=", ".join(m.name for m in info.models),
         shm_size=resources.shm_size,
         python_instances=info.python_instances(max(gpus, 1)),
+        shm_per_instance=format_quantity(SHM_PER_INSTANCE),
     ).decode()
 
 
-def _storage_warnings(info: BuiltRepository, target: Release) -> list[str]:
-    """A repository copied as is into a stock image must match its Python and need no packages."""
-    found = []
+def _check_stock_runtime(info: BuiltRepository, target: Release) -> list[str]:
+    """A repository copied as is onto a stock image must need no packages and (pinned) match its Python.
+
+    What cannot load is an error, nothing is written; what may not load (a build checked for another
+    container's Python only) is a warning.
+    """
+    fix = "Build an image with `repogen deploy --docker` and pass it as --image"
     if info.requirements:
-        found.append(
-            f"the models need {', '.join(info.requirements)}, which the stock {target.image} lacks; "
-            "build an image with `repogen deploy --docker` and pass it as --image."
+        raise DeployError(
+            f"{info.path}: the models import {', '.join(info.requirements)}, which KServe's stock Triton runtime "
+            f"({target.image}) lacks, so they would fail to load there; nothing was written. {fix}."
         )
-    mismatch = docker.python_mismatch(info, target, "Serve an image built by `repogen deploy --docker` (--image)")
-    if mismatch:
-        found.append(mismatch)
-    return found
+    mismatch = docker.python_mismatch(info, target, fix)
+    if mismatch and not info.portable:
+        raise DeployError(f"{mismatch} Nothing was written.")
+    return [mismatch] if mismatch else []
+
+
+def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
+    if options.max_replicas is None:
+        return None
+    if options.max_replicas < options.replicas:
+        raise DeployError(
+            f"--max-replicas {options.max_replicas} is below --replicas {options.replicas} (the minimum the "
+            "autoscaler keeps); expected at least that. Raise --max-replicas or lower --replicas."
+        )
+    if not 1 <= options.target_cpu_utilization <= 100:
+        raise DeployError(
+            f"--target-cpu-utilization {options.target_cpu_utilization} is not a percentage of the CPU request; "
+            "expected 1 to 100."
+        )
+    return options.replicas, options.max_replicas, options.target_cpu_utilization
 
 
 def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
@@ -112,7 +137,11 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
         if options.prebuilt:
-            warnings.extend(filter(None, [docker.python_mismatch(info, target)]))
+            mismatch = docker.python_mismatch(info, target)
+            if mismatch and not info.portable:  # pinned to another Python: it cannot load there
+                raise DeployError(f"{mismatch} Nothing was written.")
+            warnings.extend(filter(None, [mismatch]))
+    scaling = _scaling(options)
     if options.k8s or options.kserve:
         resources = kubernetes.resolve_resources(
             info,
@@ -128,6 +157,11 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 kubernetes.deployment(name, image, resources, replicas=options.replicas),
                 kubernetes.service(name),
             ]
+            if scaling:
+                minimum, maximum, cpu = scaling
+                documents.append(
+                    kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
+                )
             files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
@@ -137,7 +171,9 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 )
             storage = None if options.image else (options.storage_uri or f"pvc://{name}-models")
             if storage:
-                warnings.extend(_storage_warnings(info, target))
-            isvc = kserve.inference_service(name, target, resources, storage_uri=storage, image=options.image)
+                warnings.extend(_check_stock_runtime(info, target))
+            isvc = kserve.inference_service(
+                name, target, resources, storage_uri=storage, image=options.image, scaling=scaling
+            )
             files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
     return DeployOutput(files, tuple(warnings))

@@ -4,21 +4,34 @@ Two shapes, as KServe documents them. With a storage URI, the stock ``kserve-tri
 runtime is selected by ``modelFormat: triton`` and ``runtimeVersion`` picks the NGC image tag;
 KServe's storage initializer downloads the repository to ``/mnt/models``. With an image (the
 one ``repogen deploy --docker`` builds, repository baked in at ``/models``), a custom predictor
-container runs tritonserver on KServe's port 8080. Both mount a sized memory ``/dev/shm``.
+container runs tritonserver on KServe's ports as that runtime does: ``args`` only (the image's
+entrypoint runs), uid 1000, every capability dropped. Both mount a sized memory ``/dev/shm``, ask
+KServe to expose Triton's metrics to Prometheus, and may scale between ``minReplicas`` and
+``maxReplicas`` on CPU. Checked against KServe's own CRD schema (tests/schemas/).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..triton.endpoints import METRICS_PATH, METRICS_PORT
 from ..triton.releases import Release
-from .kubernetes import MODEL_REPOSITORY, Resources, shm_mount, shm_volume
+from .kubernetes import MODEL_REPOSITORY, Resources, security_context, server_args, shm_mount, shm_volume
 
 __all__ = ["KSERVE_HTTP_PORT", "inference_service"]
 
 KSERVE_HTTP_PORT = 8080
 """The port KServe routes HTTP to in a predictor container."""
 KSERVE_GRPC_PORT = 9000
+
+
+def _annotations() -> dict[str, str]:
+    """KServe's scrape switch plus where Triton serves its metrics (what its Triton runtime declares)."""
+    return {
+        "serving.kserve.io/enable-prometheus-scraping": "true",
+        "prometheus.kserve.io/port": str(METRICS_PORT),
+        "prometheus.kserve.io/path": METRICS_PATH,
+    }
 
 
 def inference_service(
@@ -28,22 +41,24 @@ def inference_service(
     *,
     storage_uri: str | None,
     image: str | None,
+    scaling: tuple[int, int, int] | None = None,
 ) -> dict[str, Any]:
-    """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one)."""
+    """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one).
+
+    ``scaling`` is (min replicas, max replicas, target CPU utilization %).
+    """
     if image:
         predictor: dict[str, Any] = {
             "containers": [
                 {
                     "name": "kserve-container",
                     "image": image,
-                    "command": ["tritonserver"],
-                    "args": [
-                        f"--model-repository={MODEL_REPOSITORY}",
-                        f"--http-port={KSERVE_HTTP_PORT}",
-                        f"--grpc-port={KSERVE_GRPC_PORT}",
-                    ],
+                    "args": server_args(
+                        MODEL_REPOSITORY, f"--http-port={KSERVE_HTTP_PORT}", f"--grpc-port={KSERVE_GRPC_PORT}"
+                    ),
                     "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
                     "resources": resources.as_dict(),
+                    "securityContext": security_context(),
                     "volumeMounts": [shm_mount()],
                 }
             ],
@@ -60,9 +75,16 @@ def inference_service(
             },
         }
     predictor["volumes"] = [shm_volume(resources)]
+    if scaling:
+        minimum, maximum, cpu = scaling
+        predictor.update(minReplicas=minimum, maxReplicas=maximum, scaleMetric="cpu", scaleTarget=cpu)
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "repogen"}},
+        "metadata": {
+            "name": name,
+            "labels": {"app.kubernetes.io/managed-by": "repogen"},
+            "annotations": _annotations(),
+        },
         "spec": {"predictor": predictor},
     }

@@ -1,7 +1,11 @@
-"""Kubernetes manifests (a Deployment and its Service) serving a repository's image.
+"""Kubernetes manifests (a Deployment, its Service, optionally an autoscaler) serving a repository's image.
 
 Built as plain dicts, printed as YAML by :func:`repogen.deploy.files.dump_yaml`; tests compare the
-parsed YAML against these dicts. Probes use Triton's own health endpoints: ``/v2/health/ready``
+parsed YAML against these dicts, and check them with kubernetes-validate. Written as NVIDIA and
+KServe write theirs: the container passes ``args`` only, so the image's entrypoint (NVIDIA's banner,
+driver and shm checks) still runs; it runs as uid 1000 (``triton-server`` in every NGC image) with
+every capability dropped, like KServe's Triton runtime; the pod carries the Prometheus scrape
+annotations for Triton's metrics port. Probes use Triton's own health endpoints: ``/v2/health/ready``
 turns true only once every model loaded (a startup probe on it keeps liveness from killing a pod
 whose models are still loading), ``/v2/health/live`` while the server process responds.
 """
@@ -14,16 +18,19 @@ from typing import Any
 
 from ..built.repository import BuiltRepository
 from ..errors import DeployError
-from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT
+from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
 
 __all__ = [
     "HTTP_PORT",
     "PORTS",
     "Resources",
+    "autoscaler",
     "deployment",
     "dns_name",
     "resolve_resources",
+    "prometheus_annotations",
+    "security_context",
     "service",
     "shm_volume",
 ]
@@ -31,6 +38,8 @@ __all__ = [
 PORTS = tuple(DEFAULT_PORTS.items())
 SHM_VOLUME = "dshm"
 MODEL_REPOSITORY = "/models"
+TRITON_UID = 1000
+"""``triton-server`` in every NGC tritonserver image (NVIDIA's build asserts uid and gid 1000)."""
 _DEFAULT_MEMORY_REQUEST = 2 * GiB
 _DEFAULT_MEMORY_LIMIT = 4 * GiB
 _WORKING_MEMORY = 512 * MiB
@@ -125,18 +134,40 @@ def _labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "repogen"}
 
 
+def security_context() -> dict[str, Any]:
+    """KServe's Triton runtime's: uid 1000, no privilege escalation, every capability dropped."""
+    return {
+        "runAsUser": TRITON_UID,
+        "runAsGroup": TRITON_UID,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
+def prometheus_annotations() -> dict[str, str]:
+    """The ``prometheus.io/*`` annotations Prometheus' kubernetes-pods scrape job reads: Triton's /metrics."""
+    return {"prometheus.io/scrape": "true", "prometheus.io/port": str(METRICS_PORT), "prometheus.io/path": METRICS_PATH}
+
+
+def server_args(model_repository: str = MODEL_REPOSITORY, *extra: str) -> list[str]:
+    """The container's ``args``: the command too, as KServe's runtime writes it, so the image's entrypoint runs."""
+    return ["tritonserver", f"--model-repository={model_repository}", *extra]
+
+
 def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1) -> dict[str, Any]:
     container = {
         "name": "tritonserver",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["tritonserver"],
-        "args": [f"--model-repository={MODEL_REPOSITORY}"],
+        "args": server_args(),
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
         "startupProbe": _probe(HEALTH_READY, 5, 120),
         "readinessProbe": _probe(HEALTH_READY, 5, 3),
         "livenessProbe": _probe(HEALTH_LIVE, 10, 3),
         "resources": resources.as_dict(),
+        "securityContext": security_context(),
         "volumeMounts": [shm_mount()],
     }
     return {
@@ -147,9 +178,32 @@ def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1
             "replicas": replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": _labels(name)},
+                "metadata": {"labels": _labels(name), "annotations": prometheus_annotations()},
                 "spec": {"containers": [container], "volumes": [shm_volume(resources)]},
             },
+        },
+    }
+
+
+def autoscaler(name: str, *, min_replicas: int, max_replicas: int, cpu_utilization: int) -> dict[str, Any]:
+    """An ``autoscaling/v2`` HorizontalPodAutoscaler on the Deployment's CPU use (its requests set the 100%)."""
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "labels": _labels(name)},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+            "minReplicas": min_replicas,
+            "maxReplicas": max_replicas,
+            "metrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": cpu_utilization},
+                    },
+                }
+            ],
         },
     }
 

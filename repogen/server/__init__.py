@@ -1,8 +1,12 @@
 """A stock tritonserver here, and a client of any running one.
 
-Install the server and a numpy-only venv (:mod:`~repogen.server.install`), run it
-(:mod:`~repogen.server.process`; ``repogen serve`` in the foreground: :mod:`~repogen.server.foreground`)
-and send it a request (``repogen infer``: :mod:`~repogen.server.infer`). Used by the tests and demos too.
+Install the server and a numpy-only venv (:mod:`~repogen.server.install`, downloads in
+:mod:`~repogen.server.download`), run it (:mod:`~repogen.server.process`; ``repogen serve`` in the
+foreground: :mod:`~repogen.server.foreground`, its banner :mod:`~repogen.server.banner`, ``--reload``
+:mod:`~repogen.server.reload`, failure lines :mod:`~repogen.server.states`), send it a request
+(``repogen infer``: :mod:`~repogen.server.infer`, values typed by :mod:`~repogen.server.values`) and
+measure it (``repogen perf``: :mod:`~repogen.server.perf` over :mod:`~repogen.server.perf_analyzer`).
+Used by the tests and demos too.
 """
 
 from repogen.server.install import (

@@ -8,9 +8,7 @@ second signal during the stop kills the whole group at once.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -22,9 +20,8 @@ from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
 from ..errors import RepogenError
-from ..triton.endpoints import HTTP_PORT, infer_path
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
-from .infer import sample_value
+from .banner import ready_banner, sample_curl
 from .install import (
     INSTALL_MARKER,
     ServerInstall,
@@ -35,13 +32,23 @@ from .install import (
     ensure_server_venv,
     venv_info,
 )
-from .process import HOST, TritonServer, TritonServerError, http_client, is_ready
-from .progress import progress
+from .process import HOST, TritonServer, TritonServerError, http_client
+from .progress import DownloadProgress, progress
 from .pythons import PythonNotFoundError, container_python_or_current, require_python
+from .states import failed, failure_lines, model_states
 
-__all__ = ["ExternalTritonServer", "ServeError", "embedded_server", "find_tritonserver", "run_server", "sample_curl"]
+__all__ = [
+    "ExternalTritonServer",
+    "ServeError",
+    "embedded_server",
+    "find_tritonserver",
+    "ready_banner",
+    "run_server",
+    "sample_curl",
+]
 
 Echo = Callable[[str], None]
+Tick = Callable[[Echo], None]
 
 
 class ServeError(RepogenError):
@@ -139,13 +146,15 @@ def embedded_server(
     echo(fallback or f"Serving with {pairing_label(release, python_version)}.")
     cache = default_cache_dir()
     try:
-        if not (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
+        if (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
+            install = ensure_server(release, cache_dir=cache)
+        else:
             echo(
                 f"First use of tritonserver {release.tritonserver} (NGC {release.ngc}): installing it into {cache} "
                 f"from {release.wheel.requirement} on your package index (~55 MB download, sha256-checked)."
             )
-        with progress(f"installing tritonserver {release.tritonserver}"):
-            install = ensure_server(release, cache_dir=cache)
+            with DownloadProgress(release.wheel.filename) as report:
+                install = ensure_server(release, cache_dir=cache, report=report)
         with progress("preparing the numpy-only server venv"):
             venv = ensure_server_venv(python=python, numpy=release.numpy, cache_dir=cache)
         return install, venv_info(venv)
@@ -156,80 +165,21 @@ def embedded_server(
         ) from exc
 
 
-# --------------------------------------------------------------------------- readiness and hints
-
-
-def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
-    """A real request for ``model`` built from its metadata: every input, shape with -1 as 1."""
-    inputs = []
-    for tensor in metadata.get("inputs", []):
-        shape = [1 if int(d) < 0 else int(d) for d in tensor["shape"]]
-        count = 1
-        for dim in shape:
-            count *= dim
-        value = sample_value(tensor["datatype"])
-        inputs.append({"name": tensor["name"], "shape": shape, "datatype": tensor["datatype"], "data": [value] * count})
-    body = json.dumps({"inputs": inputs}, separators=(",", ":"))
-    return f"curl -s {http_url}{infer_path(model)} -d {shlex.quote(body)}"
-
-
-def _sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
-    parts = ["repogen", "infer", model]
-    for tensor in metadata.get("inputs", []):
-        value = json.dumps(sample_value(tensor["datatype"]))
-        parts += ["--input", f"{tensor['name']}={value}"]
-    if http_port != HTTP_PORT:
-        parts += ["--url", f"127.0.0.1:{http_port}"]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """The repository index (sorted by name) and the first ready model's metadata; empty where unanswered."""
-    with http_client(server.http_url, timeout=2.0) as client:
-        try:
-            index = sorted(client.get_model_repository_index(), key=lambda m: m.get("name", ""))
-        except Exception:  # the banner is a courtesy: never fail serving over it
-            return [], None
-        ready = [m["name"] for m in index if m.get("state") == "READY"]
-        try:
-            return index, client.get_model_metadata(ready[0]) if ready else None
-        except Exception:
-            return index, None
-
-
-def ready_banner(server: TritonServer, version: str) -> list[str]:
-    """Endpoints, model states and sample requests, as printed once the server is ready."""
-    models, metadata = _index_and_metadata(server)
-    ready = [m["name"] for m in models if m.get("state") == "READY"]
-    lines = [
-        f"tritonserver {version} ready (pid {server.pid}), serving {len(ready)} model(s) from "
-        f"{server.model_repository}: {', '.join(ready) or 'none'}",
-        f"  HTTP     http://{server.http_url}",
-        f"  gRPC     {server.grpc_url}",
-        f"  metrics  {server.metrics_url}",
-    ]
-    for model in models:
-        if model.get("state") != "READY":
-            lines.append(f"  not ready: {model.get('name')} ({model.get('state')}: {model.get('reason', '')})")
-    if ready and metadata:
-        lines += [
-            "Try:",
-            f"  {sample_curl(server.http_url, ready[0], metadata)}",
-            f"  {_sample_infer(ready[0], metadata, server.http_port)}",
-        ]
-    lines.append("Press Ctrl+C to stop.")
-    return lines
-
-
 # --------------------------------------------------------------------------- the foreground loop
 
 
 class _LogPump:
-    """Copies what the server appends to its log file onto ``out``."""
+    """Copies what the server appends to its log file onto ``out``, except tritonserver's ``--help`` text.
+
+    tritonserver answers a bad argument with its whole usage (~300 lines); from ``Usage:`` on the log is
+    held back, and :func:`_exited` quotes the lines that say what was wrong instead.
+    """
 
     def __init__(self, path: Path, out: TextIO) -> None:
         self.path, self.out = path, out
         self._file: BinaryIO | None = None
+        self._partial = b""
+        self.usage = False
 
     def pump(self) -> None:
         if self._file is None:
@@ -237,12 +187,23 @@ class _LogPump:
                 self._file = self.path.open("rb")
             except FileNotFoundError:
                 return
-        chunk = self._file.read()
-        if chunk:
-            self.out.write(chunk.decode(errors="replace"))
+        chunk = self._partial + self._file.read()
+        if not chunk or self.usage:
+            return
+        lines = chunk.splitlines(keepends=True)
+        self._partial = lines.pop() if not lines[-1].endswith(b"\n") else b""
+        for index, line in enumerate(lines):
+            if line.startswith(b"Usage: "):
+                self.usage = True
+                lines = lines[:index]
+                break
+        if lines:
+            self.out.write(b"".join(lines).decode(errors="replace"))
             self.out.flush()
 
     def close(self) -> None:
+        if self._partial and not self.usage:
+            self.out.write(self._partial.decode(errors="replace"))
         if self._file is not None:
             self._file.close()
 
@@ -272,6 +233,49 @@ def _stop(server: TritonServer, echo: Echo) -> None:
         server.stop()
 
 
+def _answers(call: Callable[[], Any]) -> bool:
+    try:
+        return bool(call())
+    except Exception:  # refused, reset or timed out while the server starts
+        return False
+
+
+def _wait_started(server: TritonServer, pump: _LogPump, ready_timeout: float, poll: float) -> None:
+    """Until the server answers ``/v2/health/live``: it opens its endpoints only after the first loads end."""
+    deadline = time.monotonic() + ready_timeout
+    with http_client(server.http_url, timeout=2.0) as client:
+        while not _answers(client.is_server_live):
+            pump.pump()
+            if not server.is_running():
+                raise ServeError(_exited(server, "before starting", pump))
+            if time.monotonic() > deadline:
+                raise ServeError(
+                    f"tritonserver did not start within {ready_timeout:.0f} s (models still loading; see the log "
+                    f"above, also in {server.log_path}). Pass a longer --ready-timeout."
+                )
+            time.sleep(poll)
+
+
+def _check_loaded(server: TritonServer, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
+    """Name every model that failed to load, one line each: fatal, unless ``keep_failed`` (``--reload``)."""
+    with http_client(server.http_url, timeout=10.0) as client:
+        if _answers(client.is_server_ready):
+            return
+        try:
+            states = model_states(client.get_model_repository_index())
+        except Exception as exc:
+            raise ServeError(f"tritonserver started but its repository index failed ({exc}); see the log.") from exc
+    bad = failed(states, loaded)
+    if not bad:
+        return
+    what = f"{len(bad)} model(s) failed to load (tracebacks in the log above, also in {server.log_path})"
+    if not keep_failed:
+        raise ServeError(f"{what}; fix them and serve again:\n" + "\n".join(failure_lines(bad)))
+    echo(f"{what}; serving the others, and reloading on the next change:")
+    for line in failure_lines(bad):
+        echo(line)
+
+
 def run_server(
     server: TritonServer,
     version: str,
@@ -280,39 +284,42 @@ def run_server(
     out: TextIO | None = None,
     ready_timeout: float = 300.0,
     poll: float = 0.1,
+    loaded: list[str] | None = None,
+    keep_failed: bool = False,
+    tick: Tick | None = None,
 ) -> None:
     """Start ``server``, stream its log, print the banner when ready, block until a signal, stop.
 
-    Returns after a requested stop; raises :class:`ServeError` if the server fails to start,
-    does not become ready, or dies on its own.
+    ``loaded`` names the models asked for (explicit model control), ``None`` every model. A model that
+    fails to load ends the run with one line per failed model, unless ``keep_failed``. ``tick(echo)``
+    runs between polls (``--reload``); its ``echo`` prints after the server's pending log lines.
+    Returns after a requested stop; raises :class:`ServeError` if the server fails to start, a model
+    fails to load, or the server dies on its own.
     """
     pump = _LogPump(server.log_path, out or sys.stdout)
+
+    def echo_after_log(line: str) -> None:
+        pump.pump()
+        echo(line)
+
     with _signals(_raise_stop):
         try:
             try:
                 server.start()
             except (TritonServerError, ServerInstallError, OSError) as exc:
                 raise ServeError(str(exc)) from exc
-            deadline = time.monotonic() + ready_timeout
-            with http_client(server.http_url, timeout=2.0) as client:
-                while not is_ready(client):
-                    pump.pump()
-                    if not server.is_running():
-                        raise ServeError(_exited(server, "before becoming ready"))
-                    if time.monotonic() > deadline:
-                        raise ServeError(
-                            f"tritonserver was not ready after {ready_timeout:.0f} s (models still loading or "
-                            f"failing; see the log above, also in {server.log_path}). Pass a longer --ready-timeout."
-                        )
-                    time.sleep(poll)
+            _wait_started(server, pump, ready_timeout, poll)
             pump.pump()
+            _check_loaded(server, loaded, keep_failed, echo)
             for line in ready_banner(server, version):
                 echo(line)
             while server.is_running():
                 pump.pump()
+                if tick is not None:
+                    tick(echo_after_log)
                 time.sleep(poll)
             pump.pump()
-            raise ServeError(_exited(server, "unexpectedly"))
+            raise ServeError(_exited(server, "unexpectedly", pump))
         except (_Stop, KeyboardInterrupt):
             echo("Stopping tritonserver...")
         finally:
@@ -322,9 +329,24 @@ def run_server(
     echo("tritonserver stopped.")
 
 
-def _exited(server: TritonServer, when: str) -> str:
+def _error_lines(log: str) -> list[str]:
+    """What tritonserver said went wrong: its error records and unindented messages, never its usage text."""
+    found = []
+    for line in log.splitlines():
+        text = line.strip()
+        if not text or line[0] in " \t|+" or text.startswith("Usage: ") or text[0] in "IW" and text[1:5].isdigit():
+            continue
+        found.append(text)
+    return found[-3:]
+
+
+def _exited(server: TritonServer, when: str, pump: _LogPump) -> str:
     code = server.stop()  # already exited: this only reaps it and returns its exit code
+    said = _error_lines(server.log_text())
+    where = "" if pump.usage else " (its log is above)"
+    detail = "".join(f"\n  {line}" for line in said)
     return (
-        f"tritonserver exited with code {code} {when}; its log is above (also in {server.log_path}). "
-        "Fix the failing model it names, or check `repogen validate` on the repository."
+        f"tritonserver exited with code {code} {when}{where}; the full log is in {server.log_path}. "
+        f"It said:{detail or ' nothing'}\nFix what it names (an argument after `--`, a port, a model), "
+        "or check `repogen validate` on the repository."
     )

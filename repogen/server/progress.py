@@ -1,7 +1,9 @@
-"""A quiet progress indicator for slow first-use steps (downloading tritonserver, creating a venv).
+"""Progress for slow first-use steps (downloading tritonserver, creating a venv), on stderr.
 
-Silent when the step is quick (everything cached); after a second it reports the elapsed
-time on stderr — in place on a terminal, every 10 s as a line otherwise (CI logs).
+``progress`` is silent when the step is quick (everything cached); after a second it reports the
+elapsed time — in place on a terminal, every 10 s as a line otherwise (CI logs).
+``DownloadProgress`` shows a download's bytes and percent — in place on a terminal, a line per
+tenth otherwise.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["progress"]
+__all__ = ["DownloadProgress", "progress"]
 
 
 @contextmanager
@@ -53,3 +55,40 @@ def progress(what: str, stream: TextIO | None = None, delay: float = 1.0) -> Ite
         if shown:
             out.write(f"{chr(13) if tty else ''}  {what}: {outcome} {time.monotonic() - started:.0f}s\n")
             out.flush()
+
+
+class DownloadProgress:
+    """``with DownloadProgress(name) as report: download(report=report)``; ``report(done, total)`` in bytes."""
+
+    def __init__(self, what: str, stream: TextIO | None = None) -> None:
+        self.what = what
+        self.out = stream or sys.stderr
+        self.tty = self.out.isatty()
+        self._shown_tenth = -1
+        self._last = ""
+
+    def _line(self, done: int, total: int) -> str:
+        if total <= 0:
+            return f"  downloading {self.what}: {done / 1e6:.1f} MB"
+        return f"  downloading {self.what}: {done / 1e6:.1f} of {total / 1e6:.1f} MB ({100 * done // total}%)"
+
+    def __call__(self, done: int, total: int) -> None:
+        line = self._line(done, total)
+        if self.tty:
+            self.out.write(f"\r{line}")
+        else:
+            tenth = 10 * done // total if total > 0 else done // 10_000_000
+            if tenth == self._shown_tenth:
+                return
+            self._shown_tenth = tenth
+            self.out.write(f"{line}\n")
+        self._last = line
+        self.out.flush()
+
+    def __enter__(self) -> DownloadProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tty and self._last:
+            self.out.write("\n")
+            self.out.flush()

@@ -93,10 +93,10 @@ def test_yaml_is_deterministic_and_keeps_key_order() -> None:
 
 def test_instances_and_shm_are_counted_from_the_configs(repo: Path, repo_with_requirements: Path) -> None:
     assert read_repository(repo).python_instances() == 2
-    assert shm_size_bytes(read_repository(repo)) == 256 * MiB  # 2 x 64 MiB, +25%, +64 MiB, rounded to 64 MiB
+    assert shm_size_bytes(read_repository(repo)) == 64 * MiB  # 2 x 16 MiB, +25% = 40 MiB: the 64 MiB floor
     info = read_repository(repo_with_requirements)
     assert info.python_instances() == 4
-    assert shm_size_bytes(info) == 384 * MiB
+    assert shm_size_bytes(info) == 80 * MiB  # 4 x 16 MiB = 64 MiB, +25% = 80 MiB
     assert info.requirements == ("pandas==2.2.3", "scipy==1.14.1")  # deduplicated, sorted
 
 
@@ -121,14 +121,25 @@ def test_k8s_deployment_probes_ports_shm_and_image(repo: Path) -> None:
     assert [d["kind"] for d in documents] == ["Deployment", "Service"]
     container = _container(documents)
     assert container["image"] == "registry.example.com/qs:1.0"
-    assert container["args"] == ["--model-repository=/models"]
+    assert "command" not in container  # NVIDIA's entrypoint runs, as in KServe's Triton runtime
+    assert container["args"] == ["tritonserver", "--model-repository=/models"]
+    assert container["securityContext"] == {
+        "runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True, "allowPrivilegeEscalation": False,
+        "privileged": False, "capabilities": {"drop": ["ALL"]},
+    }  # fmt: skip
+    annotations = documents[0]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "8002",
+        "prometheus.io/path": "/metrics",
+    }
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
     assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": 8000}
     assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
     assert sorted(p["containerPort"] for p in container["ports"]) == [8000, 8001, 8002]
     assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
     volumes = documents[0]["spec"]["template"]["spec"]["volumes"]
-    assert volumes == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "256Mi"}}]
+    assert volumes == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}}]
     assert container["resources"] == {
         "requests": {"cpu": "1", "memory": "2Gi"},
         "limits": {"cpu": "2", "memory": "4Gi"},
@@ -191,7 +202,12 @@ def test_kserve_storage_uri_uses_the_triton_runtime(repo: Path) -> None:
     assert model["runtimeVersion"] == "24.10-py3"
     assert model["protocolVersion"] == "v2"
     assert model["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
-    assert isvc["spec"]["predictor"]["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "256Mi"}
+    assert isvc["spec"]["predictor"]["volumes"][0]["emptyDir"] == {"medium": "Memory", "sizeLimit": "64Mi"}
+    assert isvc["metadata"]["annotations"] == {
+        "serving.kserve.io/enable-prometheus-scraping": "true",
+        "prometheus.kserve.io/port": "8002",
+        "prometheus.kserve.io/path": "/metrics",
+    }
     assert out.warnings == ()  # a portable build serves on the stock runtime's Python 3.10, whoever built it
 
 
@@ -199,15 +215,42 @@ def test_kserve_image_runs_a_custom_predictor(repo: Path) -> None:
     isvc = yaml.safe_load(generate(repo, DeployOptions(kserve=True, image="reg/qs:2")).files[KSERVE_FILE])
     (container,) = isvc["spec"]["predictor"]["containers"]
     assert container["image"] == "reg/qs:2"
-    assert container["command"] == ["tritonserver"]
+    assert "command" not in container and container["args"][0] == "tritonserver"
     assert "--http-port=8080" in container["args"] and "--model-repository=/models" in container["args"]
+    assert container["securityContext"]["runAsUser"] == 1000
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     with pytest.raises(DeployError, match="expected one"):
         generate(repo, DeployOptions(kserve=True, image="x", storage_uri="s3://b"))
 
 
-def test_kserve_warns_that_the_stock_runtime_lacks_requirements(repo_with_requirements: Path) -> None:
-    out = generate(repo_with_requirements, DeployOptions(kserve=True, storage_uri="s3://b/x"))
-    assert any("pandas==2.2.3" in w and "--image" in w for w in out.warnings)
+def test_kserve_refuses_what_the_stock_runtime_cannot_load(repo_with_requirements: Path, tmp_path: Path) -> None:
+    """The models import packages the stock runtime lacks: exit 1, nothing written, the fix named."""
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["deploy", str(repo_with_requirements), "--kserve", "--storage-uri", "s3://b/x", "-o", str(out)]
+    )
+    assert result.exit_code == 1
+    assert "the models import pandas==2.2.3, scipy==1.14.1, which KServe's stock Triton runtime" in result.output
+    assert "nothing was written. Build an image with `repogen deploy --docker` and pass it as --image" in result.output
+    assert not out.exists()
+    image = generate(repo_with_requirements, DeployOptions(kserve=True, image="reg/qs:3"))  # the fix works
+    assert image.warnings == () and KSERVE_FILE in image.files
+
+
+def test_autoscaling_on_cpu(repo: Path) -> None:
+    documents = _k8s(repo, replicas=2, max_replicas=6, target_cpu_utilization=70)
+    assert [d["kind"] for d in documents] == ["Deployment", "Service", "HorizontalPodAutoscaler"]
+    hpa = documents[2]["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "model-repository"}
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (2, 6)
+    assert hpa["metrics"][0]["resource"]["target"] == {"type": "Utilization", "averageUtilization": 70}
+    isvc = yaml.safe_load(generate(repo, DeployOptions(kserve=True, max_replicas=4)).files[KSERVE_FILE])
+    predictor = isvc["spec"]["predictor"]
+    assert (predictor["minReplicas"], predictor["maxReplicas"], predictor["scaleMetric"]) == (1, 4, "cpu")
+    assert predictor["scaleTarget"] == 80
+    assert [d["kind"] for d in _k8s(repo)] == ["Deployment", "Service"]  # no autoscaler unless asked
+    with pytest.raises(DeployError, match="--max-replicas 1 is below --replicas 2"):
+        _k8s(repo, replicas=2, max_replicas=1)
 
 
 # --------------------------------------------------------------------------- Docker
@@ -241,7 +284,10 @@ def test_dockerfile_builds_inside_the_image_by_default(repo: Path) -> None:
     assert any(line.startswith("RUN python3 -m pip install --no-cache-dir repogen==") for line in lines)
     assert "EXPOSE 8000 8001 8002" in lines
     assert lines[-1] == 'CMD ["tritonserver", "--model-repository=/models"]'
-    assert "--shm-size=256m" in text
+    assert "USER 1000:1000" in lines and not any(line.startswith("ENTRYPOINT") for line in lines)
+    healthcheck = text[text.index("HEALTHCHECK") :].split("\nCMD [")[0]
+    assert "--start-period=600s" in healthcheck and '"http://127.0.0.1:8000/v2/health/ready"]' in healthcheck
+    assert "--shm-size=64m" in text
 
 
 def test_dockerfile_prebuilt_copies_the_repository(repo: Path) -> None:
@@ -283,7 +329,7 @@ def _manifest_says(repo: Path, copy: Path, **fields: object) -> Path:
     return copy
 
 
-def test_prebuilt_warns_only_where_the_image_python_may_not_load_it(repo: Path, tmp_path: Path) -> None:
+def test_prebuilt_warns_where_python_may_not_load_and_refuses_where_it_cannot(repo: Path, tmp_path: Path) -> None:
     def warnings(repository: Path, release: str = "24.10") -> tuple[str, ...]:
         options = DeployOptions(docker=True, prebuilt=True, context=repository.parent, triton_version=release)
         return generate(repository, options).warnings
@@ -295,8 +341,11 @@ def test_prebuilt_warns_only_where_the_image_python_may_not_load_it(repo: Path, 
     assert "serves models with Python 3.10" in message and "--target-triton 24.10" in message
     assert warnings(narrowed, "25.01") == ()
     pinned = _manifest_says(repo, tmp_path / "pinned", portable=False, build={"python": "3.11"})
-    (message,) = warnings(pinned)
+    with pytest.raises(DeployError) as error:  # cannot load there: nothing is written
+        warnings(pinned)
+    message = str(error.value)
     assert "was built with --pin-python on Python 3.11" in message and "rebuild without --pin-python" in message
+    assert "Drop --prebuilt to build inside the image" in message and message.endswith("Nothing was written.")
 
 
 # --------------------------------------------------------------------------- CLI

@@ -31,7 +31,7 @@ def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
     ]
     assert "RUN repogen build /src/examples/pipeline/app.py:models -o /models" in lines
     assert 'CMD ["tritonserver", "--model-repository=/models"]' in lines
-    assert f"({PYTHON_MODELS} instance(s) here)" in text
+    assert f"/dev/shm: 192Mi for {PYTHON_MODELS} Python model instance(s), 16Mi each" in text
 
 
 def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -> None:
@@ -45,7 +45,7 @@ def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -
     assert [p["containerPort"] for p in container["ports"]] == [8000, 8001, 8002]
     (shm,) = [v for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory"]
     size_mib = int(shm["emptyDir"]["sizeLimit"].removesuffix("Mi"))
-    assert size_mib >= PYTHON_MODELS * 64
+    assert size_mib == 192  # 9 x 16 MiB = 144 MiB, +25% = 180 MiB, in 16 MiB steps
     assert {"mountPath": "/dev/shm", "name": shm["name"]} in container["volumeMounts"]
     assert any(d["kind"] == "Service" for d in documents)
 

@@ -1,0 +1,63 @@
+"""``repogen status``: the models a running server knows, their state, and what they have served."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from ..server.infer import ModelClient
+from ..server.states import model_states
+from .infer import URL_ENV, URL_HELP
+
+
+def _served(stats: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(model, version) → request counts and mean request time, from the statistics extension."""
+    found = {}
+    for entry in stats:
+        inference = entry.get("inference_stats", {})
+        success = inference.get("success", {})
+        count = int(success.get("count", 0))
+        mean_us = int(success.get("ns", 0)) / count / 1000 if count else 0.0
+        found[(entry.get("name", ""), str(entry.get("version", "")))] = {
+            "requests": count,
+            "failed": int(inference.get("fail", {}).get("count", 0)),
+            "mean_request_us": round(mean_us, 1),
+        }
+    return found
+
+
+@click.command()
+@click.option("--url", envvar=URL_ENV, help=URL_HELP)
+@click.option("--protocol", type=click.Choice(["http", "grpc"]), default="http", envvar="REPOGEN_PROTOCOL")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list: name, version, state, reason, counts.")
+def status(url: str | None, protocol: str, as_json: bool) -> None:
+    """List the models of a running Triton server: state, failure reason, requests served.
+
+    A model that failed to load shows its error in one line (the traceback is in the server log).
+    """
+    with ModelClient(protocol, url) as client:
+        client.check_live()
+        states = model_states(client.index())
+        served = _served(client.statistics())
+        ready = client.client.is_server_ready()
+    rows = []
+    for state in states:
+        counts = served.get((state.name, state.version), {"requests": 0, "failed": 0, "mean_request_us": 0.0})
+        rows.append({"name": state.name, "version": state.version, "state": state.state or "NOT LOADED",
+                     "reason": state.line().split(": ", 1)[1] if state.failed else "", **counts})  # fmt: skip
+    if as_json:
+        click.echo(json.dumps(rows))
+        return
+    click.echo(f"{client.url}: {'ready' if ready else 'NOT ready'}, {len(rows)} model(s)")
+    width = max([len(r["name"]) for r in rows] + [5])
+    click.echo(f"  {'MODEL':<{width}}  VERSION  STATE        REQUESTS  FAILED  MEAN (us)")
+    for row in rows:
+        click.echo(f"  {row['name']:<{width}}  {row['version'] or '-':<7}  {row['state']:<11}  {row['requests']:>8}  "
+                   f"{row['failed']:>6}  {row['mean_request_us']:>9}")  # fmt: skip
+        if row["reason"]:
+            click.echo(f"    {row['reason']}")
+
+
+COMMANDS = [status]

@@ -1,0 +1,6 @@
+from repogen import batch
+
+
+@batch
+def stable(x):
+    return {"y": x * 2}
