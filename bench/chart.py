@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     for i, protocol in enumerate(protocols):
         for j, (elements, label) in enumerate(payloads):
             ax = axes[i][j]
-            concurrency = sorted({r["concurrency"] for r in rows})
+            concurrency = sorted({r["concurrency"] for r in rows if r["elements"] == elements})
             for k, (impl, color) in enumerate(IMPLS):
                 pts = {r["concurrency"]: r["throughput"] for r in rows
                        if r["protocol"] == protocol and r["elements"] == elements and r["impl"] == impl}  # fmt: skip
@@ -44,7 +44,9 @@ def main(argv: list[str]) -> int:
             ax.set_ylabel("inferences/s")
             ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend()
-    fig.suptitle(f"tritonserver 2.51, {result['machine']['nproc']} CPU cores — median, bars = min–max over rounds")
+    fig.suptitle(
+        f"perf_analyzer, tritonserver 2.51, {result['machine']['nproc']} CPU cores: median, bars = min–max over rounds"
+    )
     fig.tight_layout()
     out = DOC.with_suffix(".png")
     fig.savefig(out, dpi=90)

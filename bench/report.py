@@ -40,9 +40,15 @@ def verdict(goal: str, s: dict[str, float]) -> str:
 
 
 def ratio_table(result: dict[str, Any]) -> list[str]:
-    lines = ["| ratio (per round, then median [min–max]) | goal | measured | met |", "|---|---|---|---|"]
+    lines = ["| measured (per round, then median [min–max]) | goal | measured | met |", "|---|---|---|---|"]
     for r in result["ratios"]:
-        lines.append(f"| {r['name']} | {r['goal']} | {fmt(r)} | {verdict(r['goal'], r)} |")
+        digits = 1 if "us" in r["name"] else 2
+        lines.append(f"| {r['name']} | {r['goal']} | {fmt(r, digits)} | {verdict(r['goal'], r)} |")
+    cold = result["cold_start"]
+    lines.append(
+        f"| cold start: {cold['models']} generated / {cold['models']} hand-written models to READY, same server | "
+        f"<= 1.2 | {fmt(cold['ratio'])} | {verdict('<= 1.2', cold['ratio'])} |"
+    )
     for models in (10, 100):
         b = result[f"build_{models}"]
         goal = "<= 5" if models == 100 else "none"
@@ -50,23 +56,45 @@ def ratio_table(result: dict[str, Any]) -> list[str]:
                      f"{verdict(goal, b['library_s']) if models == 100 else '—'} |")  # fmt: skip
         lines.append(f"| `repogen build` {models} models, CLI wall clock (s) | {goal} | {fmt(b['cli_s'])} | "
                      f"{verdict(goal, b['cli_s']) if models == 100 else '—'} |")  # fmt: skip
-    lines.append(f"| tritonserver start-up to READY, 20 generated models (s) | none | "
-                 f"{fmt(result['startup_20']['ready_s'])} | — |")  # fmt: skip
     return lines
+
+
+def instructions_table(result: dict[str, Any]) -> list[str]:
+    lines = ["| request | implementation | stub instructions per request | / hand-written |", "|---|---|---|---|"]
+    for group, counts in result["instructions_per_request"].items():
+        base = list(counts.values())[-1]
+        for label, count in counts.items():
+            lines.append(f"| {group} | {label} | {count:,.0f} | {count / base:.3f} |")
+    return lines
+
+
+def cold_start_table(result: dict[str, Any]) -> list[str]:
+    cold = result["cold_start"]
+    return [
+        "| models loaded together | implementation | seconds to READY |",
+        "|---|---|---|",
+        f"| {cold['models']} | generated | {fmt(cold['generated'])} |",
+        f"| {cold['models']} | hand-written | {fmt(cold['handwritten'])} |",
+    ]
+
+
+def _us(r: dict[str, Any], metric: str, scale: float = 1.0, digits: int = 0) -> str:
+    return fmt({k: v * scale if k != "n" else v for k, v in r[metric].items()}, digits) if metric in r else "—"
 
 
 def point_table(result: dict[str, Any], group: str) -> list[str]:
     lines = [
-        "| protocol | payload | concurrency | implementation | throughput (inf/s) | p50 (ms) | p99 (ms) | errors |",
-        "|---|---|---|---|---|---|---|---|",
+        "| protocol | payload | c | implementation | throughput (inf/s) | p50 (ms) | p99 (ms) | server queue (µs) "
+        "| compute input (µs) | compute infer (µs) | compute output (µs) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    rows = [r for r in result["summary"] if r["group"] == group]
     payload = {16: "16 floats", 1 << 20: "4 MB", 0: "—"}
-    for r in rows:
-        p99 = fmt(r["p99_ms"]) if r["p99_ms"]["median"] == r["p99_ms"]["median"] else "—"  # NaN for the ceiling
+    for r in (r for r in result["summary"] if r["group"] == group):
         lines.append(
             f"| {r['protocol']} | {payload.get(r['elements'], r['elements'])} | {r['concurrency']} | {r['impl']} | "
-            f"{fmt(r['throughput'], 0)} | {fmt(r['p50_ms'])} | {p99} | {r['errors']} |"
+            f"{_us(r, 'throughput')} | {_us(r, 'p50_us', 1e-3, 3)} | {_us(r, 'p99_us', 1e-3, 3)} | "
+            f"{_us(r, 'queue_us')} | {_us(r, 'compute_input_us')} | {_us(r, 'compute_infer_us')} | "
+            f"{_us(r, 'compute_output_us')} |"
         )
     return lines
 
@@ -75,13 +103,13 @@ def machine(result: dict[str, Any]) -> list[str]:
     m = result["machine"]
     return [
         f"- CPU: {m['cpu']}, `nproc` = {m['nproc']}; memory {m['memory_gib']} GiB; Linux {m['kernel']}. The machine is",
-        "  shared with other jobs: expect noise, read the spread.",
-        f"- tritonserver {m['tritonserver']} for all three implementations, CPU only (`KIND_CPU`).",
-        f"- Client: Python {m['python']}, tritonclient {m['tritonclient']}, numpy {m['numpy_client']}, on the same "
-        "2 cores as the server (client CPU competes with the server: absolute numbers are low, ratios are what count).",
+        "  shared with other jobs: expect noise, read the spread (and the instruction counts, which do not move).",
+        f"- tritonserver {m['tritonserver']} for every implementation, CPU only (`KIND_CPU`); repogen's models on "
+        f"Python {m['server_python']}.",
+        f"- Load: perf_analyzer {m['perf_analyzer']} (from tritonclient's wheel), on the same cores as the server.",
         f"- Server-side numpy: {m['numpy_server']}.",
-        f"- Run: {result['date']}, mode {result['mode']}, {result['rounds']} round(s) × {result['window_s']:.0f} s "
-        f"windows per point, protocols {', '.join(result['protocols'])}; whole run {result['duration_s']:.0f} s.",
+        f"- Run: {result['date']}, mode {result['mode']}, {result['rounds']} round(s), {result['window_s']:.1f} s "
+        f"windows, protocols {', '.join(result['protocols'])}; whole run {result['duration_s']:.0f} s.",
     ]
 
 
@@ -91,9 +119,9 @@ def render(path: Path) -> str:
     parts = [
         "# Benchmarks",
         "",
-        "repogen's generated model vs a hand-written Triton Python-backend `model.py` (same `config.pbtxt`) vs",
-        "PyTriton 0.7.0 serving the same `@batch` function — one run, one tritonserver 2.51.0 binary, one load",
-        "generator. Generated from "
+        "repogen's generated models against hand-written Triton Python-backend `model.py` files doing the same work",
+        "under the same `config.pbtxt`, and against PyTriton 0.7.0 serving the same `@batch` function: one run,",
+        "one tritonserver 2.51.0 binary, every point measured with perf_analyzer. Generated from "
         f"[`{rel}`](../{rel}) by `bench/report.py`; the findings section is `bench/analysis.md`.",
         "",
         "## Machine",
@@ -103,17 +131,18 @@ def render(path: Path) -> str:
         "## Reproduce",
         "",
         "```sh",
-        "make bench                      # full run (~15 min, 3 rounds x 2.5 s): results JSON, this page, chart",
-        "make bench BENCH_ARGS=--quick   # smoke run (~1.5 min): 1 round, 1 s windows, gRPC only",
+        "make bench                      # full run: results JSON, this page, chart",
+        "make bench BENCH_ARGS=--quick   # smoke run: 1 round, 1 s windows, gRPC only",
         ".venv/bin/python bench/report.py bench/results/<date>.json  # re-render this page from a result",
         "```",
         "",
-        "`make bench` creates `bench/.venv-pytriton` (nvidia-pytriton 0.7.0 and matplotlib; it pins numpy<2 and",
-        "is never a dependency of repogen), builds `bench/apps/app.py` with repogen, assembles it with the",
-        "hand-written models in `bench/handwritten/` into one repository, serves that and PyTriton side by side,",
-        "and measures every point with a fresh closed-loop client process (`bench/loadgen.py`: gRPC aio, HTTP",
-        "greenlets; perf_analyzer is not installable here). Implementations are interleaved round by round in a",
-        "rotating order; each ratio is computed within a round, then the median and [min–max] over rounds.",
+        "`make bench` installs perf_analyzer (tritonclient 2.41.0's binary, with libcudart from PyPI and libb64",
+        "from Debian, no GPU or root needed: `repogen.server.perf_analyzer`), creates `bench/.venv-pytriton`",
+        "(nvidia-pytriton 0.7.0 and matplotlib; never a dependency of repogen), builds `bench/apps/app.py` with",
+        "repogen and assembles it with `bench/handwritten/` into one repository. Implementations alternate point",
+        "by point in a rotating order; each ratio is computed within a round, then the median and [min–max] over",
+        "rounds. perf_analyzer's server-side columns are Triton's own per-request statistics: *compute infer* is",
+        "the time in the model's `execute`, stub round trip included.",
         "",
         "## Goals",
         "",
@@ -125,20 +154,33 @@ def render(path: Path) -> str:
         "",
         *point_table(result, "payload"),
         "",
+        "## Instructions per request in the backend stub (callgrind)",
+        "",
+        "What one request costs the stub process, counted by `valgrind --tool=callgrind` (`bench/callgrind.py`):",
+        "repeatable to a fraction of a percent, whatever else the machine does.",
+        "",
+        *instructions_table(result),
+        "",
+        "## Pipelines: y = ((x + 1) * 3) - 2 in 3 steps, c=1, gRPC, 16 floats",
+        "",
+        *point_table(result, "pipeline"),
+        "",
+        "## One BLS hop, c=1, gRPC, 16 floats",
+        "",
+        *point_table(result, "bls"),
+        "",
         "## CPU-bound callable (~10 ms of pure Python per request), 1 vs 2 instances, c=2, gRPC",
         "",
         *point_table(result, "instances"),
         "",
-        "Machine ceiling, the same spin in 1 and 2 plain processes (no Triton), measured in the same rounds",
+        "Machine ceiling, the same spin in 1 and 2 plain processes (no Triton), in the same rounds",
         "(throughput = spins/s):",
         "",
         *point_table(result, "ceiling"),
         "",
-        "## 3-step ensemble vs one fused model, and one BLS hop, c=1, gRPC, 16 floats",
+        "## Cold start",
         "",
-        *point_table(result, "ensemble"),
-        "",
-        *point_table(result, "bls"),
+        *cold_start_table(result),
         "",
     ]
     analysis = BENCH / "analysis.md"

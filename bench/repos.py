@@ -1,13 +1,14 @@
-"""Assemble the one model repository the benchmark's tritonserver serves.
+"""Assemble the model repositories the benchmark's tritonserver serves.
 
 repogen builds ``bench/apps/app.py`` into ``<work>/generated``; the served repository is a copy of
-those models plus the hand-written ones from ``bench/handwritten``. ``DoubleHW`` gets the generated
-``Double``'s config.pbtxt (renamed) so the comparison runs under byte-for-byte the same
-configuration apart from the name.
+those models plus the hand-written ones from ``bench/handwritten``. Each hand-written model gets
+the config.pbtxt of the generated model doing the same work (renamed), so every comparison runs
+under byte-for-byte the same configuration apart from the name.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -16,6 +17,16 @@ from repogen import build_app
 
 BENCH = Path(__file__).resolve().parent
 HANDWRITTEN = BENCH / "handwritten"
+# hand-written model -> the generated model whose config it takes
+SAME_CONFIG = {
+    "DoubleHW": "Double",
+    "DoubleDLPack": "Double",
+    "HWStepAdd": "StepAdd",
+    "HWStepMul": "StepMul",
+    "HWStepSub": "StepSub",
+    "HWOne": "Fused",
+}
+COLD_START_TEMPLATE = "AddSubHW"
 
 
 def renamed_config(text: str, old: str, new: str) -> str:
@@ -33,9 +44,40 @@ def assemble(work: Path) -> Path:
     repo.mkdir(parents=True)
     for model in sorted(p for p in generated.iterdir() if p.is_dir()):
         shutil.copytree(model, repo / model.name)
-    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir()):
+    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name != COLD_START_TEMPLATE):
         shutil.copytree(model, repo / model.name)
-    config = (generated / "Double" / "config.pbtxt").read_text()
-    (repo / "DoubleHW" / "config.pbtxt").write_text(renamed_config(config, "Double", "DoubleHW"))
-    (repo / "Pipeline" / "1").mkdir(exist_ok=True)  # an ensemble still needs its version directory
+        if model.name in SAME_CONFIG:
+            source = generated / SAME_CONFIG[model.name]
+            config = renamed_config((source / "config.pbtxt").read_text(), source.name, model.name)
+            (repo / model.name / "config.pbtxt").write_text(config)
+    (repo / "HWPipeline" / "1").mkdir(exist_ok=True)  # an ensemble still needs its version directory
     return repo
+
+
+def assemble_cold_start(work: Path, models: int) -> tuple[Path, list[str], list[str]]:
+    """``models`` generated AddSub models and as many hand-written ones with the same config, in one repository."""
+    generated = work / f"many-{models}"
+    env = os.environ.get("BENCH_MODELS")
+    os.environ["BENCH_MODELS"] = str(models)
+    try:
+        build_app(f"{BENCH / 'apps' / 'many.py'}:models", generated, force=True)
+    finally:
+        if env is None:
+            os.environ.pop("BENCH_MODELS", None)
+        else:
+            os.environ["BENCH_MODELS"] = env
+    repo = work / f"cold-start-{models}"
+    if repo.exists():
+        shutil.rmtree(repo)
+    repo.mkdir(parents=True)
+    names = sorted(p.name for p in generated.iterdir() if p.is_dir())
+    handwritten = []
+    for name in names:
+        shutil.copytree(generated / name, repo / name)
+        twin = f"{name}HW"
+        shutil.copytree(HANDWRITTEN / COLD_START_TEMPLATE, repo / twin)
+        config = renamed_config((generated / name / "config.pbtxt").read_text(), name, twin)
+        (repo / twin / "config.pbtxt").write_text(config)
+        handwritten.append(twin)
+    shutil.copy2(generated / "repogen.manifest.json", repo / "repogen.manifest.json")
+    return repo, names, handwritten

@@ -1,11 +1,13 @@
-"""`make bench`: repogen vs a hand-written model.py vs PyTriton 0.7, in one run on one binary.
+"""`make bench`: repogen's generated models against hand-written ones (and PyTriton), measured with perf_analyzer.
 
-Serves, side by side on the same tritonserver 2.51.0 binary: (a) the repogen-generated model,
-(b) a hand-written python-backend model with the same config.pbtxt, (c) PyTriton 0.7.0 serving the
-same function from its own venv. Every point is measured by a fresh closed-loop client process
-(bench/loadgen.py), implementations interleaved round by round with a rotating order so drift on a
-shared machine hits all of them alike. Then the extra benchmarks (instances, ensemble, BLS, build
-time, start-up). Writes bench/results/<date>.json; bench/report.py turns it into docs/benchmarks.md.
+One tritonserver 2.51.0 serving models from Python 3.10 (NGC 24.10's pairing) runs the generated
+models beside hand-written model.py files doing the same work under the same config.pbtxt;
+PyTriton 0.7.0 serves the same function from its own venv. Every throughput/latency point is one
+perf_analyzer run, which also reports the server's queue and compute input/infer/output per
+request. Implementations alternate point by point in a rotating order, round after round, and each
+ratio is taken within a round. Then: the stub's instructions per request (callgrind), cold start
+(20 generated vs 20 hand-written models), build time. Writes bench/results/<date>.json;
+bench/report.py turns it into docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -22,28 +26,48 @@ from pathlib import Path
 from typing import Any
 
 import builds
+import callgrind
 import ceiling
+import numpy as np
+import perf
 import stats
 from repos import assemble
 from servers import PyTritonServer, repogen_server
+
+from repogen.server.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
+from repogen.server.perf_analyzer import ensure_perf_analyzer
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 MB4 = 1 << 20  # float32 elements in 4 MiB
 
-PAYLOADS = {"16 floats": 16, "4 MB": MB4}
+POINTS = (("16 floats", 16, (1, 8, 16)), ("4 MB", MB4, (1, 4)))
 PROTOCOLS = ("grpc", "http")
-CONCURRENCY = (1, 4, 16)
-IMPLS = ("generated", "handwritten", "pytriton")
-# (group, model, impl label, concurrency): 16 floats over gRPC, all on the repogen server.
+IMPLS = {"generated": ("repogen", "Double"), "handwritten": ("repogen", "DoubleHW"), "pytriton": ("pytriton", "Double")}
+# (group, model, implementation, concurrency): 16 floats over gRPC, on the repogen server.
 EXTRAS = (
     ("instances", "Cpu1", "1 instance", 2),
     ("instances", "Cpu2", "2 instances", 2),
-    ("ensemble", "Fused", "fused", 1),
-    ("ensemble", "Pipeline", "ensemble", 1),
+    ("pipeline", "Fused", "fused (repogen)", 1),
+    ("pipeline", "HWOne", "one model (hand-written)", 1),
+    ("pipeline", "Pipeline", "ensemble (repogen)", 1),
+    ("pipeline", "HWPipeline", "ensemble (hand-written)", 1),
     ("bls", "Trivial", "direct", 1),
     ("bls", "BlsTrivial", "via BLS", 1),
 )
+COUNTED = {  # callgrind: (label, model, float32 elements)
+    "16 floats": (
+        ("generated", "Double", 16),
+        ("handwritten", "DoubleHW", 16),
+        ("hand-written, DLPack", "DoubleDLPack", 16),
+    ),
+    "4 MB": (
+        ("generated", "Double", MB4),
+        ("handwritten", "DoubleHW", MB4),
+        ("hand-written, DLPack", "DoubleDLPack", MB4),
+    ),
+    "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
+}
 
 
 def machine() -> dict[str, Any]:
@@ -57,102 +81,103 @@ def machine() -> dict[str, Any]:
     return {
         "nproc": int(nproc), "cpu": cpu, "memory_gib": round(mem_kb / 2**20, 1), "kernel": platform.release(),
         "python": platform.python_version(), "tritonserver": "2.51.0 (nvidia-pytriton 0.7.0 wheel)",
-        "tritonclient": metadata.version("tritonclient"), "numpy_client": metadata.version("numpy"),
-        "numpy_server": "1.26.4 (repogen server venv); <2 (PyTriton venv)",
+        "server_python": "3.10 (NGC 24.10's pairing; PyTriton runs its own venv's Python)",
+        "perf_analyzer": PERF_ANALYZER_VERSION, "numpy_server": "1.26.4 (repogen server venv); <2 (PyTriton venv)",
+        "tritonclient": metadata.version("tritonclient"),
     }  # fmt: skip
-
-
-def measure(protocol: str, url: str, model: str, elements: int, concurrency: int, window: float) -> dict[str, Any]:
-    """One point in a fresh client process."""
-    cmd = [
-        sys.executable, str(BENCH / "loadgen.py"), "--protocol", protocol, "--url", url, "--model", model,
-        "--elements", str(elements), "--concurrency", str(concurrency), "--duration", str(window),
-        "--warmup", str(min(0.5, window / 3)),
-    ]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=window * 10 + 60)
-    if out.returncode != 0:
-        raise RuntimeError(f"load generator failed for {model} ({protocol}):\n{out.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(out.stdout)
-    return result
 
 
 def run_rounds(servers: dict[str, Any], rounds: int, window: float, protocols: tuple[str, ...]) -> list[dict[str, Any]]:
     """Every point for every implementation, ``rounds`` times, interleaved with a rotating order."""
-    samples = []
-    targets = {"generated": (servers["repogen"], "Double"), "handwritten": (servers["repogen"], "DoubleHW"),
-               "pytriton": (servers["pytriton"], "Double")}  # fmt: skip
+    analyzer = ensure_perf_analyzer()
+    samples: list[dict[str, Any]] = []
+    impls = tuple(i for i in IMPLS if IMPLS[i][0] in servers)
+
+    def point(group: str, impl: str, model: str, server: Any, protocol: str, payload: str, elements: int,
+              concurrency: int, rnd: int) -> None:  # fmt: skip
+        url = server.grpc_url if protocol == "grpc" else server.http_url
+        measured = perf.measure(analyzer, model, url, protocol, {"x": elements}, concurrency, window)
+        samples.append({"group": group, "payload": payload, "impl": impl, "model": model, "protocol": protocol,
+                        "elements": elements, "concurrency": concurrency, "round": rnd, **measured})  # fmt: skip
+        _progress(samples[-1])
+
     for rnd in range(rounds):
-        order = IMPLS[rnd % len(IMPLS) :] + IMPLS[: rnd % len(IMPLS)]
-        for payload, elements in PAYLOADS.items():
+        order = impls[rnd % len(impls) :] + impls[: rnd % len(impls)]
+        for payload, elements, concurrencies in POINTS:
             for protocol in protocols:
-                for concurrency in CONCURRENCY:
+                for concurrency in concurrencies:
                     for impl in order:
-                        server, model = targets[impl]
-                        url = server.grpc_url if protocol == "grpc" else server.http_url
-                        point = measure(protocol, url, model, elements, concurrency, window)
-                        samples.append({"group": "payload", "payload": payload, "impl": impl, "model": model,
-                                        "protocol": protocol, "elements": elements, "concurrency": concurrency,
-                                        "round": rnd, **point})  # fmt: skip
-                        _progress(samples[-1])
-        extras = EXTRAS if rnd % 2 == 0 else tuple(reversed(EXTRAS))
-        for group, model, impl, concurrency in extras:
-            point = measure("grpc", servers["repogen"].grpc_url, model, 16, concurrency, window)
-            samples.append({"group": group, "payload": "16 floats", "impl": impl, "model": model, "protocol": "grpc",
-                            "elements": 16, "concurrency": concurrency, "round": rnd, **point})  # fmt: skip
-            _progress(samples[-1])
+                        where, model = IMPLS[impl]
+                        point("payload", impl, model, servers[where], protocol, payload, elements, concurrency, rnd)
+        for group, model, impl, concurrency in EXTRAS if rnd % 2 == 0 else tuple(reversed(EXTRAS)):
+            point(group, impl, model, servers["repogen"], "grpc", "16 floats", 16, concurrency, rnd)
         for procs, impl in ((1, "1 process"), (2, "2 processes")):
             rate = ceiling.spins_per_s(procs, window)
             samples.append({"group": "ceiling", "payload": "-", "impl": impl, "model": "spin", "protocol": "none",
                             "elements": 0, "concurrency": procs, "round": rnd, "throughput": rate,
-                            "p50_ms": 1e3 * procs / rate, "p99_ms": float("nan"), "mean_ms": float("nan"),
-                            "count": 0, "errors": 0})  # fmt: skip
+                            "p50_us": 1e6 * procs / rate})  # fmt: skip
             _progress(samples[-1])
     return samples
 
 
 def _progress(s: dict[str, Any]) -> None:
+    infer = f" infer {s['compute_infer_us']:6.0f} us" if "compute_infer_us" in s else ""
     print(
-        f"  r{s['round']} {s['group']:9} {s['protocol']:4} {s['payload']:9} c={s['concurrency']:<2} {s['impl']:12} "
-        f"{s['throughput']:8.1f}/s p50 {s['p50_ms']:7.2f} ms p99 {s['p99_ms']:7.2f} ms",
+        f"  r{s['round']} {s['group']:9} {s['protocol']:4} {s['payload']:9} c={s['concurrency']:<2} {s['impl']:26} "
+        f"{s['throughput']:8.1f}/s p50 {s['p50_us'] / 1e3:7.3f} ms{infer}",
         flush=True,
     )
 
 
-def build_and_startup(work: Path, reps: int) -> dict[str, Any]:
-    """Build time for 10 and 100 models (library and CLI) and start-up to READY for 20 models."""
-    out: dict[str, Any] = {}
-    for models in (10, 100):
-        lib = [builds.build_library_s(models, work / f"build-{models}") for _ in range(reps)]
-        cli = [builds.build_cli_s(models, work / f"build-{models}") for _ in range(reps)]
-        out[f"build_{models}"] = {"library_s": stats.spread(lib), "cli_s": stats.spread(cli)}
-        print(f"  build {models:3} models: library {lib}  cli {cli}", flush=True)
-    start = [builds.startup_s(20, work) for _ in range(reps)]
-    out["startup_20"] = {"ready_s": stats.spread(start)}
-    print(f"  start-up 20 models to READY: {start}", flush=True)
-    return out
+def count_instructions(repository: Path, work: Path, requests: int) -> dict[str, dict[str, float]]:
+    """Stub instructions per request of the counted models, on a callgrind server of the same pairing."""
+    server = repogen_server(repository, work / "unused.log")
+    # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
+    counted = work / "callgrind-repository"
+    shutil.rmtree(counted, ignore_errors=True)
+    for name in sorted({model for group in COUNTED.values() for _, model, _ in group}):
+        shutil.copytree(repository / name, counted / name, copy_function=os.link)
+    repository = counted
+    cases = {
+        f"{group}/{label}": (model, {"x": np.zeros((1, elements), np.float32)})
+        for group, pairs in COUNTED.items()
+        for label, model, elements in pairs
+    }
+    counts = callgrind.instructions_per_request(repository, server.install, server.venv, cases, work, requests)
+    return {group: {label: counts[f"{group}/{label}"] for label, _, _ in pairs} for group, pairs in COUNTED.items()}
 
 
 def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
     """The issue's goal ratios, each computed per round."""
     rows: list[dict[str, Any]] = []
 
-    def add(name: str, key: tuple[Any, ...], num: str, den: str, metric: str, goal: str) -> None:
-        value = stats.round_ratio(samples, key, num, den, metric)
+    def add(
+        name: str, key: tuple[Any, ...], num: str, den: str, metric: str, goal: str, difference: bool = False
+    ) -> None:
+        value = (stats.round_difference if difference else stats.round_ratio)(samples, key, num, den, metric)
         if value is not None:
             rows.append({"name": name, "goal": goal, **value})
 
-    for payload, elements in PAYLOADS.items():
+    for payload, elements, concurrencies in POINTS:
         for protocol in protocols:
-            for c in CONCURRENCY:
+            for c in concurrencies:
                 key = ("payload", protocol, elements, c)
                 where = f"{payload}, {protocol}, c={c}"
                 add(f"generated/hand-written throughput ({where})", key, "generated", "handwritten", "throughput",
-                    ">= 0.95")  # fmt: skip
-                add(f"generated/hand-written p50 ({where})", key, "generated", "handwritten", "p50_ms", "<= 1.1")
+                    ">= 0.97")  # fmt: skip
+                add(f"generated/hand-written p50 ({where})", key, "generated", "handwritten", "p50_us", "<= 1.05")
+                add(f"generated - hand-written server compute infer, us ({where})", key, "generated", "handwritten",
+                    "compute_infer_us", "<= 5", difference=True)  # fmt: skip
     for protocol in protocols:
         for c in (1, 16):
             add(f"generated/PyTriton throughput (16 floats, {protocol}, c={c})", ("payload", protocol, 16, c),
                 "generated", "pytriton", "throughput", ">= 2.5")  # fmt: skip
+    add("fused 3-step pipeline / the same work in one hand-written model, p50 (c=1)", ("pipeline", "grpc", 16, 1),
+        "fused (repogen)", "one model (hand-written)", "p50_us", "<= 1.1")  # fmt: skip
+    add("ensemble of repogen steps / hand-written ensemble of hand-written steps, p50 (c=1)",
+        ("pipeline", "grpc", 16, 1), "ensemble (repogen)", "ensemble (hand-written)", "p50_us", "<= 1.05")  # fmt: skip
+    add("ensemble / fused, p50 (c=1)", ("pipeline", "grpc", 16, 1), "ensemble (repogen)", "fused (repogen)", "p50_us",
+        "reference")  # fmt: skip
     add("2 instances / 1 instance throughput (CPU-bound, c=2)", ("instances", "grpc", 16, 2), "2 instances",
         "1 instance", "throughput", ">= 1.8")  # fmt: skip
     by_round: dict[int, dict[str, float]] = {}
@@ -163,9 +188,7 @@ def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[di
     if parallel:
         rows.append({"name": "machine ceiling: 2 / 1 plain processes (same spin, no Triton)", "goal": "reference",
                      **stats.spread(parallel)})  # fmt: skip
-    add("ensemble / fused p50 latency (3 steps, c=1)", ("ensemble", "grpc", 16, 1), "ensemble", "fused", "p50_ms",
-        "<= 1.2")  # fmt: skip
-    add("BLS / direct p50 latency (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_ms", "none")
+    add("BLS / direct p50 (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_us", "reference")
     return rows
 
 
@@ -173,11 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 round of 1 s windows, gRPC only: a smoke run")
     parser.add_argument("--rounds", type=int, default=None)
-    parser.add_argument("--window", type=float, default=None, help="seconds measured per point")
+    parser.add_argument("--window", type=float, default=None, help="seconds per perf_analyzer measurement window")
+    parser.add_argument("--no-pytriton", action="store_true", help="leave PyTriton out (no bench/.venv-pytriton)")
     parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json")
+    parser.add_argument(
+        "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
+    )
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
-    window = args.window or (1.0 if args.quick else 2.5)
+    window = args.window or (1.0 if args.quick else 2.0)
     protocols = ("grpc",) if args.quick else PROTOCOLS
     work = ROOT / "build" / "bench"
     work.mkdir(parents=True, exist_ok=True)
@@ -185,24 +212,31 @@ def main(argv: list[str] | None = None) -> int:
 
     print("building the benchmark repository", flush=True)
     repository = assemble(work)
+    if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
+        print(json.dumps(count_instructions(repository, work, requests=200), indent=1), flush=True)
+        return 0
     servers: dict[str, Any] = {}
     try:
         servers["repogen"] = repogen_server(repository, work / "tritonserver.log").start().wait_ready(timeout=300)
-        servers["pytriton"] = PyTritonServer(work / "pytriton.log").start()
-        print(f"measuring: {rounds} round(s) x {window:.0f} s windows, protocols {protocols}", flush=True)
+        if not args.no_pytriton:
+            servers["pytriton"] = PyTritonServer(work / "pytriton.log").start()
+        print(f"measuring: {rounds} round(s), {window:.1f} s windows, protocols {protocols}", flush=True)
         samples = run_rounds(servers, rounds, window, protocols)
     finally:
         for server in servers.values():
             server.stop()
-    print("build time and start-up", flush=True)
-    extras = build_and_startup(work, reps=1 if args.quick else 3)
+    print("stub instructions per request (callgrind)", flush=True)
+    instructions = count_instructions(repository, work, requests=50 if args.quick else 200)
+    print(f"  {instructions}", flush=True)
+    print("cold start, build time", flush=True)
+    extras = builds.cold_start_and_build(work, reps=1 if args.quick else 3)
 
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full",
         "rounds": rounds, "window_s": window, "protocols": list(protocols),
         "machine": machine(), "samples": samples, "summary": stats.summarize(samples),
-        "ratios": ratios(samples, protocols), **extras,
+        "ratios": ratios(samples, protocols), "instructions_per_request": instructions, **extras,
         "duration_s": round(time.monotonic() - began, 1),
     }  # fmt: skip
     output = args.output or BENCH / "results" / f"{dt.date.today().isoformat()}{'-quick' if args.quick else ''}.json"

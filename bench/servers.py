@@ -1,8 +1,9 @@
 """The two servers of a benchmark run: repogen's stock tritonserver and PyTriton's.
 
 Both are the same tritonserver 2.51.0 binary (PyTriton 0.7.0 runs the one inside its own wheel;
-repogen runs the one extracted from that same wheel). Each is started in its own session so
-stopping it takes its backend stubs (and PyTriton's proxy processes) with it.
+repogen runs the one extracted from that same wheel, its models on Python 3.10 like NGC 24.10).
+Each is started in its own session so stopping it takes its backend stubs (and PyTriton's proxy
+processes) with it.
 """
 
 from __future__ import annotations
@@ -12,31 +13,41 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
+
+import tritonclient.http as httpclient
 
 from repogen.server import TritonServer, ensure_server, ensure_server_venv
 from repogen.server.install import venv_info
 from repogen.server.process import free_ports
+from repogen.server.pythons import require_python
+from repogen.triton.releases import get_release
+
+RELEASE = get_release("24.10")  # tritonserver 2.51.0, models on Python 3.10
 
 BENCH = Path(__file__).resolve().parent
 PYTRITON_VENV = BENCH / ".venv-pytriton"
 
 
-def repogen_server(repository: Path, log_path: Path) -> TritonServer:
-    """An unstarted stock tritonserver 2.51 serving ``repository`` from a numpy-only venv."""
-    return TritonServer(repository, ensure_server("2.51.0"), ensure_server_venv(), log_path=log_path)
+def repogen_server(repository: Path, log_path: Path, extra_args: tuple[str, ...] = ()) -> TritonServer:
+    """An unstarted stock tritonserver 2.51 serving ``repository`` from a numpy-only Python 3.10 venv."""
+    venv = ensure_server_venv(python=require_python(RELEASE.python), numpy=RELEASE.numpy)
+    return TritonServer(repository, ensure_server(RELEASE), venv, log_path=log_path, extra_args=extra_args)
 
 
-def wait_http_ok(url: str, timeout: float, poll: float = 0.05) -> float:
-    """Seconds until ``url`` answers 200; raise TimeoutError after ``timeout``."""
+def wait_model_ready(url: str, model: str, timeout: float, poll: float = 0.05) -> float:
+    """Seconds until ``model`` on the HTTP endpoint ``url`` is ready; TimeoutError after ``timeout``."""
     began = time.monotonic()
-    while time.monotonic() - began < timeout:
-        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=1.0) as response:
-            if response.status == 200:
-                return time.monotonic() - began
-        time.sleep(poll)
-    raise TimeoutError(f"{url} not ready after {timeout:.0f} s")
+    client = httpclient.InferenceServerClient(url)
+    try:
+        while time.monotonic() - began < timeout:
+            with contextlib.suppress(Exception):
+                if client.is_model_ready(model):
+                    return time.monotonic() - began
+            time.sleep(poll)
+    finally:
+        client.close()
+    raise TimeoutError(f"{model} at {url} not ready after {timeout:.0f} s")
 
 
 class PyTritonServer:
@@ -72,7 +83,7 @@ class PyTritonServer:
         )  # fmt: skip
         log.close()
         try:
-            wait_http_ok(f"http://{self.http_url}/v2/models/Double/ready", timeout)
+            wait_model_ready(self.http_url, "Double", timeout)
         except TimeoutError:
             self.stop()
             raise RuntimeError(f"PyTriton did not become ready; log: {self.log_path}") from None

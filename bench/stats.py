@@ -12,6 +12,10 @@ from collections import defaultdict
 from typing import Any
 
 Sample = dict[str, Any]
+# What perf_analyzer reports that the summary keeps (times in microseconds).
+METRICS = (
+    "throughput", "p50_us", "p99_us", "queue_us", "compute_input_us", "compute_infer_us", "compute_output_us",
+)  # fmt: skip
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -34,8 +38,7 @@ def summarize(samples: list[Sample]) -> list[dict[str, Any]]:
             {
                 "group": group, "protocol": protocol, "elements": elements, "concurrency": concurrency,
                 "impl": impl, "model": runs[0]["model"],
-                **{m: spread([r[m] for r in runs]) for m in ("throughput", "p50_ms", "p99_ms")},
-                "errors": sum(r["errors"] for r in runs),
+                **{m: spread([r[m] for r in runs]) for m in METRICS if all(m in r for r in runs)},
             }
         )  # fmt: skip
     return rows
@@ -51,3 +54,15 @@ def round_ratio(
             by_round[s["round"]][s["impl"]] = s[metric]
     ratios = [r[num] / r[den] for r in by_round.values() if num in r and den in r and r[den] > 0]
     return spread(ratios) if ratios else None
+
+
+def round_difference(
+    samples: list[Sample], key: tuple[Any, ...], num: str, den: str, metric: str
+) -> dict[str, float] | None:
+    """``num`` - ``den`` of ``metric`` at point ``key``, per round, summarized."""
+    by_round: dict[int, dict[str, float]] = defaultdict(dict)
+    for s in samples:
+        if point_key(s) == key and metric in s:
+            by_round[s["round"]][s["impl"]] = s[metric]
+    differences = [r[num] - r[den] for r in by_round.values() if num in r and den in r]
+    return spread(differences) if differences else None

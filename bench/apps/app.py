@@ -52,9 +52,9 @@ models.bind(model_name="Cpu1", infer_func=cpu_bound, inputs=_VECTOR, outputs=_OU
 models.bind(model_name="Cpu2", infer_func=[cpu_bound, cpu_bound], inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED)
 
 
-# Ensemble pieces: three steps, and the same three steps fused into one model. The ensemble's
-# config.pbtxt is hand-written (bench/handwritten/Pipeline) so this does not depend on repogen's
-# ensemble support.
+# Pipeline pieces: y = ((x + 1) * 3) - 2 in three steps, as Triton's ensemble ("Pipeline") and fused
+# into one Python model ("Fused"). bench/handwritten holds the same work written by hand: three
+# steps under a hand-written ensemble (HWPipeline) and one model (HWOne).
 @batch
 def step_add(x):
     return {"y": x + 1}
@@ -70,10 +70,16 @@ def step_sub(x):
     return {"y": x - 2}
 
 
-@batch
-def fused(x):
-    return {"y": (x + 1) * 3 - 2}
+_steps = {}
+for _name, _func in (("StepAdd", step_add), ("StepMul", step_mul), ("StepSub", step_sub)):
+    _steps[_name] = models.bind(
+        model_name=_name, infer_func=_func, inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED, strict=True
+    )
 
 
-for _name, _func in (("StepAdd", step_add), ("StepMul", step_mul), ("StepSub", step_sub), ("Fused", fused)):
-    models.bind(model_name=_name, infer_func=_func, inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED, strict=True)
+def _pipeline(x):
+    return {"y": _steps["StepSub"](x=_steps["StepMul"](x=_steps["StepAdd"](x=x)["y"])["y"])["y"]}
+
+
+models.ensemble("Pipeline", inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED)(_pipeline)
+models.ensemble("Fused", inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED, fuse=True)(_pipeline)

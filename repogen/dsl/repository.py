@@ -26,6 +26,7 @@ class EnsembleDefinition:
     inputs: tuple[Tensor, ...]
     outputs: tuple[Tensor, ...]
     config: ModelConfig
+    fuse: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,12 +76,15 @@ class Repository:
         inputs: Sequence[Tensor],
         outputs: Sequence[Tensor],
         config: ModelConfig | None = None,
+        fuse: bool = False,
     ) -> Callable[[Callable[..., Any]], ModelHandle]:
         """Decorator: the function's body, calling model handles, becomes an ensemble.
 
         The body receives each input as a keyword argument, calls handles with keyword tensors,
         indexes their outputs by name and returns a dict of the ensemble's outputs. It runs once,
-        at build time, on placeholders; Triton runs the recorded steps.
+        at build time, on placeholders; Triton runs the recorded steps. With ``fuse=True`` the steps
+        run in one Python model instead (no server round trip per step; ``config`` then schedules
+        that model); the composing models stay in the repository.
         """
 
         def register(func: Callable[..., Any]) -> ModelHandle:
@@ -90,6 +94,7 @@ class Repository:
                 inputs=tuple(inputs),
                 outputs=tuple(outputs),
                 config=config if config is not None else ModelConfig(),
+                fuse=bool(fuse),
             )
             self._ensembles.append(definition)
             return ModelHandle(self, definition)

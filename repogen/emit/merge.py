@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from google.protobuf import text_format
 
@@ -23,14 +22,11 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
+from .payloads import to_json
 from .writer import WritePlan, read_manifest_files, unlisted_files
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
 ConfigFor = Callable[[str, list[int]], bytes]
-
-
-def _json(data: Any) -> bytes:
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
 
 def _version_of(relative: str) -> int | None:
@@ -103,7 +99,7 @@ def _manifest(new_manifest: bytes, listed: dict[str, bytes | str], models: set[s
     data = json.loads(new_manifest)
     data["files"] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
     data["models"] = sorted(models)
-    return _json(data)
+    return to_json(data)
 
 
 def merge_versions(

@@ -20,6 +20,7 @@ from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
 from ..errors import BuildError
 from .batching import lower_scheduler
 from .ensembles import find_cycle, lower_ensemble
+from .fusion import fuse
 from .instances import lower_instance_groups
 from .references import referenced_handles
 from .spec import ClientSpec, ModelSpec, RepositorySpec
@@ -69,7 +70,10 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     if cycle:
         raise BuildError(f"ensembles form a cycle: {' -> '.join(cycle)}; an ensemble cannot contain itself")
     models = [_with_clients(repository, model, interfaces) for model in models]
-    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles))
+    by_model = {m.name: m for m in models}
+    config = {d.name: d.config for d in repository.ensembles if d.fuse}
+    fused = tuple(fuse(e, config[e.name], by_model) for e in ensembles if e.name in config)
+    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused)
 
 
 def _ensemble_interface(definition: EnsembleDefinition) -> Interface:

@@ -143,7 +143,8 @@ class EnsembleSpec:
 @dataclasses.dataclass(frozen=True)
 class RepositorySpec:
     models: tuple[ModelSpec, ...]  # sorted by name
-    ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name
+    ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name; fused ones too (their steps run in-process)
+    fused: tuple[Any, ...] = ()  # ir.fusion.FusedSpec of each fused ensemble, sorted by name
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:
@@ -156,6 +157,10 @@ class RepositorySpec:
             if spec.name == name:
                 return spec
         raise KeyError(name)
+
+    def fused_spec(self, name: str) -> Any:
+        """The FusedSpec of ensemble ``name``, or None when Triton schedules its steps."""
+        return next((f for f in self.fused if f.name == name), None)
 
     @property
     def names(self) -> tuple[str, ...]:

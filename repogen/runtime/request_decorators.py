@@ -70,7 +70,7 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
                 type(v) is np.ndarray and v.ndim and v.shape[0] == rows for v in outputs.values()
             ):
                 return [outputs]
-            return then(outputs, lambda result: _split_outputs(result, [rows], self._model_name(head)))
+            return then(outputs, lambda result: split_outputs(result, [rows], self._model_name(head)))
         names = first.keys()
         for other in requests[1:]:
             if other.keys() != names:
@@ -82,14 +82,14 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
         inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
         outputs = self.__wrapped__(*head, **kwargs, **inputs)
         sizes = [request_size(r) for r in requests]
-        return then(outputs, lambda result: _split_outputs(result, sizes, self._model_name(head)))
+        return then(outputs, lambda result: split_outputs(result, sizes, self._model_name(head)))
 
     def _model_name(self, head: tuple[Any, ...]) -> str | None:
         context = self._context(head)
         return context.model_name if context is not None else None
 
 
-def _split_outputs(outputs: Any, sizes: list[int], model: str | None = None) -> list[Any]:
+def split_outputs(outputs: Any, sizes: list[int], model: str | None = None) -> list[Any]:
     """Cut batched outputs into one result per request, keeping dict or sequence form."""
     if isinstance(outputs, dict):
         items = list(outputs.items())

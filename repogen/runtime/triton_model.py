@@ -22,10 +22,13 @@ import triton_python_backend_utils as pb_utils
 
 from .context import TritonContext, bind_context
 from .conversion import AS_NUMPY_TYPES, OutputPlan
+from .decorator_base import then
 from .errors import InferenceError, PyTritonUnrecoverableError
+from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .payload import config_drift, load_payload
 from .request import EmptyBatchError, Request, batched_input_ranks
+from .request_decorators import batch, split_outputs
 from .stub import current, shm_report
 
 # The error responses of an unrecoverable error leave before the server is told to stop (it drains
@@ -43,13 +46,31 @@ def _error_message(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
+def specializable(infer: Any) -> Any:
+    """The function under ``@batch`` that a specialized ``execute`` may call directly, else None.
+
+    Only ``@batch`` right above a plain synchronous function: anything else (a class, a factory,
+    further decorators, async or generator functions) keeps the general path, which handles it.
+    """
+    inner = getattr(infer, "__wrapped__", None)
+    if type(infer) is not batch or not inspect.isfunction(inner):
+        return None
+    if inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
+        return None
+    return inner
+
+
 class TritonPythonModel:
     """Serves one instance of a repogen-built model."""
 
     def initialize(self, args: dict[str, str]) -> None:
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         meta, payload = load_payload(version_dir, args["model_name"])
-        self.configure(args, payload["infer_funcs"], strict=bool(meta.get("strict", False)))
+        funcs = payload.get("infer_funcs")
+        if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
+            outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
+            funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel)]
+        self.configure(args, funcs, strict=bool(meta.get("strict", False)))
         self._stub = current()  # after configure, which resets it
         self._report_environment(version_dir, args)
 
@@ -75,6 +96,7 @@ class TritonPythonModel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._stopped: str | None = None  # the message of an unrecoverable error, once raised
+        self._batch_call = specializable(self._infer) if batched and not self._decoupled else None
 
     def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
         """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
@@ -93,19 +115,43 @@ class TritonPythonModel:
             self._execute_decoupled(requests)
             return None
         try:
-            results = self._infer([self._request(r) for r in requests])
-            if type(results) is not list:  # a list is the common case; inspect.isawaitable costs ~1 µs
-                if inspect.isawaitable(results):
-                    results = self._run(results)
-                if not isinstance(results, (list, tuple)):
-                    raise InferenceError(self._shape_of_results_message(results, len(requests)))
-            if len(results) != len(requests):
-                raise InferenceError(self._shape_of_results_message(results, len(requests)))
+            results = self._results(self._infer([self._request(r) for r in requests]), len(requests))
         except EmptyBatchError:
             return self._execute_apart(requests)
         except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
             return [self._failure(exc)] * len(requests)
         return [self._response(result) for result in results]
+
+    def _results(self, results: Any, count: int) -> Any:
+        """The callable's list of results, awaited if need be, checked to hold one per request."""
+        if type(results) is not list:  # a list is the common case; inspect.isawaitable costs ~1 µs
+            if inspect.isawaitable(results):
+                results = self._run(results)
+            if not isinstance(results, (list, tuple)):
+                raise InferenceError(self._shape_of_results_message(results, count))
+        if len(results) != count:
+            raise InferenceError(self._shape_of_results_message(results, count))
+        return results
+
+    def _finish_batch(self, outputs: Any, rows: int) -> list[Any]:
+        """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
+
+        ``outputs`` is what the ``@batch`` function returned for one request of ``rows`` rows;
+        ``@batch`` and ``execute`` would go on exactly like this.
+        """
+        try:
+            results = self._batch_results(outputs, rows)
+        except BaseException as exc:  # as in execute
+            return [self._failure(exc)]
+        return [self._response(result) for result in results]
+
+    def _batch_results(self, outputs: Any, rows: int) -> Any:
+        """What ``@batch`` and ``_results`` make of the ``@batch`` function's ``outputs`` for one request."""
+        if type(outputs) is dict and all(
+            type(v) is np.ndarray and v.ndim and v.shape[0] == rows for v in outputs.values()
+        ):
+            return [outputs]
+        return self._results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
 
     def _execute_decoupled(self, requests: list[Any], senders: list[Any] | None = None) -> None:
         """Each step of a generator is one response per request; FINAL closes every stream."""
@@ -173,6 +219,8 @@ class TritonPythonModel:
                     return pb_utils.InferenceResponse(output_tensors=tensors)
                 except Exception:  # a name is off or a value does not convert: the slow path says which
                     pass
+            if type(result) is StepFailure:  # a fused pipeline's step failed this request
+                return self._failure(result.exc)
             tensors = [self._tensor(plan, value) for plan, value in self._pairs(result)]
         except BaseException as exc:  # as in execute
             return self._failure(exc)

@@ -61,6 +61,7 @@ def test_the_corpus_covers_every_feature_family() -> None:
         "bls",
         "class_files",
         "ensemble",
+        "fused",
         "instance_groups",
         "notebook",
         "quickstart",

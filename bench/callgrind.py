@@ -1,0 +1,115 @@
+"""Instructions the backend stub executes per request, counted by callgrind: repeatable on a noisy machine.
+
+Seconds on 2 shared cores move by ±30 % between runs; instruction counts do not. The stub of each
+model runs under ``valgrind --tool=callgrind`` (a backend directory whose stub is a script that
+execs valgrind around the real one); after a warm-up the counters are zeroed, N requests are sent
+one at a time, and the counters are dumped: instructions / N is what one request costs in the
+stub process (the C++ IPC handling plus the model's Python), with nothing else of the machine in it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from repogen.server import TritonServer
+from repogen.server.install import ServerInstall, VenvInfo
+from repogen.testing.client import infer
+
+WARMUP = 20
+
+
+class _CallgrindServer(TritonServer):
+    """A TritonServer whose Python backend stubs run under callgrind."""
+
+    def __init__(self, *args: Any, backend_dir: Path, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._backend_dir = backend_dir
+
+    def command(self) -> list[str]:
+        command = [c for c in super().command() if not c.startswith("--backend-directory=")]
+        # valgrind slows the stub ~50x: give it time to start
+        return [
+            *command,
+            f"--backend-directory={self._backend_dir}",
+            "--backend-config=python,stub-timeout-seconds=900",
+        ]
+
+
+def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:
+    """A backend directory beside the real ones (same depth: the RPATHs resolve) with a valgrind stub."""
+    real = install.backend_directory(python) / "python"
+    backend = install.tritonserver_dir / "backends-callgrind"
+    shutil.rmtree(backend, ignore_errors=True)
+    (backend / "python").mkdir(parents=True)
+    for item in real.iterdir():
+        if item.name != "triton_python_backend_stub":
+            os.link(item, backend / "python" / item.name)
+    stub = backend / "python" / "triton_python_backend_stub"
+    valgrind = f"valgrind --tool=callgrind --callgrind-out-file={out_dir}/%p.out"
+    stub.write_text(f'#!/bin/sh\nexec {valgrind} "{real}/triton_python_backend_stub" "$@"\n')
+    stub.chmod(0o755)
+    return backend
+
+
+def _new_dump(out_dir: Path, pid: int, before: set[Path], timeout: float = 30.0) -> Path:
+    """The dump file ``callgrind_control -d`` asked for, once valgrind has written it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        fresh = set(out_dir.glob(f"{pid}.out.*")) - before
+        if fresh:
+            time.sleep(0.5)  # let valgrind finish writing it
+            return fresh.pop()
+        time.sleep(0.2)
+    raise RuntimeError(f"callgrind wrote no dump for pid {pid} into {out_dir} within {timeout:.0f} s")
+
+
+def _total(dump: Path) -> int:
+    for line in dump.read_text().splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise RuntimeError(f"{dump} has no instruction total")
+
+
+def instructions_per_request(
+    repository: Path,
+    install: ServerInstall,
+    venv: VenvInfo,
+    cases: dict[str, tuple[str, dict[str, np.ndarray]]],
+    work: Path,
+    requests: int = 200,
+) -> dict[str, float]:
+    """Stub instructions per request of each case (key -> the model and the inputs of one request)."""
+    out_dir = work / "callgrind"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    backend = _backend_dir(install, venv.python_version, out_dir)
+    server = _CallgrindServer(repository, install, venv, backend_dir=backend, log_path=work / "callgrind.log")
+    counts = {}
+    try:
+        server.start()
+        server.wait_ready(900)
+        for key, (model, inputs) in cases.items():
+            for _ in range(WARMUP):
+                infer("grpc", server, model, inputs)
+            pid = next(
+                p
+                for p in server.process_group_pids()
+                if f"/{model}/".encode() in Path(f"/proc/{p}/cmdline").read_bytes()
+            )
+            subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+            for _ in range(requests):
+                infer("grpc", server, model, inputs)
+            before = set(out_dir.glob(f"{pid}.out.*"))
+            subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
+            counts[key] = _total(_new_dump(out_dir, pid, before)) / requests
+    finally:
+        server.stop()
+        shutil.rmtree(backend, ignore_errors=True)
+    return counts

@@ -1,0 +1,127 @@
+"""``model.py`` with an ``execute`` specialized to one model's signature (model_batch.py.tmpl).
+
+The runtime's general ``execute`` interprets the config on every request: which inputs go through
+DLPack, each output's conversion plan, the ``@batch`` merge and split. For the common model (a
+``@batch`` function on a batching, non-decoupled model) this module writes that request path out
+as straight-line code: inputs read by name, one call, each output checked inline against its
+declared dtype, rows and (strict) shape. Whatever the straight line does not cover falls back to
+the general path, so the answers are the same; only the instructions per request differ.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+
+from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
+from ..runtime.conversion import AS_NUMPY_TYPES, NUMPY_DTYPES
+from ..runtime.request_decorators import batch
+from ..version import __version__
+from .templates import render
+
+GENERAL_TEMPLATE = "model.py.tmpl"
+SPECIALIZED_TEMPLATE = "model_batch.py.tmpl"
+_INDENT = " " * 8
+
+
+def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
+    """This version's ``model.py``: specialized when every callable can take the straight line."""
+    header = {"repogen_version": __version__, "model_name": model.name, "model_version": version.version}
+    if not specializable(model, version):
+        return render(GENERAL_TEMPLATE, **header)
+    inputs = [_InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
+    outputs = [_OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
+    return render(
+        SPECIALIZED_TEMPLATE,
+        **header,
+        input_names=", ".join(repr(t.name) for t in model.inputs),
+        output_names=", ".join(repr(t.name) for t in model.outputs),
+        dtypes="\n".join(o.dtype_constant() for o in outputs),
+        input_count=len(inputs),
+        read_inputs=_read_inputs(inputs),
+        call_arguments=_call_arguments(inputs),
+        output_count=len(outputs),
+        check_outputs="\n".join(o.check() for o in outputs),
+        tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
+    )
+
+
+def specializable(model: ModelSpec, version: VersionSpec) -> bool:
+    """``@batch`` over a plain function on a batching model that answers once per request, with I/O."""
+    if model.max_batch_size <= 0 or model.decoupled or isinstance(model.scheduler, SequenceBatchingSpec):
+        return False
+    if not model.inputs or not model.outputs or not version.infer_funcs:
+        return False
+    return all(_batch_over_function(func) for func in version.infer_funcs)
+
+
+def _batch_over_function(func: object) -> bool:
+    inner = getattr(func, "__wrapped__", None)
+    if type(func) is not batch or not inspect.isfunction(inner):
+        return False
+    return not (
+        inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner)
+    )
+
+
+class _InputCode:
+    def __init__(self, index: int, tensor: TensorSpec, batched: bool):
+        self.tensor = tensor
+        self.var = f"in{index}"
+        dims = tensor.reshape if tensor.reshape is not None else tensor.dims
+        self.rank = len(dims) + (1 if batched else 0)
+        self.as_numpy = tensor.data_type in AS_NUMPY_TYPES
+
+    def read(self, source: str) -> str:
+        return f"{self.var} = {source}.as_numpy()" if self.as_numpy else f"{self.var} = _from_dlpack({source})"
+
+
+def _read_inputs(inputs: list[_InputCode]) -> str:
+    """Read every input; a rank other than declared (an empty batch) leaves for the general path."""
+    if len(inputs) == 1:
+        lines = [inputs[0].read("tensors[0]")]  # Triton admits only declared inputs: the one there is it
+    else:
+        lines = ["by_name = {t.name(): t for t in tensors}"]
+        lines += [i.read(f"by_name[{i.tensor.name!r}]") for i in inputs]
+    ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
+    lines += [f"if {ranks}:", "    return _Runtime.execute(self, requests)", f"rows = {inputs[0].var}.shape[0]"]
+    return "\n".join(_INDENT + line for line in lines)
+
+
+def _call_arguments(inputs: list[_InputCode]) -> str:
+    plain = [i for i in inputs if i.tensor.name.isidentifier() and not keyword.iskeyword(i.tensor.name)]
+    other = [i for i in inputs if i not in plain]
+    arguments = [f"{i.tensor.name}={i.var}" for i in plain]
+    if other:
+        arguments.append("**{" + ", ".join(f"{i.tensor.name!r}: {i.var}" for i in other) + "}")
+    return ", ".join(arguments)
+
+
+class _OutputCode:
+    def __init__(self, index: int, tensor: TensorSpec, strict: bool):
+        self.tensor = tensor
+        self.var = f"out{index}"
+        self.dtype_name = f"_DTYPE_{index}"
+        self.dtype = NUMPY_DTYPES[tensor.data_type]
+        self.strict = strict
+
+    def dtype_constant(self) -> str:
+        return f"{self.dtype_name} = np.dtype({self.dtype.str!r})"
+
+    def check(self) -> str:
+        """What the general path's fast lane accepts: declared dtype, contiguous, one row per input row."""
+        v = self.var
+        conditions = [f"type({v}) is not _ndarray", f"{v}.dtype != {self.dtype_name}", f"not {v}.flags.c_contiguous"]
+        if self.strict:  # the rank and every fixed dimension, as OutputPlan checks them
+            conditions.append(f"{v}.ndim != {len(self.tensor.dims) + 1}")
+            conditions += [f"{v}.shape[{axis}] != {d}" for axis, d in enumerate(self.tensor.dims, start=1) if d != -1]
+        else:
+            conditions.append(f"{v}.ndim == 0")
+        conditions.append(f"{v}.shape[0] != rows")
+        body = "".join(f"\n{_INDENT}    or {c}" for c in conditions[1:])
+        return (
+            f"{_INDENT}{v} = result.get({self.tensor.name!r})\n"
+            f"{_INDENT}if (\n{_INDENT}    {conditions[0]}{body}\n{_INDENT}):\n"
+            f"{_INDENT}    return self._finish_batch(result, rows)"
+        )
+

@@ -1,0 +1,53 @@
+"""A fused ensemble → one Python model whose payload holds every step's callables and config.
+
+Each step travels as the server would configure it when served alone: its callables, its
+config (as the JSON Triton hands ``initialize``), its strictness, the tensors it maps, and the files
+it ships (under ``steps/<model>/<version>/files/``), so the runtime can run it in-process with the same
+conversion and checks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format
+
+from ..ir.fusion import FusedSpec
+from ..ir.spec import ClientSpec
+from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
+from .files import model_files, shipped, version_files
+from .model_config import model_config
+from .payloads import Payloads, pickle_payload
+
+
+def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, bytes]:
+    model = fused.model
+    version = model.versions[0]
+    files = model_files(model)
+    steps: list[dict[str, Any]] = []
+    callables: list[tuple[str, Any]] = []
+    clients: list[ClientSpec] = []
+    for step, spec in zip(fused.steps, fused.step_models, strict=True):
+        latest = spec.versions[-1]
+        steps.append(
+            {
+                "model": spec.name,
+                "version": latest.version,
+                "config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
+                "strict": spec.strict,
+                "infer_funcs": list(latest.infer_funcs),
+                "input_map": dict(step.input_map),
+                "output_map": dict(step.output_map),
+            }
+        )
+        callables += [(f"step '{spec.name}' infer_func", func) for func in latest.infer_funcs]
+        clients += latest.clients
+        for name, source in spec.files:
+            files.update(
+                shipped(f"{model.name}/{version.version}/{STEPS_DIR}/{spec.name}/{latest.version}/files/{name}", source)
+            )
+    what = f"ensemble '{model.name}' (fuse=True)"
+    payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads)
+    record = {"calls": sorted({c.model for c in clients}), "fused": [spec.name for spec in fused.step_models]}
+    files.update(version_files(model, version, payload, record))
+    return files

@@ -1,0 +1,176 @@
+"""A fused ensemble (``fuse=True``): its steps run in this process, in dependency order.
+
+Triton pays a server → stub round trip for every Python step of an ensemble; here the fused model's
+callable is the whole pipeline. Each step is set up as the server would set it up alone (its
+config, callables, strictness, shipped files under ``steps/<model>/<version>/files``) and its
+results go through the same conversion, so each ensemble tensor holds exactly what Triton would
+have passed on: the producing step's declared dtype. A request a step fails is answered with that
+step's error and leaves the pipeline; the others go on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .decorator_base import request_size
+from .request import Request
+
+STEPS_DIR = "steps"
+
+
+class StepFailure:
+    """One request's failure inside the pipeline; the fused model answers it with ``exc``."""
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+class _Step:
+    def __init__(self, model: Any, input_map: dict[str, str], output_map: dict[str, str]):
+        self.model = model  # a configured TritonPythonModel: the step as it would serve alone
+        self.inputs = sorted(input_map.items())  # (step input, ensemble tensor)
+        self.outputs = sorted(output_map.items())  # (step output, ensemble tensor)
+
+        self.call = model._batch_call  # the function under @batch, when the step can take the straight line
+        # (output, ensemble tensor, dtype, rank or None when not strict, fixed (axis, size) pairs)
+        self.checks = [
+            (plan.name, dict(self.outputs).get(plan.name), plan.dtype, plan.ndim if plan.strict else None, plan.fixed)
+            for plan in model._outputs
+        ]
+
+    def one(self, pool: dict[str, Any]) -> StepFailure | None:
+        """Run this step for one request whose tensors are ``pool``; add its outputs there, or fail."""
+        data = {name: pool[tensor] for name, tensor in self.inputs if tensor in pool}
+        try:
+            result = self.call(**data)
+        except BaseException as exc:  # the step's failure is this request's answer
+            return StepFailure(exc)
+        rows = request_size(data)
+        if type(result) is dict and len(result) == len(self.checks):
+            ready = []
+            for name, tensor, dtype, rank, fixed in self.checks:  # OutputPlan's and @batch's fast lanes, inline
+                value = result.get(name)
+                if (
+                    type(value) is not np.ndarray
+                    or value.dtype != dtype
+                    or not value.flags.c_contiguous
+                    or value.ndim == 0
+                    or value.shape[0] != rows
+                    or (rank is not None and (value.ndim != rank or any(value.shape[i] != d for i, d in fixed)))
+                ):
+                    break
+                ready.append((tensor, value))
+            else:
+                for tensor, value in ready:
+                    if tensor is not None:
+                        pool[tensor] = value
+                return None
+        try:  # whatever the lane above does not take: the general path, from this result on
+            (converted,) = self.model._batch_results(result, rows)
+        except BaseException as exc:
+            return StepFailure(exc)
+        converted = self._converted(converted)
+        if type(converted) is StepFailure:
+            return converted
+        for name, tensor in self.outputs:
+            pool[tensor] = converted[name]
+        return None
+
+    def run(self, requests: list[Request]) -> list[Any]:
+        """The step's converted outputs per request (a dict), or a StepFailure for each it failed."""
+        model = self.model
+        try:
+            call = model._batch_call
+            if call is not None and len(requests) == 1:  # @batch over a function: call it, as model.py would
+                data = requests[0]
+                results = model._batch_results(call(**data), request_size(data))
+            else:
+                results = model._results(model._infer(requests), len(requests))
+        except BaseException as exc:  # the step's failure is each of these requests' answer (logged there)
+            return [StepFailure(exc)] * len(requests)
+        return [self._converted(result) for result in results]
+
+    def _converted(self, result: Any) -> Any:
+        """One request's outputs as the step's response would carry them, or its StepFailure."""
+        plans = self.model._outputs
+        if type(result) is dict and len(result) == len(plans):
+            try:  # exactly the declared outputs: the common case
+                return {plan.name: plan.convert(result[plan.name]) for plan in plans}
+            except Exception:  # a name is off or a value does not convert: the checks below say which
+                pass
+        try:
+            return {plan.name: plan.convert(value) for plan, value in self.model._pairs(result)}
+        except BaseException as exc:  # as the step's own response would fail
+            return StepFailure(exc)
+
+
+class FusedPipeline:
+    """The fused model's callable: a list of requests in, one dict of ensemble outputs (or failure) each out."""
+
+    def __init__(self, steps: list[_Step], outputs: list[str]):
+        self.steps = steps
+        self.outputs = outputs
+        self.straight = all(step.call is not None for step in steps)
+
+    @classmethod
+    def create(
+        cls, args: dict[str, str], steps: list[dict[str, Any]], outputs: list[str], new_model: Callable[[], Any]
+    ):
+        version_dir = os.path.join(args["model_repository"], args["model_version"])
+        built = []
+        for step in steps:
+            model = new_model()
+            step_args = dict(
+                args,
+                model_name=step["model"],
+                model_config=step["config"],
+                model_repository=os.path.join(version_dir, STEPS_DIR, step["model"]),
+                model_version=str(step["version"]),
+            )
+            model.configure(step_args, step["infer_funcs"], strict=bool(step["strict"]))
+            built.append(_Step(model, step["input_map"], step["output_map"]))
+        return cls(built, outputs)
+
+    def __call__(self, requests: list[Request]) -> list[Any]:
+        if len(requests) == 1 and self.straight:
+            return [self._one(requests[0])]
+        return self._general(requests)
+
+    def _one(self, request: Request) -> Any:
+        """One request through steps that are all ``@batch`` functions: no Request objects between them."""
+        pool = dict(request)
+        for step in self.steps:
+            failure = step.one(pool)
+            if failure is not None:
+                return failure
+        return {name: pool[name] for name in self.outputs}
+
+    def _general(self, requests: list[Request]) -> list[Any]:
+        pools: list[Any] = [dict(r) for r in requests]  # per request: ensemble tensor -> array, or its StepFailure
+        for step in self.steps:
+            live = [i for i, pool in enumerate(pools) if type(pool) is not StepFailure]
+            if not live:
+                break
+            step_requests = []
+            for i in live:
+                pool = pools[i]
+                data = {name: pool[tensor] for name, tensor in step.inputs if tensor in pool}
+                step_requests.append(Request(data, source=requests[i]._source))
+            for i, result in zip(live, step.run(step_requests), strict=True):
+                if type(result) is StepFailure:
+                    pools[i] = result
+                    continue
+                pool = pools[i]
+                for name, tensor in step.outputs:
+                    pool[tensor] = result[name]
+        return [pool if type(pool) is StepFailure else {name: pool[name] for name in self.outputs} for pool in pools]
+
+    def finalize(self) -> None:
+        for step in self.steps:
+            step.model.finalize()

@@ -1,0 +1,150 @@
+"""The specialized ``execute`` (model_batch.py.tmpl) answers exactly as the runtime's general path.
+
+Each case builds a model, loads its generated ``model.py`` beside the general ``TritonPythonModel``
+(both on the backend shim) and sends the same requests to both: the answers, and the error
+messages, must be the same, whichever path the specialized one took.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+from google.protobuf import json_format
+
+from repogen import ModelConfig, Repository, Tensor, batch
+from repogen.emit.execute import model_py, specializable
+from repogen.emit.model_config import model_config
+from repogen.ir import lower
+from repogen.local import backend_shim
+
+pb = backend_shim.install()
+
+from repogen.runtime.triton_model import TritonPythonModel  # noqa: E402
+
+X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
+Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
+
+
+def _models(func, tmp_path, inputs=X, outputs=Y, strict=False, config=None):
+    repo = Repository()
+    repo.bind("M", func, inputs=inputs, outputs=outputs, config=config or ModelConfig(max_batch_size=8), strict=strict)
+    spec = lower(repo).model("M")
+    source = tmp_path / "model.py"
+    source.write_bytes(model_py(spec, spec.versions[0]))
+    module_spec = importlib.util.spec_from_file_location("specialized_model_under_test", source)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    args = {
+        "model_config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
+        "model_name": "M", "model_version": "1", "model_repository": str(tmp_path),
+        "model_instance_name": "M_0_0", "model_instance_kind": "CPU", "model_instance_device_id": "0",
+    }  # fmt: skip
+    built = []
+    for cls in (module.TritonPythonModel, TritonPythonModel):
+        model = cls()
+        model.configure(args, [func], strict=strict)
+        built.append(model)
+    return spec, built
+
+
+def _answer(response):
+    if response.has_error():
+        return response.error().message()
+    return {t.name(): (t.as_numpy().dtype.str, t.as_numpy().tolist()) for t in response.output_tensors()}
+
+
+def _same(models, *requests):
+    answers = [[_answer(r) for r in model.execute(list(requests))] for model in models]
+    assert answers[0] == answers[1]
+    return answers[0]
+
+
+def _request(**arrays):
+    return pb.InferenceRequest([pb.Tensor(name, value) for name, value in arrays.items()])
+
+
+CASES = {
+    "declared": lambda x: {"y": x * 2},
+    "float64 cast": lambda x: {"y": x.astype(np.float64)},
+    "a row too many": lambda x: {"y": np.concatenate([x, x])},
+    "a list": lambda x: [x + 1],
+    "missing output": lambda x: {"z": x},
+    "an extra output": lambda x: {"y": x, "z": x},
+    "not contiguous": lambda x: {"y": np.asfortranarray(np.tile(x, (1, 2)))[:, ::2]},
+    "raises": lambda x: (_ for _ in ()).throw(KeyError("boom")),
+    "a string": lambda x: {"y": np.array([["abc"]] * len(x))},
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("strict", [False, True])
+def test_every_path_answers_as_the_general_one(case, strict, tmp_path):
+    spec, models = _models(batch(CASES[case]), tmp_path, strict=strict)
+    assert specializable(spec, spec.versions[0])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    _same(models, _request(x=x))
+    _same(models, _request(x=x), _request(x=x[:1]))  # two requests: the general path
+
+
+def test_the_straight_line_is_taken_and_a_failure_is_that_requests_answer(tmp_path):
+    seen = []
+
+    @batch
+    def f(x):
+        seen.append(x)
+        if x[0, 0] < 0:
+            raise ValueError("negative")
+        return {"y": x * 2}
+
+    _, (specialized, _general) = _models(f, tmp_path, strict=True)
+    assert specialized._batch_call is f.__wrapped__
+    x = np.ones((1, 4), np.float32)
+    (answer,) = specialized.execute([_request(x=x)])
+    assert _answer(answer) == {"y": ("<f4", [[2.0] * 4])}
+    assert _answer(specialized.execute([_request(x=-x)])[0]) == "ValueError: negative"
+
+
+def test_several_inputs_in_any_order_bytes_and_keywords(tmp_path):
+    inputs = [
+        Tensor(name="class", dtype=np.int64, shape=(1,)),
+        Tensor(name="text", dtype=bytes, shape=(1,)),
+        Tensor(name="b", dtype=np.float32, shape=(2,)),
+    ]
+    outputs = [Tensor(name="n", dtype=np.int64, shape=(1,)), Tensor(name="echo", dtype=bytes, shape=(1,))]
+
+    @batch
+    def f(b, text, **rest):
+        return {"n": rest["class"] + b.shape[1], "echo": text}
+
+    spec, models = _models(f, tmp_path, inputs=inputs, outputs=outputs, strict=True)
+    assert b"**{'class': in0}" in model_py(spec, spec.versions[0])
+    arrays = {
+        "text": np.array([[b"hi"], [b"yo"]], dtype=object),
+        "b": np.zeros((2, 2), np.float32),
+        "class": np.array([[1], [2]], np.int64),
+    }
+    assert _same(models, _request(**arrays)) == [{"n": ("<i8", [[3], [4]]), "echo": ("|O", [[b"hi"], [b"yo"]])}]
+
+
+def test_what_is_not_batch_over_a_function_keeps_the_general_template(tmp_path):
+    repo = Repository()
+    repo.bind("Plain", lambda requests: [{"y": r["x"]} for r in requests], inputs=X, outputs=Y)
+
+    async def coro(x):
+        return {"y": x}
+
+    repo.bind("Async", batch(coro), inputs=X, outputs=Y)
+    repo.bind("Unbatched", batch(lambda x: {"y": x}), inputs=X, outputs=Y, config=ModelConfig(batching=False))
+    repo.bind("Batched", batch(lambda x: {"y": x}), inputs=X, outputs=Y)
+    spec = lower(repo)
+    chosen = {m.name: specializable(m, m.versions[0]) for m in spec.models}
+    assert chosen == {"Async": False, "Batched": True, "Plain": False, "Unbatched": False}
+    assert b"specialized" in model_py(spec.model("Batched"), spec.model("Batched").versions[0])
+    assert b"specialized" not in model_py(spec.model("Plain"), spec.model("Plain").versions[0])
+
+
+def teardown_module():
+    sys.modules.pop("specialized_model_under_test", None)
