@@ -124,4 +124,3 @@ class _OutputCode:
             f"{_INDENT}if (\n{_INDENT}    {conditions[0]}{body}\n{_INDENT}):\n"
             f"{_INDENT}    return self._finish_batch(result, rows)"
         )
-
