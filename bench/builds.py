@@ -58,11 +58,18 @@ def _load_all(url: str, models: list[str]) -> float:
     """Seconds until every model is loaded, loads issued together (Triton loads them in parallel)."""
     import tritonclient.http as httpclient
 
-    client = httpclient.InferenceServerClient(url, concurrency=len(models), network_timeout=600.0)
+    def load(model: str) -> None:  # a client per thread: tritonclient.http (gevent) is not thread-safe
+        own = httpclient.InferenceServerClient(url, network_timeout=600.0)
+        try:
+            own.load_model(model)
+        finally:
+            own.close()
+
+    client = httpclient.InferenceServerClient(url, network_timeout=600.0)
     began = time.monotonic()
     try:
         with ThreadPoolExecutor(len(models)) as pool:
-            list(pool.map(client.load_model, models))
+            list(pool.map(load, models))
         return time.monotonic() - began
     finally:
         for model in models:

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
-from pytriton.triton import Triton, TritonConfig
+from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
 MAX_BATCH_SIZE = 64  # bench/apps/app.py: MAX_BATCH_SIZE
 
@@ -31,7 +31,9 @@ def main(http_port: int, grpc_port: int, metrics_port: int) -> None:
         metrics_address="127.0.0.1",
         metrics_port=metrics_port,
     )
-    with Triton(config=config) as triton:
+    # PyTriton 0.7 restricts statistics (and more) to a random token by default; perf_analyzer reads the
+    # server-side statistics as it does from any Triton, so the benchmark opens them, bound to 127.0.0.1.
+    with Triton(config=config, security_config=TritonSecurityConfig(restricted_endpoints=[])) as triton:
         triton.bind(
             model_name="Double",
             infer_func=double,

@@ -229,7 +229,11 @@ def main(argv: list[str] | None = None) -> int:
     instructions = count_instructions(repository, work, requests=50 if args.quick else 200)
     print(f"  {instructions}", flush=True)
     print("cold start, build time", flush=True)
-    extras = builds.cold_start_and_build(work, reps=1 if args.quick else 3)
+    try:  # a failure here must not throw the measurements above away
+        extras = builds.cold_start_and_build(work, reps=1 if args.quick else 3)
+    except Exception as exc:
+        print(f"  cold start / build time failed: {type(exc).__name__}: {exc}", flush=True)
+        extras = {"cold_start_error": f"{type(exc).__name__}: {exc}"}
 
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),

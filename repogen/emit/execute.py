@@ -39,10 +39,13 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         dtypes="\n".join(o.dtype_constant() for o in outputs),
         input_count=len(inputs),
         read_inputs=_read_inputs(inputs),
+        read_inputs_many=_read_inputs_many(inputs),
         call_arguments=_call_arguments(inputs),
         output_count=len(outputs),
-        check_outputs="\n".join(o.check() for o in outputs),
+        check_outputs="\n".join(o.check("[rows]") for o in outputs),
+        check_outputs_many="\n".join(o.check("sizes") for o in outputs),
         tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
+        tensors_sliced=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
     )
 
 
@@ -72,8 +75,9 @@ class _InputCode:
         self.rank = len(dims) + (1 if batched else 0)
         self.as_numpy = tensor.data_type in AS_NUMPY_TYPES
 
-    def read(self, source: str) -> str:
-        return f"{self.var} = {source}.as_numpy()" if self.as_numpy else f"{self.var} = _from_dlpack({source})"
+    def read(self, source: str, var: str | None = None) -> str:
+        var = var or self.var
+        return f"{var} = {source}.as_numpy()" if self.as_numpy else f"{var} = _from_dlpack({source})"
 
 
 def _read_inputs(inputs: list[_InputCode]) -> str:
@@ -85,6 +89,26 @@ def _read_inputs(inputs: list[_InputCode]) -> str:
         lines += [i.read(f"by_name[{i.tensor.name!r}]") for i in inputs]
     ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
     lines += [f"if {ranks}:", "    return _Runtime.execute(self, requests)", f"rows = {inputs[0].var}.shape[0]"]
+    return "\n".join(_INDENT + line for line in lines)
+
+
+def _read_inputs_many(inputs: list[_InputCode]) -> str:
+    """Each request's inputs into one list per input, then concatenated; ``sizes`` keeps the rows apart."""
+    one = [f"part{i}" for i in range(len(inputs))]
+    lines = [f"{i.var}_parts = []" for i in inputs]
+    lines += ["for request in requests:", "    tensors = request.inputs()", f"    if len(tensors) != {len(inputs)}:"]
+    lines += ["        return _Runtime.execute(self, requests)"]
+    if len(inputs) == 1:
+        lines.append("    " + inputs[0].read("tensors[0]", one[0]))
+    else:
+        lines.append("    by_name = {t.name(): t for t in tensors}")
+        lines += ["    " + i.read(f"by_name[{i.tensor.name!r}]", var) for i, var in zip(inputs, one, strict=True)]
+    ranks = " or ".join(f"{var}.ndim != {i.rank}" for i, var in zip(inputs, one, strict=True))
+    lines += [f"    if {ranks}:", "        return _Runtime.execute(self, requests)"]
+    lines += [f"    {i.var}_parts.append({var})" for i, var in zip(inputs, one, strict=True)]
+    lines.append(f"sizes = [part.shape[0] for part in {inputs[0].var}_parts]")
+    lines += [f"{i.var} = _concatenate({i.var}_parts)" for i in inputs]
+    lines.append(f"rows = {inputs[0].var}.shape[0]")
     return "\n".join(_INDENT + line for line in lines)
 
 
@@ -108,7 +132,7 @@ class _OutputCode:
     def dtype_constant(self) -> str:
         return f"{self.dtype_name} = np.dtype({self.dtype.str!r})"
 
-    def check(self) -> str:
+    def check(self, sizes: str) -> str:
         """What the general path's fast lane accepts: declared dtype, contiguous, one row per input row."""
         v = self.var
         conditions = [f"type({v}) is not _ndarray", f"{v}.dtype != {self.dtype_name}", f"not {v}.flags.c_contiguous"]
@@ -122,5 +146,5 @@ class _OutputCode:
         return (
             f"{_INDENT}{v} = result.get({self.tensor.name!r})\n"
             f"{_INDENT}if (\n{_INDENT}    {conditions[0]}{body}\n{_INDENT}):\n"
-            f"{_INDENT}    return self._finish_batch(result, rows)"
+            f"{_INDENT}    return self._finish_batch(result, {sizes})"
         )

@@ -9,7 +9,6 @@ too) becomes an error response ``"<Type>: <message>"`` and the model keeps servi
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
@@ -93,7 +92,7 @@ class TritonPythonModel:
         self._declared = frozenset(plan.name for plan in self._outputs)
         self._output_count = len(self._outputs)
         self._strict = strict
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None  # an asyncio event loop, made for the first awaitable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._stopped: str | None = None  # the message of an unrecoverable error, once raised
         self._batch_call = specializable(self._infer) if batched and not self._decoupled else None
@@ -133,16 +132,20 @@ class TritonPythonModel:
             raise InferenceError(self._shape_of_results_message(results, count))
         return results
 
-    def _finish_batch(self, outputs: Any, rows: int) -> list[Any]:
+    def _finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
         """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
 
-        ``outputs`` is what the ``@batch`` function returned for one request of ``rows`` rows;
+        ``outputs`` is what the ``@batch`` function returned for requests of ``sizes`` rows each;
         ``@batch`` and ``execute`` would go on exactly like this.
         """
         try:
-            results = self._batch_results(outputs, rows)
+            if len(sizes) == 1:
+                results = self._batch_results(outputs, sizes[0])
+            else:
+                split = then(outputs, lambda result: split_outputs(result, sizes, self._model))
+                results = self._results(split, len(sizes))
         except BaseException as exc:  # as in execute
-            return [self._failure(exc)]
+            return [self._failure(exc)] * len(sizes)
         return [self._response(result) for result in results]
 
     def _batch_results(self, outputs: Any, rows: int) -> Any:
@@ -293,6 +296,8 @@ class TritonPythonModel:
 
     def _run(self, awaitable: Any) -> Any:
         if self._loop is None:
+            import asyncio  # here, not at the top: importing it costs ~30 ms of every model's load
+
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(awaitable)
 

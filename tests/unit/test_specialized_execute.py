@@ -148,3 +148,21 @@ def test_what_is_not_batch_over_a_function_keeps_the_general_template(tmp_path):
 
 def teardown_module():
     sys.modules.pop("specialized_model_under_test", None)
+
+
+def test_several_requests_share_one_call_and_each_gets_its_rows(tmp_path):
+    calls = []
+
+    @batch
+    def f(x):
+        calls.append(x.shape)
+        return {"y": x * 10}
+
+    _, (specialized, general) = _models(f, tmp_path, strict=True)
+    parts = [np.full((rows, 2), rows, np.float32) for rows in (1, 3, 2)]
+    answers = _same([specialized, general], *[_request(x=p) for p in parts])
+    assert calls == [(6, 2), (6, 2)]  # one call each, over the concatenated batch
+    assert [a["y"][1] for a in answers] == [(p * 10).tolist() for p in parts]
+    empty = np.zeros((0,), np.float32)  # a rank below the declared one: the general path answers it
+    answers = _same([specialized, general], _request(x=parts[0]), _request(x=empty))
+    assert "empty batch" in answers[1]

@@ -2,11 +2,12 @@
 # Do not edit: rebuild with `repogen build`. Everything this model needs lies beside this file.
 """Triton Python-backend entry point, with ``execute`` specialized to this model's signature.
 
-One request to its ``@batch`` function runs straight through the code below: the inputs
-'x' read by name, one call, the outputs 'y', 'norm' checked against their
-declarations and sent. Anything else (several requests at once, an input left out, an output that
-needs converting or splitting, an error) takes the vendored runtime's general path, which answers
-exactly as it does for every model.
+The requests Triton hands over run straight through the code below: the inputs 'x'
+read by name (and concatenated when several requests share the call, as ``@batch`` does), one
+call of the ``@batch`` function, the outputs 'y', 'norm' checked against their declarations
+and sent (cut back into each request's rows). Anything else (an input left out, an output that
+needs converting, an error) takes the vendored runtime's general path from where this code left
+off, which answers exactly as it does for every model.
 """
 
 import os
@@ -27,6 +28,7 @@ __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
 _from_dlpack = np.from_dlpack
+_concatenate = np.concatenate
 _DTYPE_0 = np.dtype('<f4')
 _DTYPE_1 = np.dtype('<f4')
 
@@ -34,8 +36,10 @@ _DTYPE_1 = np.dtype('<f4')
 class TritonPythonModel(_Runtime):
     def execute(self, requests):
         call = self._batch_call
-        if call is None or len(requests) != 1 or self._stopped is not None:
+        if call is None or self._stopped is not None:
             return _Runtime.execute(self, requests)
+        if len(requests) != 1:
+            return self._execute_many(requests, call)
         tensors = requests[0].inputs()
         if len(tensors) != 1:
             return _Runtime.execute(self, requests)
@@ -48,7 +52,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is this request's answer
             return [self._failure(exc)]
         if type(result) is not dict or len(result) != 2:
-            return self._finish_batch(result, rows)
+            return self._finish_batch(result, [rows])
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
@@ -57,7 +61,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self._finish_batch(result, rows)
+            return self._finish_batch(result, [rows])
         out1 = result.get('norm')
         if (
             type(out1) is not _ndarray
@@ -66,8 +70,57 @@ class TritonPythonModel(_Runtime):
             or out1.ndim == 0
             or out1.shape[0] != rows
         ):
-            return self._finish_batch(result, rows)
+            return self._finish_batch(result, [rows])
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0), pb_utils.Tensor('norm', out1)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self._finish_batch(result, rows)
+            return self._finish_batch(result, [rows])
+
+    def _execute_many(self, requests, call):
+        """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
+        in0_parts = []
+        for request in requests:
+            tensors = request.inputs()
+            if len(tensors) != 1:
+                return _Runtime.execute(self, requests)
+            part0 = _from_dlpack(tensors[0])
+            if part0.ndim != 2:
+                return _Runtime.execute(self, requests)
+            in0_parts.append(part0)
+        sizes = [part.shape[0] for part in in0_parts]
+        in0 = _concatenate(in0_parts)
+        rows = in0.shape[0]
+        try:
+            result = call(x=in0)
+        except BaseException as exc:  # the callable's failure is the answer to each of these requests
+            return [self._failure(exc)] * len(requests)
+        if type(result) is not dict or len(result) != 2:
+            return self._finish_batch(result, sizes)
+        out0 = result.get('y')
+        if (
+            type(out0) is not _ndarray
+            or out0.dtype != _DTYPE_0
+            or not out0.flags.c_contiguous
+            or out0.ndim == 0
+            or out0.shape[0] != rows
+        ):
+            return self._finish_batch(result, sizes)
+        out1 = result.get('norm')
+        if (
+            type(out1) is not _ndarray
+            or out1.dtype != _DTYPE_1
+            or not out1.flags.c_contiguous
+            or out1.ndim == 0
+            or out1.shape[0] != rows
+        ):
+            return self._finish_batch(result, sizes)
+        responses = []
+        start = 0
+        try:
+            for size in sizes:
+                end = start + size
+                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0[start:end]), pb_utils.Tensor('norm', out1[start:end])]))
+                start = end
+        except Exception:  # as in execute
+            return self._finish_batch(result, sizes)
+        return responses
