@@ -9,9 +9,9 @@ from pathlib import Path
 from .dsl.config import VersionPolicy
 from .dsl.repository import Repository
 from .emit import pickling
-from .emit.files import Progress, emit_repository
 from .emit.merge import merge_versions
 from .emit.model_config import model_config, to_text
+from .emit.repository import Progress, emit_repository
 from .emit.writer import Merge, WritePlan, write_repository
 from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec

@@ -1,68 +1,23 @@
-"""IR → the complete file map of a repository: relative path → bytes, before anything is written.
+"""The files of one model or ensemble (relative path → bytes), and the pieces fused models reuse.
 
-Keeping emission pure (no disk I/O) lets the writer make the build atomic and lets tests compare
-outputs without touching the file system.
+Emission stays pure (no disk I/O): ``repository.py`` assembles these maps with the manifest, the
+writer makes the build atomic, and tests compare outputs without touching the file system.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..hashing import sha256_bytes
-from ..ir.spec import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec
-from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
-from ..triton.targets import Targets
+from ..ir.spec import EnsembleSpec, ModelSpec, VersionSpec
+from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
 from .execute import model_py
 from .model_config import ensemble_config, label_file, model_config, to_text
-from .payloads import PAYLOAD, Payload, Payloads, build_environment, pickle_payload, to_json
+from .payloads import PAYLOAD, Payload, Payloads, pickle_payload, to_json
 from .templates import cloudpickle_files, render, runtime_files
 
 ENSEMBLE_PLACEHOLDER = ".keep"
-
-# Called as each model is emitted: (models done, models in all, the model's name).
-Progress = Callable[[int, int, str], None]
-
-
-def emit_repository(
-    spec: RepositorySpec,
-    roots: Sequence[str] = (),
-    targets: Targets | None = None,
-    progress: Progress | None = None,
-) -> dict[str, bytes]:
-    """Every file of the repository, including the root manifest of their hashes.
-
-    ``targets`` (every NGC container from 23.10 unless ``--target-triton`` names one) decides what
-    the shipped sources and imports are checked against; it is recorded in every ``model.json``
-    and in the manifest.
-    """
-    from .fused import emit_fused
-
-    files: dict[str, bytes] = {}
-    payloads = Payloads.create(targets, roots)
-    total = len(spec.models) + len(spec.ensembles)
-    for done, model in enumerate(spec.models, start=1):
-        files.update(emit_model(model, payloads))
-        if progress is not None:
-            progress(done, total, model.name)
-    for done, ensemble in enumerate(spec.ensembles, start=len(spec.models) + 1):
-        fused = spec.fused_spec(ensemble.name)
-        files.update(emit_fused(fused, payloads) if fused is not None else emit_ensemble(ensemble))
-        if progress is not None:
-            progress(done, total, ensemble.name)
-    files[MANIFEST] = to_json(
-        {
-            "build": build_environment(),
-            "files": {path: sha256_bytes(data) for path, data in sorted(files.items())},
-            "format": 1,
-            "models": list(spec.names),
-            "repogen": __version__,
-            **payloads.record(),
-        }
-    )
-    return dict(sorted(files.items()))
 
 
 def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, bytes]:
