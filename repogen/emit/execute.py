@@ -10,12 +10,11 @@ the general path, so the answers are the same; only the instructions per request
 
 from __future__ import annotations
 
-import inspect
 import keyword
 
 from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
 from ..runtime.conversion import AS_NUMPY_TYPES, NUMPY_DTYPES
-from ..runtime.request_decorators import batch
+from ..runtime.request_decorators import specializable as batch_function
 from ..version import __version__
 from .templates import render
 
@@ -55,16 +54,7 @@ def specializable(model: ModelSpec, version: VersionSpec) -> bool:
         return False
     if not model.inputs or not model.outputs or not version.infer_funcs:
         return False
-    return all(_batch_over_function(func) for func in version.infer_funcs)
-
-
-def _batch_over_function(func: object) -> bool:
-    inner = getattr(func, "__wrapped__", None)
-    if type(func) is not batch or not inspect.isfunction(inner):
-        return False
-    return not (
-        inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner)
-    )
+    return all(batch_function(func) is not None for func in version.infer_funcs)
 
 
 class _InputCode:

@@ -10,6 +10,7 @@ the same inputs (``group_by_keys``), or requests with their optional inputs fill
 from __future__ import annotations
 
 import functools
+import inspect
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -238,3 +239,17 @@ def _default_matching(name: str, value: np.ndarray, dtype: np.dtype, shape: tupl
 def _shape_fits(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
     """PyTriton's rule: same rank, and every declared dimension is -1 or equal."""
     return len(have) == len(want) and all(w in (-1, h) for h, w in zip(have, want, strict=True))
+
+
+def specializable(infer: Any) -> Any:
+    """The function under ``@batch`` that a specialized ``execute`` may call directly, else None.
+
+    Only ``@batch`` right above a plain synchronous function: anything else (a class, a factory,
+    further decorators, async or generator functions) keeps the general path, which handles it.
+    """
+    inner = getattr(infer, "__wrapped__", None)
+    if type(infer) is not batch or not inspect.isfunction(inner):
+        return None
+    if inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
+        return None
+    return inner

@@ -31,7 +31,7 @@ from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .payload import config_drift, load_payload
 from .request import EmptyBatchError, Request, batched_input_ranks
-from .request_decorators import batch, split_outputs
+from .request_decorators import specializable, split_outputs
 from .stub import current, shm_report
 
 # The error responses of an unrecoverable error leave before the server is told to stop (it drains
@@ -47,20 +47,6 @@ def _error_message(exc: BaseException) -> str:
     except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
         text = "<the exception's message could not be printed>"
     return f"{name}: {text}" if text else name
-
-
-def specializable(infer: Any) -> Any:
-    """The function under ``@batch`` that a specialized ``execute`` may call directly, else None.
-
-    Only ``@batch`` right above a plain synchronous function: anything else (a class, a factory,
-    further decorators, async or generator functions) keeps the general path, which handles it.
-    """
-    inner = getattr(infer, "__wrapped__", None)
-    if type(infer) is not batch or not inspect.isfunction(inner):
-        return None
-    if inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
-        return None
-    return inner
 
 
 class TritonPythonModel:
