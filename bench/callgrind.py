@@ -70,6 +70,12 @@ def _new_dump(out_dir: Path, pid: int, before: set[Path], timeout: float = 30.0)
     raise RuntimeError(f"callgrind wrote no dump for pid {pid} into {out_dir} within {timeout:.0f} s")
 
 
+def _stub_pid(server: TritonServer, model: str) -> int:
+    return next(
+        p for p in server.process_group_pids() if f"/{model}/".encode() in Path(f"/proc/{p}/cmdline").read_bytes()
+    )
+
+
 def _total(dump: Path) -> int:
     for line in dump.read_text().splitlines():
         if line.startswith(("summary:", "totals:")):
@@ -81,11 +87,15 @@ def instructions_per_request(
     repository: Path,
     install: ServerInstall,
     venv: VenvInfo,
-    cases: dict[str, tuple[str, dict[str, np.ndarray]]],
+    cases: dict[str, tuple[str, dict[str, np.ndarray], tuple[str, ...]]],
     work: Path,
     requests: int = 200,
 ) -> dict[str, float]:
-    """Stub instructions per request of each case (key -> the model and the inputs of one request)."""
+    """Stub instructions per request of each case.
+
+    A case is the model a request is sent to, the inputs of one request, and the models whose stubs
+    are counted (an ensemble's steps; the model itself when empty), summed.
+    """
     out_dir = work / "callgrind"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir(parents=True)
@@ -95,20 +105,20 @@ def instructions_per_request(
     try:
         server.start()
         server.wait_ready(900)
-        for key, (model, inputs) in cases.items():
+        for key, (model, inputs, stubs) in cases.items():
             for _ in range(WARMUP):
                 infer("grpc", server, model, inputs)
-            pid = next(
-                p
-                for p in server.process_group_pids()
-                if f"/{model}/".encode() in Path(f"/proc/{p}/cmdline").read_bytes()
-            )
-            subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+            pids = [_stub_pid(server, name) for name in stubs or (model,)]
+            for pid in pids:
+                subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
             for _ in range(requests):
                 infer("grpc", server, model, inputs)
-            before = set(out_dir.glob(f"{pid}.out.*"))
-            subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
-            counts[key] = _total(_new_dump(out_dir, pid, before)) / requests
+            total = 0
+            for pid in pids:
+                before = set(out_dir.glob(f"{pid}.out.*"))
+                subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
+                total += _total(_new_dump(out_dir, pid, before))
+            counts[key] = total / requests
     finally:
         server.stop()
         shutil.rmtree(backend, ignore_errors=True)

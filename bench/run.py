@@ -55,7 +55,7 @@ EXTRAS = (
     ("bls", "Trivial", "direct", 1),
     ("bls", "BlsTrivial", "via BLS", 1),
 )
-COUNTED = {  # callgrind: (label, model, float32 elements)
+COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own])
     "16 floats": (
         ("generated", "Double", 16),
         ("handwritten", "DoubleHW", 16),
@@ -67,6 +67,10 @@ COUNTED = {  # callgrind: (label, model, float32 elements)
         ("hand-written, DLPack", "DoubleDLPack", MB4),
     ),
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
+    "ensemble, 3 steps": (
+        ("ensemble (repogen)", "Pipeline", 16, ("StepAdd", "StepMul", "StepSub")),
+        ("ensemble (hand-written)", "HWPipeline", 16, ("HWStepAdd", "HWStepMul", "HWStepSub")),
+    ),
 }
 
 
@@ -135,16 +139,15 @@ def count_instructions(repository: Path, work: Path, requests: int) -> dict[str,
     # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
     counted = work / "callgrind-repository"
     shutil.rmtree(counted, ignore_errors=True)
-    for name in sorted({model for group in COUNTED.values() for _, model, _ in group}):
-        shutil.copytree(repository / name, counted / name, copy_function=os.link)
-    repository = counted
     cases = {
-        f"{group}/{label}": (model, {"x": np.zeros((1, elements), np.float32)})
+        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, case[3] if len(case) > 3 else ())
         for group, pairs in COUNTED.items()
-        for label, model, elements in pairs
+        for case in pairs
     }
-    counts = callgrind.instructions_per_request(repository, server.install, server.venv, cases, work, requests)
-    return {group: {label: counts[f"{group}/{label}"] for label, _, _ in pairs} for group, pairs in COUNTED.items()}
+    for name in sorted({name for model, _, stubs in cases.values() for name in (model, *stubs)}):
+        shutil.copytree(repository / name, counted / name, copy_function=os.link)
+    counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
+    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in COUNTED.items()}
 
 
 def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:

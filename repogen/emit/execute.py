@@ -1,8 +1,8 @@
 """``model.py`` with an ``execute`` specialized to one model's signature (model_batch.py.tmpl).
 
-The runtime's general ``execute`` interprets the config on every request: which inputs go through
-DLPack, each output's conversion plan, the ``@batch`` merge and split. For the common model (a
-``@batch`` function on a batching, non-decoupled model) this module writes that request path out
+The runtime's general ``execute`` interprets the config on every request: each input's rank,
+each output's conversion plan, the ``@batch`` merge and split. For the common model (a ``@batch``
+function on a batching, non-decoupled model, inputs in CPU memory) this module writes that request path out
 as straight-line code: inputs read by name, one call, each output checked inline against its
 declared dtype, rows and (strict) shape. Whatever the straight line does not cover falls back to
 the general path, so the answers are the same; only the instructions per request differ.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import keyword
 
 from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
-from ..runtime.conversion import AS_NUMPY_TYPES, NUMPY_DTYPES
+from ..runtime.conversion import NUMPY_DTYPES, inputs_on_cpu
 from ..runtime.request_decorators import specializable as batch_function
 from ..version import __version__
 from .templates import render
@@ -49,8 +49,10 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
 
 
 def specializable(model: ModelSpec, version: VersionSpec) -> bool:
-    """``@batch`` over a plain function on a batching model that answers once per request, with I/O."""
+    """``@batch`` over a plain function on a batching model that answers once per request, with I/O in CPU memory."""
     if model.max_batch_size <= 0 or model.decoupled or isinstance(model.scheduler, SequenceBatchingSpec):
+        return False
+    if not inputs_on_cpu(dict(model.parameters)):
         return False
     if not model.inputs or not model.outputs or not version.infer_funcs:
         return False
@@ -63,11 +65,9 @@ class _InputCode:
         self.var = f"in{index}"
         dims = tensor.reshape if tensor.reshape is not None else tensor.dims
         self.rank = len(dims) + (1 if batched else 0)
-        self.as_numpy = tensor.data_type in AS_NUMPY_TYPES
 
     def read(self, source: str, var: str | None = None) -> str:
-        var = var or self.var
-        return f"{var} = {source}.as_numpy()" if self.as_numpy else f"{var} = _from_dlpack({source})"
+        return f"{var or self.var} = {source}.as_numpy()"
 
 
 def _read_inputs(inputs: list[_InputCode]) -> str:

@@ -106,7 +106,8 @@ class LocalRepository:
     ) -> tuple[Any, backend_shim.InferenceRequest]:
         arrays = prepare_inputs(spec.name, spec.inputs, spec.max_batch_size, inputs)
         check_batch(spec.name, arrays, spec.max_batch_size)
-        tensors = [backend_shim.Tensor(name, array) for name, array in arrays.items()]
+        # as in the server, whose stub gives each model its own copy of every input
+        tensors = [backend_shim.Tensor(name, np.array(array)) for name, array in arrays.items()]
         return self._instance(spec), backend_shim.InferenceRequest(tensors, parameters)
 
     def _instance(self, spec: ModelSpec) -> Any:

@@ -5,7 +5,10 @@ callable is the whole pipeline. Each step is set up as the server would set it u
 config, callables, strictness, shipped files under ``steps/<model>/<version>/files``) and its
 results go through the same conversion, so each ensemble tensor holds exactly what Triton would
 have passed on: the producing step's declared dtype. A request a step fails is answered with that
-step's error and leaves the pipeline; the others go on.
+step's error and leaves the pipeline; the others go on. Arrays pass from step to step without a
+copy, except that a step gets its own copy of a tensor that a later step or the pipeline's answer
+still reads: Triton hands every consumer its own, so a step writing into its input changes nothing
+else there either.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ class _Step:
         self.model = model  # a configured TritonPythonModel: the step as it would serve alone
         self.inputs = sorted(input_map.items())  # (step input, ensemble tensor)
         self.outputs = sorted(output_map.items())  # (step output, ensemble tensor)
+        self.shared: frozenset[str] = frozenset()  # ensemble tensors read again after this step: copied for it
 
         self.call = model._batch_call  # the function under @batch, when the step can take the straight line
         # (output, ensemble tensor, dtype, rank or None when not strict, fixed (axis, size) pairs)
@@ -44,9 +48,15 @@ class _Step:
             for plan in model._outputs
         ]
 
+    def data(self, pool: dict[str, Any]) -> dict[str, Any]:
+        """This step's inputs from the request's tensors ``pool``."""
+        if self.shared:
+            return {name: _copy(pool[tensor], tensor in self.shared) for name, tensor in self.inputs if tensor in pool}
+        return {name: pool[tensor] for name, tensor in self.inputs if tensor in pool}
+
     def one(self, pool: dict[str, Any]) -> StepFailure | None:
         """Run this step for one request whose tensors are ``pool``; add its outputs there, or fail."""
-        data = {name: pool[tensor] for name, tensor in self.inputs if tensor in pool}
+        data = self.data(pool)
         try:
             result = self.call(**data)
         except BaseException as exc:  # the step's failure is this request's answer
@@ -110,12 +120,20 @@ class _Step:
             return StepFailure(exc)
 
 
+def _copy(value: Any, shared: bool) -> Any:
+    return value.copy() if shared and type(value) is np.ndarray else value
+
+
 class FusedPipeline:
     """The fused model's callable: a list of requests in, one dict of ensemble outputs (or failure) each out."""
 
     def __init__(self, steps: list[_Step], outputs: list[str]):
         self.steps = steps
         self.outputs = outputs
+        read_later = set(outputs)
+        for step in reversed(steps):
+            step.shared = frozenset(tensor for _, tensor in step.inputs if tensor in read_later)
+            read_later.update(tensor for _, tensor in step.inputs)
         self.straight = all(step.call is not None for step in steps)
 
     @classmethod
@@ -159,9 +177,7 @@ class FusedPipeline:
                 break
             step_requests = []
             for i in live:
-                pool = pools[i]
-                data = {name: pool[tensor] for name, tensor in step.inputs if tensor in pool}
-                step_requests.append(Request(data, source=requests[i]._source))
+                step_requests.append(Request(step.data(pools[i]), source=requests[i]._source))
             for i, result in zip(live, step.run(step_requests), strict=True):
                 if type(result) is StepFailure:
                     pools[i] = result

@@ -1,10 +1,11 @@
 """The ``TritonPythonModel`` behind every generated ``model.py``.
 
-Per request it builds a PyTriton-style ``Request`` (numeric inputs through DLPack, without a
-copy; BYTES and BOOL through ``as_numpy``), hands the list to the user's callable and turns each
-result into a response. Whatever the callable raises (``SystemExit`` and ``KeyboardInterrupt``
-too) becomes an error response ``"<Type>: <message>"`` and the model keeps serving; only
-``PyTritonUnrecoverableError`` stops it, and with it the server (PyTriton's contract).
+Per request it builds a PyTriton-style ``Request`` (each input through ``as_numpy``, the stub's
+own copy of it; through DLPack only where FORCE_CPU_ONLY_INPUT_TENSORS "no" left it on a GPU),
+hands the list to the user's callable and turns each result into a response. Whatever the
+callable raises (``SystemExit`` and ``KeyboardInterrupt`` too) becomes an error response
+``"<Type>: <message>"`` and the model keeps serving; only ``PyTritonUnrecoverableError`` stops
+it, and with it the server (PyTriton's contract).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from .context import TritonContext, bind_context
-from .conversion import AS_NUMPY_TYPES, OutputPlan
+from .conversion import OutputPlan, inputs_on_cpu
 from .decorator_base import then
 from .errors import InferenceError, PyTritonUnrecoverableError
 from .fused import FusedPipeline, StepFailure
@@ -74,7 +75,8 @@ class TritonPythonModel:
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
-        self._as_numpy = frozenset(t["name"] for t in config.get("input", []) if t["data_type"] in AS_NUMPY_TYPES)
+        parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
+        self._cpu_inputs = inputs_on_cpu(parameters)
         self._outputs = [
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
@@ -193,12 +195,12 @@ class TritonPythonModel:
     # -- per request -------------------------------------------------------------------------------
 
     def _request(self, request: Any) -> Request:
-        as_numpy = self._as_numpy
+        cpu = self._cpu_inputs
         ranks = self._ranks
         data = Request(source=request)  # filled in place: no intermediate dict to copy
         for tensor in request.inputs():
             name = tensor.name()
-            array = tensor.as_numpy() if name in as_numpy else np.from_dlpack(tensor)
+            array = tensor.as_numpy() if cpu or tensor.is_cpu() else np.from_dlpack(tensor)
             if array.ndim < ranks.get(name, 0):
                 raise EmptyBatchError(self._model, name)
             data[name] = array

@@ -66,3 +66,12 @@ def test_error_in_called_model_reaches_the_outer_client(server, protocol):
     with pytest.raises(InferenceServerException, match="ModelCallError: model 'Fragile' failed: ValueError: bad x"):
         infer(protocol, server, "CallsFragile", {"x": np.array([-4.0], dtype=np.float32)})
     assert infer(protocol, server, "CallsFragile", {"x": np.array([4.0], dtype=np.float32)})["y"].tolist() == [3.0]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize(("model", "expected"), [("InPlace", [[2.0, 4.0]]), ("InPlaceRequests", [[2.0, 3.0]])])
+def test_inputs_are_the_callables_own_writable_arrays(server, protocol, model, expected):
+    """Each input is the stub's aligned, writable copy (as_numpy), not a read-only view into shm."""
+    out = infer(protocol, server, model, {"x": np.array([[1.0, 2.0]], dtype=np.float32)})
+    assert out["own"].tolist() == [[True, True]]
+    assert out["y"].tolist() == expected

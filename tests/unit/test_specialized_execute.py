@@ -139,9 +139,19 @@ def test_what_is_not_batch_over_a_function_keeps_the_general_template(tmp_path):
     repo.bind("Async", batch(coro), inputs=X, outputs=Y)
     repo.bind("Unbatched", batch(lambda x: {"y": x}), inputs=X, outputs=Y, config=ModelConfig(batching=False))
     repo.bind("Batched", batch(lambda x: {"y": x}), inputs=X, outputs=Y)
+    for value, name in (("no", "OnGpu"), ("yes", "OnCpu")):  # "no": inputs may stay on a GPU, as_numpy cannot read them
+        config = ModelConfig(max_batch_size=8, parameters={"FORCE_CPU_ONLY_INPUT_TENSORS": value})
+        repo.bind(name, batch(lambda x: {"y": x}), inputs=X, outputs=Y, config=config)
     spec = lower(repo)
     chosen = {m.name: specializable(m, m.versions[0]) for m in spec.models}
-    assert chosen == {"Async": False, "Batched": True, "Plain": False, "Unbatched": False}
+    assert chosen == {
+        "Async": False,
+        "Batched": True,
+        "OnCpu": True,
+        "OnGpu": False,
+        "Plain": False,
+        "Unbatched": False,
+    }
     assert b"specialized" in model_py(spec.model("Batched"), spec.model("Batched").versions[0])
     assert b"specialized" not in model_py(spec.model("Plain"), spec.model("Plain").versions[0])
 

@@ -101,3 +101,37 @@ def doomed(requests):
 def calls_fragile(requests):
     """BLS into Fragile: its error must reach this model's client."""
     return [{"y": fragile(x=r["x"])["y"] + 1} for r in requests]
+
+
+def _own_copy(x):
+    """Whether the callable got a writable, 16-byte aligned array of its own (the stub's copy), per row."""
+    return np.array([[x.flags.writeable, x.ctypes.data % 16 == 0]] * len(x))
+
+
+@models.model(
+    "InPlace",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+    outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,)), Tensor(name="own", dtype=np.bool_, shape=(2,))],
+    config=ModelConfig(max_batch_size=8),
+)
+@batch
+def in_place(x):  # the specialized execute
+    own = _own_copy(x)
+    x *= 2
+    return {"y": x, "own": own}
+
+
+@models.model(
+    "InPlaceRequests",
+    inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+    outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,)), Tensor(name="own", dtype=np.bool_, shape=(2,))],
+    config=ModelConfig(max_batch_size=8),
+)
+def in_place_requests(requests):  # the runtime's general path
+    results = []
+    for request in requests:
+        x = request["x"]
+        own = _own_copy(x)
+        x += 1
+        results.append({"y": x, "own": own})
+    return results

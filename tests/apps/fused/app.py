@@ -2,8 +2,8 @@
 
 The steps cover what a fused model must run exactly as Triton would: two inputs fanning out to
 two steps, a class step reading a file it ships, a non-strict step whose float64 result becomes
-the declared FP32, an async step, BYTES between steps, request parameters, and a step that fails
-for some rows' values (a negative ``x``).
+the declared FP32, an async step writing into an input the answer also holds, BYTES between
+steps, request parameters, and a step that fails for some rows' values (a negative ``x``).
 """
 
 import numpy as np
@@ -48,7 +48,8 @@ scale = models.bind(
 )
 @batch
 async def combine(y, b):
-    total = (y + b).sum(axis=1, keepdims=True)
+    y += b  # in place: the pipeline's answer "scaled" is this same tensor and must not see it
+    total = y.sum(axis=1, keepdims=True)
     return {"total": total, "label": np.array([[f"{t:.2f}".encode()] for t in total[:, 0]], dtype=object)}
 
 

@@ -27,7 +27,6 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_from_dlpack = np.from_dlpack
 _concatenate = np.concatenate
 _DTYPE_0 = np.dtype('<f4')
 
@@ -42,7 +41,7 @@ class TritonPythonModel(_Runtime):
         tensors = requests[0].inputs()
         if len(tensors) != 1:
             return _Runtime.execute(self, requests)
-        in0 = _from_dlpack(tensors[0])
+        in0 = tensors[0].as_numpy()
         if in0.ndim != 2:
             return _Runtime.execute(self, requests)
         rows = in0.shape[0]
@@ -73,7 +72,7 @@ class TritonPythonModel(_Runtime):
             tensors = request.inputs()
             if len(tensors) != 1:
                 return _Runtime.execute(self, requests)
-            part0 = _from_dlpack(tensors[0])
+            part0 = tensors[0].as_numpy()
             if part0.ndim != 2:
                 return _Runtime.execute(self, requests)
             in0_parts.append(part0)

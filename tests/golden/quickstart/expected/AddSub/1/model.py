@@ -27,7 +27,6 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_from_dlpack = np.from_dlpack
 _concatenate = np.concatenate
 _DTYPE_0 = np.dtype('<f4')
 _DTYPE_1 = np.dtype('<f4')
@@ -44,8 +43,8 @@ class TritonPythonModel(_Runtime):
         if len(tensors) != 2:
             return _Runtime.execute(self, requests)
         by_name = {t.name(): t for t in tensors}
-        in0 = _from_dlpack(by_name['a'])
-        in1 = _from_dlpack(by_name['b'])
+        in0 = by_name['a'].as_numpy()
+        in1 = by_name['b'].as_numpy()
         if in0.ndim != 2 or in1.ndim != 2:
             return _Runtime.execute(self, requests)
         rows = in0.shape[0]
@@ -87,8 +86,8 @@ class TritonPythonModel(_Runtime):
             if len(tensors) != 2:
                 return _Runtime.execute(self, requests)
             by_name = {t.name(): t for t in tensors}
-            part0 = _from_dlpack(by_name['a'])
-            part1 = _from_dlpack(by_name['b'])
+            part0 = by_name['a'].as_numpy()
+            part1 = by_name['b'].as_numpy()
             if part0.ndim != 2 or part1.ndim != 2:
                 return _Runtime.execute(self, requests)
             in0_parts.append(part0)

@@ -27,7 +27,6 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_from_dlpack = np.from_dlpack
 _concatenate = np.concatenate
 _DTYPE_0 = np.dtype('|O')
 _DTYPE_1 = np.dtype('<i8')

@@ -27,7 +27,6 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_from_dlpack = np.from_dlpack
 _concatenate = np.concatenate
 _DTYPE_0 = np.dtype('<i8')
 
@@ -43,7 +42,7 @@ class TritonPythonModel(_Runtime):
         if len(tensors) != 2:
             return _Runtime.execute(self, requests)
         by_name = {t.name(): t for t in tensors}
-        in0 = _from_dlpack(by_name['x'])
+        in0 = by_name['x'].as_numpy()
         in1 = by_name['flag'].as_numpy()
         if in0.ndim != 2 or in1.ndim != 2:
             return _Runtime.execute(self, requests)
@@ -77,7 +76,7 @@ class TritonPythonModel(_Runtime):
             if len(tensors) != 2:
                 return _Runtime.execute(self, requests)
             by_name = {t.name(): t for t in tensors}
-            part0 = _from_dlpack(by_name['x'])
+            part0 = by_name['x'].as_numpy()
             part1 = by_name['flag'].as_numpy()
             if part0.ndim != 2 or part1.ndim != 2:
                 return _Runtime.execute(self, requests)
