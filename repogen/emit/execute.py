@@ -20,7 +20,7 @@ from .templates import render
 
 GENERAL_TEMPLATE = "model.py.tmpl"
 SPECIALIZED_TEMPLATE = "model_batch.py.tmpl"
-_INDENT = " " * 8
+INDENT = " " * 8
 
 
 def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
@@ -28,8 +28,8 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
     header = {"repogen_version": __version__, "model_name": model.name, "model_version": version.version}
     if not specializable(model, version):
         return render(GENERAL_TEMPLATE, **header)
-    inputs = [_InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
-    outputs = [_OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
+    inputs = [InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
+    outputs = [OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
     return render(
         SPECIALIZED_TEMPLATE,
         **header,
@@ -37,12 +37,12 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         output_names=", ".join(repr(t.name) for t in model.outputs),
         dtypes="\n".join(o.dtype_constant() for o in outputs),
         input_count=len(inputs),
-        read_inputs=_read_inputs(inputs),
+        read_inputs=read_inputs(inputs),
         read_inputs_many=_read_inputs_many(inputs),
-        call_arguments=_call_arguments(inputs),
+        call_arguments=call_arguments([(i.tensor.name, i.var) for i in inputs]),
         output_count=len(outputs),
-        check_outputs="\n".join(o.check("[rows]") for o in outputs),
-        check_outputs_many="\n".join(o.check("sizes") for o in outputs),
+        check_outputs="\n".join(o.check("self._finish_batch(result, [rows])") for o in outputs),
+        check_outputs_many="\n".join(o.check("self._finish_batch(result, sizes)") for o in outputs),
         tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
         tensors_sliced=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
     )
@@ -59,7 +59,7 @@ def specializable(model: ModelSpec, version: VersionSpec) -> bool:
     return all(batch_function(func) is not None for func in version.infer_funcs)
 
 
-class _InputCode:
+class InputCode:
     def __init__(self, index: int, tensor: TensorSpec, batched: bool):
         self.tensor = tensor
         self.var = f"in{index}"
@@ -70,7 +70,7 @@ class _InputCode:
         return f"{var or self.var} = {source}.as_numpy()"
 
 
-def _read_inputs(inputs: list[_InputCode]) -> str:
+def read_inputs(inputs: list[InputCode], rows: bool = True) -> str:
     """Read every input; a rank other than declared (an empty batch) leaves for the general path."""
     if len(inputs) == 1:
         lines = [inputs[0].read("tensors[0]")]  # Triton admits only declared inputs: the one there is it
@@ -78,11 +78,13 @@ def _read_inputs(inputs: list[_InputCode]) -> str:
         lines = ["by_name = {t.name(): t for t in tensors}"]
         lines += [i.read(f"by_name[{i.tensor.name!r}]") for i in inputs]
     ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
-    lines += [f"if {ranks}:", "    return _Runtime.execute(self, requests)", f"rows = {inputs[0].var}.shape[0]"]
-    return "\n".join(_INDENT + line for line in lines)
+    lines += [f"if {ranks}:", "    return _Runtime.execute(self, requests)"]
+    if rows:
+        lines.append(f"rows = {inputs[0].var}.shape[0]")
+    return "\n".join(INDENT + line for line in lines)
 
 
-def _read_inputs_many(inputs: list[_InputCode]) -> str:
+def _read_inputs_many(inputs: list[InputCode]) -> str:
     """Each request's inputs into one list per input, then concatenated; ``sizes`` keeps the rows apart."""
     one = [f"part{i}" for i in range(len(inputs))]
     lines = [f"{i.var}_parts = []" for i in inputs]
@@ -99,31 +101,36 @@ def _read_inputs_many(inputs: list[_InputCode]) -> str:
     lines.append(f"sizes = [part.shape[0] for part in {inputs[0].var}_parts]")
     lines += [f"{i.var} = _concatenate({i.var}_parts)" for i in inputs]
     lines.append(f"rows = {inputs[0].var}.shape[0]")
-    return "\n".join(_INDENT + line for line in lines)
+    return "\n".join(INDENT + line for line in lines)
 
 
-def _call_arguments(inputs: list[_InputCode]) -> str:
-    plain = [i for i in inputs if i.tensor.name.isidentifier() and not keyword.iskeyword(i.tensor.name)]
-    other = [i for i in inputs if i not in plain]
-    arguments = [f"{i.tensor.name}={i.var}" for i in plain]
+def call_arguments(pairs: list[tuple[str, str]]) -> str:
+    """Keyword arguments ``name=expression``; a name that is no identifier goes through ``**{...}``."""
+    plain = [(name, value) for name, value in pairs if name.isidentifier() and not keyword.iskeyword(name)]
+    other = [(name, value) for name, value in pairs if (name, value) not in plain]
+    arguments = [f"{name}={value}" for name, value in plain]
     if other:
-        arguments.append("**{" + ", ".join(f"{i.tensor.name!r}: {i.var}" for i in other) + "}")
+        arguments.append("**{" + ", ".join(f"{name!r}: {value}" for name, value in other) + "}")
     return ", ".join(arguments)
 
 
-class _OutputCode:
-    def __init__(self, index: int, tensor: TensorSpec, strict: bool):
+class OutputCode:
+    def __init__(self, index: int, tensor: TensorSpec, strict: bool, var: str = "", dtype_name: str = ""):
         self.tensor = tensor
-        self.var = f"out{index}"
-        self.dtype_name = f"_DTYPE_{index}"
+        self.var = var or f"out{index}"
+        self.dtype_name = dtype_name or f"_DTYPE_{index}"
         self.dtype = NUMPY_DTYPES[tensor.data_type]
         self.strict = strict
 
     def dtype_constant(self) -> str:
         return f"{self.dtype_name} = np.dtype({self.dtype.str!r})"
 
-    def check(self, sizes: str) -> str:
-        """What the general path's fast lane accepts: declared dtype, contiguous, one row per input row."""
+    def check(self, fallback: str, source: str = "result", rows: bool = True) -> str:
+        """What the general path's fast lane accepts: declared dtype, contiguous, one row per input row.
+
+        ``source`` is the dict of outputs to read the value from ("": ``self.var`` already holds it);
+        whatever fails a check returns ``fallback``, the general path from there.
+        """
         v = self.var
         conditions = [f"type({v}) is not _ndarray", f"{v}.dtype != {self.dtype_name}", f"not {v}.flags.c_contiguous"]
         if self.strict:  # the rank and every fixed dimension, as OutputPlan checks them
@@ -131,10 +138,8 @@ class _OutputCode:
             conditions += [f"{v}.shape[{axis}] != {d}" for axis, d in enumerate(self.tensor.dims, start=1) if d != -1]
         else:
             conditions.append(f"{v}.ndim == 0")
-        conditions.append(f"{v}.shape[0] != rows")
-        body = "".join(f"\n{_INDENT}    or {c}" for c in conditions[1:])
-        return (
-            f"{_INDENT}{v} = result.get({self.tensor.name!r})\n"
-            f"{_INDENT}if (\n{_INDENT}    {conditions[0]}{body}\n{_INDENT}):\n"
-            f"{_INDENT}    return self._finish_batch(result, {sizes})"
-        )
+        if rows:
+            conditions.append(f"{v}.shape[0] != rows")
+        body = "".join(f"\n{INDENT}    or {c}" for c in conditions[1:])
+        read = f"{INDENT}{v} = {source}.get({self.tensor.name!r})\n" if source else ""
+        return f"{read}{INDENT}if (\n{INDENT}    {conditions[0]}{body}\n{INDENT}):\n{INDENT}    return {fallback}"

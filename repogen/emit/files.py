@@ -53,12 +53,17 @@ def model_files(model: ModelSpec) -> dict[str, bytes]:
     return files
 
 
-def version_files(model: ModelSpec, version: VersionSpec, payload: Payload, record: dict[str, Any]) -> dict[str, bytes]:
-    """One version directory: model.py, the payload, its sources, model.json and the vendored runtime."""
+def version_files(
+    model: ModelSpec, version: VersionSpec, payload: Payload, record: dict[str, Any], source: bytes | None = None
+) -> dict[str, bytes]:
+    """One version directory: model.py, the payload, its sources, model.json and the vendored runtime.
+
+    ``source`` is a ``model.py`` emitted elsewhere (a fused model's); by default it is emitted here.
+    """
     base = f"{model.name}/{version.version}"
     metadata = {**payload.metadata, **record, "model": model.name, "strict": model.strict, "version": version.version}
     files = {
-        f"{base}/{MODEL_FILE}": model_py(model, version),
+        f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD}": payload.data,
         f"{base}/{METADATA}": to_json(metadata),
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},

@@ -16,6 +16,7 @@ from ..ir.fusion import FusedSpec
 from ..ir.spec import ClientSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from .files import model_files, shipped, version_files
+from .fused_execute import fused_model_py
 from .model_config import model_config
 from .payloads import Payloads, pickle_payload
 
@@ -49,5 +50,5 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, bytes]:
     what = f"ensemble '{model.name}' (fuse=True)"
     payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads)
     record = {"calls": sorted({c.model for c in clients}), "fused": [spec.name for spec in fused.step_models]}
-    files.update(version_files(model, version, payload, record))
+    files.update(version_files(model, version, payload, record, fused_model_py(fused)))
     return files

@@ -61,7 +61,10 @@ class _Step:
             result = self.call(**data)
         except BaseException as exc:  # the step's failure is this request's answer
             return StepFailure(exc)
-        rows = request_size(data)
+        return self.absorb(pool, result, request_size(data))
+
+    def absorb(self, pool: dict[str, Any], result: Any, rows: int) -> StepFailure | None:
+        """Add what this step's ``@batch`` function returned for a request of ``rows`` rows to ``pool``, or fail."""
         if type(result) is dict and len(result) == len(self.checks):
             ready = []
             for name, tensor, dtype, rank, fixed in self.checks:  # OutputPlan's and @batch's fast lanes, inline
@@ -135,6 +138,8 @@ class FusedPipeline:
             step.shared = frozenset(tensor for _, tensor in step.inputs if tensor in read_later)
             read_later.update(tensor for _, tensor in step.inputs)
         self.straight = all(step.call is not None for step in steps)
+        # What a specialized execute (model_fused.py.tmpl) calls, step by step; None: it takes the general path
+        self.calls = tuple(step.call for step in steps) if self.straight else None
 
     @classmethod
     def create(
@@ -162,8 +167,15 @@ class FusedPipeline:
 
     def _one(self, request: Request) -> Any:
         """One request through steps that are all ``@batch`` functions: no Request objects between them."""
-        pool = dict(request)
-        for step in self.steps:
+        return self._rest(dict(request), 0)
+
+    def resume(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> Any:
+        """``_one`` from step ``index``'s ``result`` on: where a specialized execute's straight line ends."""
+        failure = self.steps[index].absorb(pool, result, rows)
+        return failure if failure is not None else self._rest(pool, index + 1)
+
+    def _rest(self, pool: dict[str, Any], start: int) -> Any:
+        for step in self.steps[start:]:
             failure = step.one(pool)
             if failure is not None:
                 return failure

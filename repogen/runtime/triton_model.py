@@ -140,6 +140,10 @@ class TritonPythonModel:
             return [self._failure(exc)] * len(sizes)
         return [self._response(result) for result in results]
 
+    def _finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
+        """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
+        return [self._response(self._infer.resume(pool, index, result, rows))]
+
     def _batch_results(self, outputs: Any, rows: int) -> Any:
         """What ``@batch`` and ``_results`` make of the ``@batch`` function's ``outputs`` for one request."""
         if type(outputs) is dict and all(

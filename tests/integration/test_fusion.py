@@ -17,6 +17,8 @@ def server(serve, cli_build, tmp_path_factory):
     repo = tmp_path_factory.mktemp("fused") / "repo"
     result = cli_build("tests/apps/fused/app.py:models", repo)
     assert "Fused" in result.stdout
+    assert "its steps written out" in (repo / "FusedChain" / "1" / "model.py").read_text()
+    assert "its steps written out" not in (repo / "Fused" / "1" / "model.py").read_text()  # a class, an async step
     return serve(repo)
 
 
@@ -34,7 +36,8 @@ def _both(protocol, server, inputs, **kwargs):
 
 def test_both_are_ready_and_the_steps_stay(server):
     status = {m["name"]: m.get("state") for m in server.models_status()}
-    assert status == dict.fromkeys(["Combine", "Fused", "Pipeline", "Scale", "Tag"], "READY")
+    names = ["Affine", "Chain", "Combine", "Fused", "FusedChain", "Norm", "Pipeline", "Scale", "Tag"]
+    assert status == dict.fromkeys(names, "READY")
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -79,3 +82,36 @@ def test_concurrent_requests_batch_and_each_gets_its_own_rows(server):
         (unfused,) = [infer("grpc", server, "Pipeline", inputs)]
         for name in unfused:
             assert answer[name].tolist() == unfused[name].tolist()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize(
+    "case",
+    ["straight", "float64 from the first step", "a failing second step", "five rows"],
+)
+def test_steps_written_out_answer_as_the_ensemble(server, protocol, case):
+    """FusedChain's model.py runs Affine then Norm inline; where a result needs more, the runtime goes on."""
+    rows = 5 if case == "five rows" else 2
+    inputs = _inputs(rows, seed=11)
+    inputs["x"] = np.minimum(inputs["x"], 8.5)
+    if case == "float64 from the first step":
+        inputs["x"][1, 2] = 9.5
+    if case == "a failing second step":
+        inputs["x"][1] = 0.0
+        inputs["b"][1] = -2.0
+    answers = []
+    for model in ("Chain", "FusedChain"):
+        try:
+            answers.append(infer(protocol, server, model, inputs))
+        except InferenceServerException as exc:
+            answers.append(str(exc))
+    unfused, fused = answers
+    if case == "a failing second step":
+        assert all("ValueError: negative sum: -9.0" in a for a in answers), answers
+        return
+    y = inputs["x"] * 2 + inputs["b"]
+    np.testing.assert_array_equal(fused["y"], y)  # the answer's y, untouched by Norm's in-place write
+    np.testing.assert_array_equal(fused["n"], (y - 1).sum(axis=1, keepdims=True))
+    for name in unfused:
+        assert fused[name].dtype == unfused[name].dtype == np.float32
+        assert fused[name].tolist() == unfused[name].tolist(), name

@@ -4,6 +4,8 @@ The steps cover what a fused model must run exactly as Triton would: two inputs 
 two steps, a class step reading a file it ships, a non-strict step whose float64 result becomes
 the declared FP32, an async step writing into an input the answer also holds, BYTES between
 steps, request parameters, and a step that fails for some rows' values (a negative ``x``).
+``Chain`` / ``FusedChain`` are a pipeline of ``@batch`` functions only, which a fused model runs
+written out in its ``model.py``.
 """
 
 import numpy as np
@@ -83,3 +85,40 @@ def pipeline(x, b):
 
 models.ensemble("Pipeline", inputs=INPUTS, outputs=OUTPUTS, config=BATCHED)(pipeline)
 models.ensemble("Fused", inputs=INPUTS, outputs=OUTPUTS, config=BATCHED, fuse=True)(pipeline)
+
+
+# A second pipeline whose steps are all @batch functions: fused, its model.py has them written out.
+# Each takes the straight line for ordinary values and leaves it for some: Affine answers float64
+# when a row exceeds 9 (converted to the declared FP32 by the general path from there), Norm fails
+# a row whose sum is negative, and writes into its input "y", which the answer also holds.
+@models.model("Affine", inputs=INPUTS, outputs=[Tensor(name="y", dtype=F32, shape=(-1,))], config=BATCHED)
+@batch
+def affine(x, b):
+    y = x * 2 + b
+    return {"y": y.astype(np.float64) if (x > 9).any() else y}
+
+
+@models.model(
+    "Norm",
+    inputs=[Tensor(name="y", dtype=F32, shape=(-1,))],
+    outputs=[Tensor(name="n", dtype=F32, shape=(1,))],
+    config=BATCHED,
+    strict=True,
+)
+@batch
+def norm(y):
+    y -= 1  # in place: the answer's "y" is this same tensor and must not see it
+    n = y.sum(axis=1, keepdims=True)
+    if (n < 0).any():
+        raise ValueError(f"negative sum: {n.min():.1f}")
+    return {"n": n}
+
+
+def chain(x, b):
+    y = affine(x=x, b=b)["y"]
+    return {"y": y, "n": norm(y=y)["n"]}
+
+
+CHAIN_OUTPUTS = [Tensor(name="y", dtype=F32, shape=(-1,)), Tensor(name="n", dtype=F32, shape=(1,))]
+models.ensemble("Chain", inputs=INPUTS, outputs=CHAIN_OUTPUTS, config=BATCHED)(chain)
+models.ensemble("FusedChain", inputs=INPUTS, outputs=CHAIN_OUTPUTS, config=BATCHED, fuse=True)(chain)

@@ -7,7 +7,9 @@
 through the same conversion as when served alone, so it answers as the ensemble Triton would
 schedule, with no server round trip between the steps. What a step ships lands under
 ``Normalize/1/steps/<step>/<version>/files/``. The steps stay in the repository as models of their own.
-``@batch`` functions get a ``model.py`` whose ``execute`` is specialized to their signature.
+``@batch`` functions get a ``model.py`` whose ``execute`` is specialized to their signature, and
+a fused ensemble whose every step is one (``Energy``) gets its steps written out in its ``model.py``:
+each function called in turn, each result checked inline as the step's own model would check it.
 """
 
 import numpy as np
@@ -43,3 +45,14 @@ def scale(x):
 @models.ensemble("Normalize", inputs=X, outputs=Y, config=BATCHED, fuse=True)
 def normalize(x):
     return {"y": scale(x=shift(x=x)["y"])["y"]}
+
+
+@models.model("Square", inputs=X, outputs=Y, config=BATCHED)
+@batch
+def square(x):
+    return {"y": x * x}
+
+
+@models.ensemble("Energy", inputs=X, outputs=Y, config=BATCHED, fuse=True)
+def energy(x):
+    return {"y": square(x=scale(x=x)["y"])["y"]}
