@@ -20,6 +20,7 @@ import numpy as np
 
 from repogen.server import TritonServer
 from repogen.server.install import ServerInstall, VenvInfo
+from repogen.server.process import http_client
 from repogen.testing.client import infer
 
 WARMUP = 20
@@ -34,12 +35,24 @@ class _CallgrindServer(TritonServer):
 
     def command(self) -> list[str]:
         command = [c for c in super().command() if not c.startswith("--backend-directory=")]
-        # valgrind slows the stub ~50x: give it time to start
+        # valgrind slows the stub ~50x: give it time to start, and start one stub at a time (load_one_by_one)
         return [
             *command,
             f"--backend-directory={self._backend_dir}",
             "--backend-config=python,stub-timeout-seconds=900",
+            "--model-control-mode=explicit",
         ]
+
+    def load_one_by_one(self, names: list[str], timeout: float = 900.0) -> None:
+        """Load ``names`` in order, each once the one before is READY.
+
+        A dozen stubs starting together under valgrind on two cores hold the shm mutex they share with
+        the server past boost.interprocess's lock timeout: tritonserver dies of ``lock_exception``, or a
+        stub segfaults reading a region the server already gave up on. One at a time, none waits long.
+        """
+        with http_client(self.http_url, timeout) as client:
+            for name in names:
+                client.load_model(name)
 
 
 def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:
@@ -52,7 +65,9 @@ def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:
         if item.name != "triton_python_backend_stub":
             os.link(item, backend / "python" / item.name)
     stub = backend / "python" / "triton_python_backend_stub"
-    valgrind = f"valgrind --tool=callgrind --callgrind-out-file={out_dir}/%p.out"
+    # --fair-sched: the stub hands the shm mutex between its threads and the server; valgrind runs one
+    # thread at a time, and without a fair hand-over a waiting thread can starve past the lock timeout.
+    valgrind = f"valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file={out_dir}/%p.out"
     stub.write_text(f'#!/bin/sh\nexec {valgrind} "{real}/triton_python_backend_stub" "$@"\n')
     stub.chmod(0o755)
     return backend
@@ -105,6 +120,9 @@ def instructions_per_request(
     try:
         server.start()
         server.wait_ready(900)
+        steps = sorted({name for _, _, stubs in cases.values() for name in stubs})
+        models = sorted({model for model, _, _ in cases.values()} - set(steps))
+        server.load_one_by_one(steps + models)  # an ensemble after its steps
         for key, (model, inputs, stubs) in cases.items():
             for _ in range(WARMUP):
                 infer("grpc", server, model, inputs)
