@@ -134,6 +134,8 @@ def render(path: Path) -> str:
         "make bench                      # full run: results JSON, this page, chart",
         "make bench BENCH_ARGS=--quick   # smoke run: 1 round, 1 s windows, gRPC only",
         ".venv/bin/python bench/report.py bench/results/<date>.json  # re-render this page from a result",
+        ".venv/bin/python bench/run.py --instructions                # stub instructions per request only",
+        ".venv/bin/python bench/ab.py Double DoubleHW --rounds 8     # one point, many rounds, A/B",
         "```",
         "",
         "`make bench` installs perf_analyzer (tritonclient 2.41.0's binary, with libcudart from PyPI and libb64",
