@@ -137,9 +137,10 @@ class FusedPipeline:
         for step in reversed(steps):
             step.shared = frozenset(tensor for _, tensor in step.inputs if tensor in read_later)
             read_later.update(tensor for _, tensor in step.inputs)
-        self.straight = all(step.call is not None for step in steps)
-        # What a specialized execute (model_fused.py.tmpl) calls, step by step; None: it takes the general path
-        self.calls = tuple(step.call for step in steps) if self.straight else None
+        # Each step's function under @batch, when every step has one: what _one and a specialized execute
+        # (model_fused.py.tmpl) call, step by step; None: each request takes the general path
+        calls = tuple(step.call for step in steps)
+        self.calls = calls if all(call is not None for call in calls) else None
 
     @classmethod
     def create(
@@ -161,7 +162,7 @@ class FusedPipeline:
         return cls(built, outputs)
 
     def __call__(self, requests: list[Request]) -> list[Any]:
-        if len(requests) == 1 and self.straight:
+        if len(requests) == 1 and self.calls is not None:
             return [self._one(requests[0])]
         return self._general(requests)
 

@@ -19,15 +19,17 @@ from typing import Protocol
 from repogen.errors import RepogenError
 from repogen.hashing import sha256_file
 
-__all__ = ["PinnedWheel", "Report", "download_wheel", "verify_sha256"]
+__all__ = ["PinnedWheel", "Report", "ServerInstallError", "download_wheel", "verify_sha256"]
 
 Report = Callable[[int, int], None]
 """``report(bytes_done, bytes_total)`` during a download (total 0 when the index does not say)."""
 
 
-def _error(message: str) -> RepogenError:
-    from .install import ServerInstallError  # the installers' error, defined beside them
+class ServerInstallError(RepogenError, RuntimeError):
+    """Installing tritonserver or its Python environment failed (here: fetching or verifying a wheel)."""
 
+
+def _error(message: str) -> RepogenError:
     return ServerInstallError(message)
 
 

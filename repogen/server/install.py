@@ -23,10 +23,9 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from repogen.errors import RepogenError
 from repogen.triton.releases import DEFAULT_RELEASE, Release, Wheel, get_release, no_wheel
 
-from .download import Report, download_wheel, verify_sha256
+from .download import Report, ServerInstallError, download_wheel, verify_sha256
 
 __all__ = [
     "ServerInstall",
@@ -43,10 +42,6 @@ INSTALL_MARKER = ".repogen-install.json"
 VENV_MARKER = ".repogen-venv.json"
 _WHEEL_MEMBERS = ("pytriton/tritonserver/", "nvidia_pytriton.libs/")
 _LOCK_TIMEOUT_S = 1800.0
-
-
-class ServerInstallError(RepogenError, RuntimeError):
-    """Installing tritonserver or its Python environment failed."""
 
 
 def default_cache_dir() -> Path:
