@@ -7,9 +7,8 @@
 (from the benchmark repository, assembled as ``make bench`` does) at a single point, alternating
 them in a rotating order within each round, and prints each model's ratio to the last one named
 (for compute infer, the difference in µs), taken per round, then median and [min–max], as
-``docs/benchmarks.md`` reads them. A fresh server
-per run (``--servers``) shows whether a gap belongs to the models or to where the scheduler
-happened to put their stubs.
+``docs/benchmarks.md`` reads them. A fresh server per run (``--servers``) shows whether a gap
+belongs to the models or to where the scheduler happened to put their stubs.
 """
 
 from __future__ import annotations
@@ -37,9 +36,9 @@ def measure(models: list[str], args: argparse.Namespace, work: Path, repository:
     server = repogen_server(repository, work / "ab.log").start().wait_ready(timeout=300)
     try:
         url = server.grpc_url if args.protocol == "grpc" else server.http_url
+        shapes = {"x": args.elements}
         for index in range(args.rounds):
             order = models[index % len(models) :] + models[: index % len(models)]
-            shapes = {"x": args.elements}
             results = {m: perf.measure(analyzer, m, url, args.protocol, shapes, args.concurrency, 2.0) for m in order}
             rounds.append(results)
             line = "  ".join(f"{m} {results[m]['throughput']:.0f}/s {results[m]['p50_us']:.0f} µs" for m in models)

@@ -48,7 +48,8 @@ class _CallgrindServer(TritonServer):
 
         A dozen stubs starting together under valgrind on two cores hold the shm mutex they share with
         the server past boost.interprocess's lock timeout: tritonserver dies of ``lock_exception``, or a
-        stub segfaults reading a region the server already gave up on. One at a time, none waits long.
+        stub segfaults reading a region the server already gave up on. Loading one at a time still
+        failed so without ``--fair-sched`` (see ``_backend_dir``); with both, it completes.
         """
         with http_client(self.http_url, timeout) as client:
             for name in names:

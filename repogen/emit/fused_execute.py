@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..ir.fusion import FusedSpec
 from ..runtime.conversion import inputs_on_cpu
+from ..runtime.fused import read_again
 from ..version import __version__
 from .execute import INDENT, InputCode, OutputCode, call_arguments, model_py, read_inputs, specializable
 from .templates import render
@@ -29,7 +30,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
     names = {i.tensor.name: i.var for i in inputs}  # ensemble tensor -> the variable holding it
     dtypes: list[str] = []
     steps = []
-    shared = _shared(fused)
+    shared = read_again([list(step.input_map) for step in fused.steps], [t.name for t in model.outputs])
     for index, (step, spec) in enumerate(zip(fused.steps, fused.step_models, strict=True)):
         outputs = [
             OutputCode(j, tensor, spec.strict, var=f"s{index}_{j}", dtype_name=f"_DTYPE_{index}_{j}")
@@ -70,16 +71,6 @@ def fused_specializable(fused: FusedSpec) -> bool:
         return False
     steps = zip(fused.steps, fused.step_models, strict=True)
     return all(step.input_map and specializable(spec, spec.versions[-1]) for step, spec in steps)
-
-
-def _shared(fused: FusedSpec) -> list[frozenset[str]]:
-    """Per step, the ensemble tensors it reads that a later step or the answer reads again (as FusedPipeline)."""
-    read_later = {t.name for t in fused.model.outputs}
-    shared = []
-    for step in reversed(fused.steps):
-        shared.append(frozenset(tensor for _, tensor in step.input_map if tensor in read_later))
-        read_later.update(tensor for _, tensor in step.input_map)
-    return shared[::-1]
 
 
 def _pool(names: dict[str, str], tensors: list[str]) -> str:

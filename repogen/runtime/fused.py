@@ -123,6 +123,18 @@ class _Step:
             return StepFailure(exc)
 
 
+def read_again(inputs: list[list[tuple[str, str]]], outputs: list[str]) -> list[frozenset[str]]:
+    """Per step (its ``(input, ensemble tensor)`` pairs, in order), the tensors it reads that a later
+    step or the answer (``outputs``) reads again: the step gets its own copy of those. One rule for
+    the runtime and for the fused ``model.py`` emit writes out."""
+    read_later = set(outputs)
+    shared = []
+    for pairs in reversed(inputs):
+        shared.append(frozenset(tensor for _, tensor in pairs if tensor in read_later))
+        read_later.update(tensor for _, tensor in pairs)
+    return shared[::-1]
+
+
 def _copy(value: Any, shared: bool) -> Any:
     return value.copy() if shared and type(value) is np.ndarray else value
 
@@ -133,10 +145,8 @@ class FusedPipeline:
     def __init__(self, steps: list[_Step], outputs: list[str]):
         self.steps = steps
         self.outputs = outputs
-        read_later = set(outputs)
-        for step in reversed(steps):
-            step.shared = frozenset(tensor for _, tensor in step.inputs if tensor in read_later)
-            read_later.update(tensor for _, tensor in step.inputs)
+        for step, shared in zip(steps, read_again([step.inputs for step in steps], outputs), strict=True):
+            step.shared = shared
         # Each step's function under @batch, when every step has one: what _one and a specialized execute
         # (model_fused.py.tmpl) call, step by step; None: each request takes the general path
         calls = tuple(step.call for step in steps)
