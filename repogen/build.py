@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from .dsl.config import VersionPolicy
@@ -17,6 +18,8 @@ from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec
 from .ir.versions import lower_version_policy
 from .loader import load_app, local_modules
+from .packages import PackageOptions, Packager
+from .server.install import default_cache_dir
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 
@@ -25,6 +28,8 @@ class BuildResult:
     output: Path
     spec: RepositorySpec
     files: tuple[str, ...]
+    packages: str | None = None
+    """What the shipped packages add, in one line (None when nothing ships)."""
 
 
 def build_repository(
@@ -37,6 +42,8 @@ def build_repository(
     pin_python: bool = False,
     version: int | None = None,
     progress: Progress | None = None,
+    packages: PackageOptions | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Compile ``repository`` into ``output`` (replaced atomically).
 
@@ -46,6 +53,8 @@ def build_repository(
     ``pin_python`` ships this interpreter's bytecode instead (only this Python minor loads it; with a
     target, a mismatched interpreter is refused). ``version`` builds every model as that version only
     and merges it into the existing repository, leaving the other versions' files untouched.
+    ``packages`` says what happens to the distributions payloads import (default: they ship inside
+    the repository, built for each target container's Python; ``log`` hears the notes about it).
     """
     targets = (
         target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
@@ -56,10 +65,13 @@ def build_repository(
     # The version policies are checked against every version present after the merge, which only
     # the writer knows (under its lock), so --version lowers none.
     policies = {d.name: d.config.version_policy for d in repository.definitions}
-    files = emit_repository(spec, roots, targets, progress)
+    options = packages or PackageOptions()
+    packager = Packager(options, targets, default_cache_dir(), log) if options.mode == "ship" else None
+    files = emit_repository(spec, roots, targets, progress, packager)
     merge = _merger(spec, version, policies, force) if version is not None else None
-    write_repository(files, Path(output), force=force, merge=merge)
-    return BuildResult(output=Path(output), spec=spec, files=tuple(files))
+    write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)
+    summary = packager.summary() if packager else None
+    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary)
 
 
 def build_app(
@@ -72,6 +84,8 @@ def build_app(
     pin_python: bool = False,
     version: int | None = None,
     progress: Progress | None = None,
+    packages: PackageOptions | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> BuildResult:
     """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value.
 
@@ -87,6 +101,8 @@ def build_app(
         target_triton=targets,
         version=version,
         progress=progress,
+        packages=packages,
+        log=log,
     )
 
 

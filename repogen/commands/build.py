@@ -7,6 +7,8 @@ import time
 import click
 
 from ..build import build_app
+from ..packages import MODES, PackageOptions
+from ..packages.targets import MACHINES
 from ..triton.releases import Release
 from .params import RELEASE_HELP, TritonRelease
 
@@ -40,6 +42,31 @@ from .params import RELEASE_HELP, TritonRelease
     "only on this Python minor; with --triton-version, a different container Python fails the build early.",
 )
 @click.option(
+    "--packages",
+    "packages_mode",
+    type=click.Choice(MODES),
+    default="ship",
+    show_default=True,
+    help="What happens to the third-party distributions the models import: 'ship' installs them (with their "
+    "dependencies, the versions installed here) inside each model version, built for every target container's "
+    "Python, so a stock container serves the repository as it is; 'record' only lists them in model.json, for an "
+    "image that installs them (repogen deploy --docker).",
+)
+@click.option(
+    "--provided",
+    multiple=True,
+    metavar="DIST",
+    help="A distribution the serving image already has (e.g. torch in an image of your own): recorded, never "
+    "shipped. Repeatable. numpy and cloudpickle never ship.",
+)
+@click.option(
+    "--platform",
+    "machines",
+    multiple=True,
+    type=click.Choice(MACHINES),
+    help="Linux machine(s) to ship packages for (default: x86_64; add aarch64 for the arm64 containers). Repeatable.",
+)
+@click.option(
     "--version",
     "model_version",
     type=click.IntRange(min=1),
@@ -52,6 +79,9 @@ def build(
     force: bool,
     target_triton: Release | None,
     pin_python: bool,
+    packages_mode: str,
+    provided: tuple[str, ...],
+    machines: tuple[str, ...],
     model_version: int | None,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
@@ -65,11 +95,15 @@ def build(
         pin_python=pin_python,
         version=model_version,
         progress=_Progress(),
+        packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
+        log=lambda line: click.echo(line, err=True),
     )
     names = result.spec.names
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
+    if result.packages:
+        click.echo(result.packages)
 
 
 PROGRESS_FROM = 20  # models; smaller builds finish before a progress line would help

@@ -39,6 +39,7 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
         payload = pickle_payload(what, obj, list(zip(labels, funcs, strict=True)), version.clients, payloads)
         record = {"calls": list(version.calls)}
         files.update(version_files(model, version, payload, record))
+        files.update(payloads.place(f"{model.name}/{version.version}", payload))
         for name, source in model.files:
             files.update(shipped(f"{model.name}/{version.version}/files/{name}", source))
     return files

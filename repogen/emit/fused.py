@@ -51,4 +51,5 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, bytes]:
     payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads)
     record = {"calls": sorted({c.model for c in clients}), "fused": [spec.name for spec in fused.step_models]}
     files.update(version_files(model, version, payload, record, fused_model_py(fused)))
+    files.update(payloads.place(f"{model.name}/{version.version}", payload))
     return files

@@ -20,10 +20,12 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
+from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
+from ..runtime.packages import tree_digest, tree_files
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .payloads import to_json
-from .writer import WritePlan, read_manifest_files, unlisted_files
+from .writer import WritePlan, read_manifest_files, read_manifest_packages, unlisted_files
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
 ConfigFor = Callable[[str, list[int]], bytes]
@@ -95,11 +97,31 @@ def _check_same_config(output: Path, model: str, new: dict[str, bytes], kept: se
         )
 
 
-def _manifest(new_manifest: bytes, listed: dict[str, bytes | str], models: set[str]) -> bytes:
+def _manifest(
+    new_manifest: bytes, listed: dict[str, bytes | str], models: set[str], trees: dict[str, dict[str, object]]
+) -> bytes:
     data = json.loads(new_manifest)
     data["files"] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
     data["models"] = sorted(models)
+    trees = {**trees, **(data.get(PACKAGES_KEY) or {})}
+    if trees:
+        data[PACKAGES_KEY] = dict(sorted(trees.items()))
     return to_json(data)
+
+
+def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, dict[str, object]], dict[str, Path]]:
+    """The package trees of versions kept, checked against their digests, and their files to carry."""
+    trees = {d: r for d, r in read_manifest_packages(output).items() if keep(d + "/")}
+    carried: dict[str, Path] = {}
+    for directory, record in trees.items():
+        expected = record.get("digest") if isinstance(record, dict) else None
+        if tree_digest(str(output / directory)) != expected:
+            raise BuildError(
+                f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST} "
+                "records (a file was changed, removed or added); rebuild the whole repository (without --version)"
+            )
+        carried.update({f"{directory}/{p}": output / directory / p for p in tree_files(str(output / directory))})
+    return trees, carried
 
 
 def merge_versions(
@@ -120,9 +142,11 @@ def merge_versions(
         return relative in new or (model in versions and _version_of(relative) == versions[model])
 
     carried_listed = {p: h for p, h in listed.items() if not replaced(p)}
-    carried = {p: output / p for p in carried_listed}
+    carried: dict[str, Path | str] = {p: output / p for p in carried_listed}
     carried.update({p: output / p for p in unlisted_files(output) if not replaced(p)})  # only with --force
+    trees, tree_files_carried = _kept_trees(output, lambda p: not replaced(p))
+    carried.update(tree_files_carried)
     models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
     entries: dict[str, bytes | str] = {**carried_listed, **new}
-    new[MANIFEST] = _manifest(files[MANIFEST], entries, models)
+    new[MANIFEST] = _manifest(files[MANIFEST], entries, models, trees)
     return WritePlan(files=dict(sorted(new.items())), carried=carried)

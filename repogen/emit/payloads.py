@@ -12,7 +12,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cloudpickle
 import numpy as np
@@ -21,11 +21,15 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
+from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
 from ..runtime.payload import FORMAT
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
 from .portability import check_grammar
+
+if TYPE_CHECKING:
+    from ..packages import Packager, ShippedTree
 
 PAYLOAD = "model.pkl"
 
@@ -49,15 +53,25 @@ class Payloads:
     targets: Targets
     roots: tuple[str, ...]
     table: sources.SourceTable | None
+    packager: Packager | None = None
+    """Installs what payloads import into the repository (the build's); None records requirements only."""
 
     @classmethod
-    def create(cls, targets: Targets | None = None, roots: Sequence[str] = ()) -> Payloads:
+    def create(
+        cls, targets: Targets | None = None, roots: Sequence[str] = (), packager: Packager | None = None
+    ) -> Payloads:
         targets = targets or Targets(TARGETS)
         if targets.pinned:
-            return cls(targets, tuple(roots), None)
+            return cls(targets, tuple(roots), None, packager)
         relative = pickling.relative_to(pickling.search_roots(roots))
         table = sources.SourceTable(relative, check=lambda source: check_grammar(source, targets))
-        return cls(targets, tuple(roots), table)
+        return cls(targets, tuple(roots), table, packager)
+
+    def place(self, base: str, payload: Payload) -> dict[str, bytes]:
+        """The package trees of the version at ``base`` (linked by the writer); their listing files."""
+        if self.packager is None or not payload.packages:
+            return {}
+        return self.packager.place(base, payload.packages)
 
     def record(self) -> dict[str, Any]:
         """What ``model.json`` and the manifest say about where the payloads serve."""
@@ -89,6 +103,7 @@ class Payload:
     data: bytes
     shipped: dict[str, bytes]  # version-relative path -> bytes
     metadata: dict[str, Any]
+    packages: dict[str, ShippedTree] = dataclasses.field(default_factory=dict)  # tag -> installed tree
 
 
 def pickle_payload(
@@ -106,6 +121,7 @@ def pickle_payload(
         app_dir = payloads.roots[0] if payloads.roots else "(none: pass roots=(<project dir>,) to build_repository)"
         needs = requirements.account(pickled.modules, pickled.imports, payloads.targets, what, app_dir)
     shipped, listed = sources.ship(pickled.sources)
+    packages = payloads.packager.ship(what, needs) if payloads.packager is not None else {}
     metadata = {
         "build": build_environment(),
         "format": FORMAT,
@@ -114,8 +130,9 @@ def pickle_payload(
         "requirements": needs,
         "sources": listed,
         **payloads.record(),
+        **({PACKAGES_KEY: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
     }
-    return Payload(pickled.data, shipped, metadata)
+    return Payload(pickled.data, shipped, metadata, packages)
 
 
 def _pickled(

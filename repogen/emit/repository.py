@@ -8,15 +8,20 @@ ensembles from ``fused``; this module puts them together with the manifest.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ..hashing import sha256_bytes
 from ..ir.spec import RepositorySpec
+from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
 from ..triton.layout import MANIFEST
 from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model
 from .fused import emit_fused
 from .payloads import Payloads, build_environment, to_json
+
+if TYPE_CHECKING:
+    from ..packages import Packager
 
 # Called as each model is emitted: (models done, models in all, the model's name).
 Progress = Callable[[int, int, str], None]
@@ -27,6 +32,7 @@ def emit_repository(
     roots: Sequence[str] = (),
     targets: Targets | None = None,
     progress: Progress | None = None,
+    packager: Packager | None = None,
 ) -> dict[str, bytes]:
     """Every file of the repository, including the root manifest of their hashes.
 
@@ -35,7 +41,7 @@ def emit_repository(
     and in the manifest.
     """
     files: dict[str, bytes] = {}
-    payloads = Payloads.create(targets, roots)
+    payloads = Payloads.create(targets, roots, packager)
     total = len(spec.models) + len(spec.ensembles)
     for done, model in enumerate(spec.models, start=1):
         files.update(emit_model(model, payloads))
@@ -52,6 +58,7 @@ def emit_repository(
             "files": {path: sha256_bytes(data) for path, data in sorted(files.items())},
             "format": 1,
             "models": list(spec.names),
+            **({PACKAGES_KEY: dict(sorted(packager.trees.items()))} if packager is not None and packager.trees else {}),
             "repogen": __version__,
             **payloads.record(),
         }

@@ -34,6 +34,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import BuildError
+from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
 from ..triton.layout import MANIFEST
 
 _AT_FDCWD = -100
@@ -48,7 +49,7 @@ class WritePlan:
     """What the staging directory receives: new bytes, plus existing files carried over unchanged."""
 
     files: dict[str, bytes]
-    carried: dict[str, Path] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
+    carried: dict[str, Path | str] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
 
 
 #: Called under the lock with the existing output directory; returns what to write instead of the plain map.
@@ -90,16 +91,38 @@ def read_manifest_files(output: Path) -> dict[str, str] | None:
     return listed if isinstance(listed, dict) else None
 
 
-def _all_files(output: Path) -> list[str]:
-    return sorted(p.relative_to(output).as_posix() for p in output.rglob("*") if p.is_file() or p.is_symlink())
+def read_manifest_packages(output: Path) -> dict[str, dict[str, object]]:
+    """The manifest's package trees (repository directory -> digest, files, size); none when unreadable."""
+    try:
+        trees = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get(PACKAGES_KEY)
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return trees if isinstance(trees, dict) else {}
+
+
+def _all_files(output: Path, skip: frozenset[str] = frozenset()) -> list[str]:
+    """Every file (or symlink) under ``output``, relative; directories in ``skip`` are not entered."""
+    found = []
+    for folder, dirs, files in os.walk(output):
+        relative = os.path.relpath(folder, output).replace(os.sep, "/")
+        prefix = "" if relative == "." else relative + "/"
+        dirs[:] = [d for d in dirs if prefix + d not in skip or os.path.islink(os.path.join(folder, d))]
+        found += [prefix + name for name in files]
+        found += [prefix + d for d in dirs if os.path.islink(os.path.join(folder, d))]
+    return sorted(found)
 
 
 def unlisted_files(output: Path) -> list[str]:
-    """Files in an existing output that its manifest does not list: the user's, not ours."""
+    """Files in an existing output that its manifest does not list: the user's, not ours.
+
+    The package trees the manifest lists are ours as a whole (their digests are checked by
+    ``repogen validate`` and at load), so they are not walked file by file.
+    """
     listed = read_manifest_files(output)
     if listed is None:
         return _all_files(output)
-    return [p for p in _all_files(output) if p not in listed and p != MANIFEST and "__pycache__" not in p]
+    trees = frozenset(read_manifest_packages(output))
+    return [p for p in _all_files(output, trees) if p not in listed and p != MANIFEST and "__pycache__" not in p]
 
 
 def _lock_path(output: Path) -> Path:
@@ -141,7 +164,7 @@ def _check_existing(output: Path, force: bool) -> None:
         )
 
 
-def _carry(source: Path, destination: Path) -> None:
+def _carry(source: Path | str, destination: Path) -> None:
     """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail."""
     try:
         os.link(source, destination, follow_symlinks=False)
@@ -160,10 +183,20 @@ def _fill(staging: Path, plan: WritePlan) -> None:
             path.write_bytes(data)
         except OSError as exc:  # write() names no file: say which one did not fit
             raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
+    staged: dict[Path | str, str] = {}  # a source copied (not linked) once: later paths link to that copy
+    made: set[str] = set()
     for relative, source in plan.carried.items():
-        path = staging / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _carry(source, path)
+        target = os.path.join(staging, relative)
+        parent = os.path.dirname(target)
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
+        first = staged.get(source)
+        if first is not None:
+            os.link(first, target)
+            continue
+        _carry(source, Path(target))
+        staged[source] = target
     os.chmod(staging, 0o755)
 
 
@@ -213,8 +246,18 @@ def _file_system_error(exc: OSError, output: Path, previous: str) -> BuildError:
     return BuildError(f"cannot write the repository {output}: {path}: {cause} (errno {exc.errno}); {fix}. {previous}")
 
 
-def write_repository(files: dict[str, bytes], output: Path, force: bool = False, merge: Merge | None = None) -> None:
-    """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first."""
+def write_repository(
+    files: dict[str, bytes],
+    output: Path,
+    force: bool = False,
+    merge: Merge | None = None,
+    links: dict[str, str] | None = None,
+) -> None:
+    """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
+
+    ``links`` (repository path -> file) are hard-linked in (copied once where links cannot cross file
+    systems): the shipped packages, whose files live in the wheel cache.
+    """
     output = output.resolve()
     if (output / MANIFEST).is_file():
         previous = f"The previous repository at {output} is intact."
@@ -223,12 +266,12 @@ def write_repository(files: dict[str, bytes], output: Path, force: bool = False,
     if output.is_dir() and os.path.ismount(output):
         raise _mount_point_error(output, previous)  # refused before writing a whole copy that cannot move
     try:
-        _write(files, output, force, merge)
+        _write(files, output, force, merge, links or {})
     except OSError as exc:
         raise _file_system_error(exc, output, previous) from exc
 
 
-def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None) -> None:
+def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(_lock_path(output))):
         checkpoint("locked")
@@ -238,6 +281,7 @@ def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | No
             _check_existing(output, force)
             if merge is not None:
                 plan = merge(output, files)
+        plan = dataclasses.replace(plan, carried={**plan.carried, **links})
         staging = Path(tempfile.mkdtemp(prefix=f".{output.name}{_STAGING_INFIX}", dir=output.parent))
         leftover: Path | None = staging
         try:

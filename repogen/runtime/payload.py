@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PayloadError
+from .packages import activate as activate_packages
 from .portable import PayloadUnpickler, Sources
 
 METADATA_FILE = "model.json"
@@ -197,6 +198,7 @@ def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
     """Return the sidecar metadata and the unpickled payload of one model version."""
     meta = read_metadata(version_dir)
     check_python(meta, model, version_dir)
+    activate_packages(meta, model, version_dir)
     check_requirements(meta, model)
     path, digest = payload_entry(meta, version_dir)
     check_manifest(version_dir, path, digest)
@@ -223,6 +225,7 @@ def _missing_module_message(meta: dict[str, Any], model: str, module: str) -> st
     recorded = ", ".join(sorted(requirements.values())) or "none"
     return (
         f"model '{model}' needs module '{module}', which this server's Python cannot import; install {what} "
-        f"into the server's environment (every requirement recorded in {METADATA_FILE}: {recorded}), or "
-        "deploy with `repogen deploy --docker`, which installs them"
+        f"into the server's environment (every requirement recorded in {METADATA_FILE}: {recorded}), deploy with "
+        "`repogen deploy --docker`, which installs them, or rebuild without `--packages record` or `--provided` for "
+        "it, so that it ships inside the repository"
     )

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 
 from repogen.errors import RepogenError
-from repogen.hashing import sha256_file
+from repogen.hashing import sha256_bytes, sha256_file
 from repogen.server.install import (
     ServerInstallError,
     default_cache_dir,
@@ -49,9 +49,20 @@ def checkout_root() -> Path:
     return root
 
 
-def _wanted(root: Path, version: str) -> dict[str, str]:
+def _wanted(root: Path, version: str, packages: tuple[str, ...]) -> dict[str, str]:
     """What a current builder venv's marker says: rebuild when any of it changes."""
-    return {"python_version": version, "checkout": str(root), "pyproject_sha256": sha256_file(root / "pyproject.toml")}
+    return {
+        "python_version": version,
+        "checkout": str(root),
+        "pyproject_sha256": sha256_file(root / "pyproject.toml"),
+        **({"packages": " ".join(packages)} if packages else {}),
+    }
+
+
+def _venv_name(version: str, packages: tuple[str, ...]) -> str:
+    """``builder-venv-py3.11``, or ``builder-venv-py3.11-<hash of the packages>`` for an app's own set."""
+    suffix = f"-{sha256_bytes(' '.join(packages).encode())[:10]}" if packages else ""
+    return f"builder-venv-py{version}{suffix}"
 
 
 def _is_current(venv: Path, wanted: dict[str, str]) -> bool:
@@ -63,12 +74,17 @@ def _is_current(venv: Path, wanted: dict[str, str]) -> bool:
     return all(marker.get(k) == v for k, v in wanted.items()) and bool(base) and Path(base).exists()
 
 
-def ensure_builder_venv(version: str, cache_dir: str | Path | None = None) -> Path:
-    """``<cache>/builder-venv-py<version>`` with repogen from this checkout; created or refreshed once."""
+def ensure_builder_venv(version: str, cache_dir: str | Path | None = None, packages: tuple[str, ...] = ()) -> Path:
+    """``<cache>/builder-venv-py<version>`` with repogen from this checkout; created or refreshed once.
+
+    ``packages`` (pinned requirements) are installed too, in a venv of their own: what a user's
+    app imports at build time (scikit-learn, onnxruntime, ...), so a build can ship them.
+    """
     root = checkout_root()
     cache = Path(cache_dir).resolve() if cache_dir is not None else default_cache_dir()
-    final = cache / f"builder-venv-py{version}"
-    wanted = _wanted(root, version)
+    packages = tuple(sorted(packages))
+    final = cache / _venv_name(version, packages)
+    wanted = _wanted(root, version, packages)
     if _is_current(final, wanted):
         return final
     with locked(cache, final.name):
@@ -84,7 +100,7 @@ def ensure_builder_venv(version: str, cache_dir: str | Path | None = None) -> Pa
             )
             run_step(
                 [str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                 "--quiet", "-e", str(root)],
+                 "--quiet", "-e", str(root), *packages],
                 f"installing repogen from {root} into a Python {version} venv",
                 f"Each dependency in {root / 'pyproject.toml'} needs a wheel (or an sdist that builds) for "
                 f"Python {version}; the output above names the one that has none.",
@@ -99,16 +115,24 @@ def ensure_builder_venv(version: str, cache_dir: str | Path | None = None) -> Pa
 
 
 def build_with(
-    version: str, app: str, output: str | Path, *extra_args: str, cache_dir: str | Path | None = None
+    version: str,
+    app: str,
+    output: str | Path,
+    *extra_args: str,
+    cache_dir: str | Path | None = None,
+    packages: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
     """Run ``repogen build APP -o OUTPUT [extra_args]`` under Python ``version``, from the checkout root.
 
+    ``packages`` are installed in the builder venv beside repogen (see :func:`ensure_builder_venv`).
     Raises :class:`BuildWithError` with the command's stdout and stderr when it fails.
     """
-    venv = ensure_builder_venv(version, cache_dir)
+    venv = ensure_builder_venv(version, cache_dir, packages)
     root = checkout_root()
     cmd = [str(venv / "bin" / "python"), "-m", "repogen", "build", app, "-o", str(output), *extra_args]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    if cache_dir is not None:  # the wheels a build ships are cached beside the venvs
+        env["REPOGEN_CACHE_DIR"] = str(Path(cache_dir).resolve())
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildWithError(

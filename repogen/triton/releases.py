@@ -78,6 +78,11 @@ class Release:
     """The PyPI wheel shipping this server, for the releases ``repogen serve`` and the tests can embed."""
 
     @property
+    def glibc(self) -> str:
+        """The C library of the container's Ubuntu (22.04: 2.35, 24.04: 2.39): the newest manylinux wheel it loads."""
+        return _GLIBC_312 if self.python == "3.12" else _GLIBC_310
+
+    @property
     def tag(self) -> str:
         """The image tag, ``24.10-py3`` (also KServe's ``runtimeVersion``)."""
         return f"{self.ngc}-py3"
@@ -110,7 +115,8 @@ class Release:
 _FIRST_MINOR = 39  # tritonserver 2.39.0 is NGC 23.10, the oldest release repogen supports
 _FIRST_MONTH = (2023, 10)
 _LAST_MONTH = (2025, 10)
-_PYTHON_312_FROM = (2024, 12)
+_PYTHON_312_FROM = (2024, 12)  # and Ubuntu 24.04 with it
+_GLIBC_310, _GLIBC_312 = "2.35", "2.39"  # Ubuntu 22.04 / 24.04
 
 _PY_38_311 = ("3.8", "3.9", "3.10", "3.11")
 _WHEELS = {

@@ -1,0 +1,162 @@
+"""A payload's requirements → one package tree per (container Python, machine), linked into the repository.
+
+Why hard links: every model version gets a complete tree of its own (a model directory copied
+alone, or localized by the server from object storage, still has everything), while N models that
+need the same packages cost one copy on disk and in a tar archive, which stores a hard link once.
+The files are the wheel cache's own (read-only), so a rebuild with unchanged dependencies writes
+nothing but links. A tree's digest (``runtime.packages.digest_of``) is computed from the cache's
+index, never by reading the files again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import BuildError
+from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
+from ..triton.targets import Targets
+from . import resolve, wheels
+from .options import PackageOptions, canonical
+from .resolve import Pin
+from .targets import WheelTarget, wheel_targets
+
+Log = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class ShippedTree:
+    """One installed tree: what model.json records, and the cache file behind every path in it."""
+
+    target: WheelTarget
+    pins: tuple[Pin, ...]
+    files: dict[str, str]  # path in the tree -> cache file
+    listing: dict[str, str]  # path in the tree -> sha256
+    size: int
+    bytecode: bool
+    sizes: dict[str, int]  # cache file -> bytes, for the build's summary
+
+    @property
+    def digest(self) -> str:
+        return digest_of(self.listing.items())
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "bytecode": self.bytecode,
+            "digest": self.digest,
+            "files": len(self.listing),
+            "lock": [pin.record() for pin in self.pins],
+            "size": self.size,
+        }
+
+
+class Packager:
+    """Ships what payloads import, for the build's targets; collects the links the writer makes."""
+
+    def __init__(self, options: PackageOptions, targets: Targets, cache: Path, log: Log | None = None) -> None:
+        self.options = options
+        self.targets = wheel_targets(targets, options.machines)
+        self.numpy = targets.containers[0].numpy
+        self.cache = cache / "packages"
+        self.log = log or (lambda line: None)
+        self.links: dict[str, str] = {}  # repository path -> cache file
+        self.trees: dict[str, dict[str, Any]] = {}  # repository dir of a tree -> its record (for the manifest)
+        self._shipped: dict[tuple[str, ...], dict[str, ShippedTree]] = {}
+        self._interpreters: dict[str, Path | None] = {}
+
+    def ship(self, what: str, requirements: Mapping[str, str]) -> dict[str, ShippedTree]:
+        """Tag -> tree for the distributions in ``requirements`` (module -> ``dist==version``) that ship."""
+        wanted = tuple(sorted({req for req in requirements.values() if self.options.ships(req.split("==")[0])}))
+        if not wanted:
+            return {}
+        if wanted not in self._shipped:
+            for requirement in wanted:
+                origin = resolve.local_origin(requirement.split("==")[0])
+                if origin:
+                    raise BuildError(
+                        f"{what} imports distribution {requirement.split('==')[0]}, installed from {origin} (not from "
+                        "a package index), so the build cannot fetch it for the container. Move its modules under the "
+                        "app directory (they ship as source), or pass --provided "
+                        f"{requirement.split('==')[0]} and install it in your image"
+                    )
+            self._shipped[wanted] = {t.tag: self._tree(what, wanted, t) for t in self.targets}
+        return self._shipped[wanted]
+
+    def _tree(self, what: str, wanted: tuple[str, ...], target: WheelTarget) -> ShippedTree:
+        pins = tuple(
+            p for p in resolve.resolve(wanted, target, self.numpy, self.cache, what) if self.options.ships(p.name)
+        )
+        paths = wheels.fetch(pins, target, self.cache, what)
+        unpacked = {pin.sha256: wheels.unpack(paths[pin.sha256], pin.sha256, self.cache, what) for pin in pins}
+        interpreter = self._interpreter(target.python)
+        overlays = (
+            wheels.bytecode([(s, root) for s, (root, _) in unpacked.items()], target.python, interpreter, self.cache)
+            if interpreter
+            else {}
+        )
+        files: dict[str, str] = {}
+        listing: dict[str, str] = {}
+        sizes: dict[str, int] = {}
+        for pin in pins:
+            layers = [unpacked[pin.sha256], *([overlays[pin.sha256]] if pin.sha256 in overlays else [])]
+            for root, index in layers:
+                base = str(root)
+                for relative, (digest, length, _) in index.items():
+                    if relative in files:
+                        continue  # a path two wheels both ship: the first (by name) wins, as pip's order would
+                    files[relative] = f"{base}/{relative}"
+                    listing[relative] = str(digest)
+                    sizes[files[relative]] = int(str(length))
+        return ShippedTree(target, pins, files, listing, sum(sizes.values()), interpreter is not None, sizes)
+
+    def _interpreter(self, python: str) -> Path | None:
+        """A Python of the container's minor to compile bytecode with; without one, the server compiles into /tmp."""
+        if python not in self._interpreters:
+            if "{}.{}".format(*sys.version_info[:2]) == python:
+                found: Path | None = Path(sys.executable)
+            else:
+                from ..server.pythons import find_python
+
+                found = find_python(python)
+            if found is None:
+                self.log(
+                    f"note: no Python {python} here to compile the shipped packages' bytecode; the server compiles "
+                    "them on first load (into its temp directory), which slows the first start"
+                )
+            self._interpreters[python] = found
+        return self._interpreters[python]
+
+    def place(self, base: str, shipped: Mapping[str, ShippedTree]) -> dict[str, bytes]:
+        """Link each tree under ``<base>/packages/<tag>/``; the listing files to write beside them."""
+        listings = {}
+        for tag, tree in shipped.items():
+            directory = f"{base}/{PACKAGES_DIR}/{tag}"
+            for relative, source in tree.files.items():
+                self.links[f"{directory}/{relative}"] = source
+            self.trees[directory] = {"digest": tree.digest, "files": len(tree.listing), "size": tree.size}
+            listings[directory + LISTING_SUFFIX] = tree.listing
+        return {path: _json(listing) for path, listing in listings.items()}
+
+    def summary(self) -> str | None:
+        """One line for the build: the bytes the packages add per target (each file counted once)."""
+        if not self.trees:
+            return None
+        unique: dict[str, dict[str, int]] = {}
+        for trees in self._shipped.values():
+            for tag, tree in trees.items():
+                unique.setdefault(tag, {}).update(tree.sizes)
+        parts = [f"{tag} {sum(sizes.values()) / 1e6:.1f} MB" for tag, sizes in sorted(unique.items())]
+        dists = sorted({canonical(p.name) for trees in self._shipped.values() for t in trees.values() for p in t.pins})
+        return (
+            f"Shipped {len(dists)} distribution(s) into {len(self.trees)} tree(s): {', '.join(parts)} "
+            "(hard-linked: each file once on disk)"
+        )
+
+
+def _json(data: Any) -> bytes:
+    import json
+
+    return (json.dumps(data, indent=0, sort_keys=True) + "\n").encode("utf-8")

@@ -1,0 +1,180 @@
+"""The wheel cache: downloaded once by hash, unpacked once, compiled once per container Python.
+
+``<cache>/packages/wheels/<sha256>/<file>.whl`` is verified against the lock before it is used;
+``unpacked/<sha256>/`` is its install tree (``.data/purelib`` and ``platlib`` merged in, scripts and
+headers left out) with an index of every file's sha256, size and mtime; ``bytecode/<sha256>-cpXY/``
+holds that tree's ``__pycache__`` for one Python. Repositories hard-link these files, so each cached
+file is read-only, and one whose size or mtime changed (edited through a link) is unpacked again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path, PurePosixPath
+
+from filelock import FileLock
+
+from ..errors import BuildError
+from ..hashing import sha256_file
+from .resolve import Pin
+from .targets import WheelTarget
+
+INDEX = "index.json"
+_COMPILER = Path(__file__).with_name("compile_bytecode.py")
+
+
+@contextlib.contextmanager
+def _locked(cache: Path, name: str) -> Iterator[None]:
+    (cache / "locks").mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cache / "locks" / f".{name}.lock"), timeout=1800):
+        yield
+
+
+def fetch(pins: Sequence[Pin], target: WheelTarget, cache: Path, what: str) -> dict[str, Path]:
+    """sha256 -> the verified wheel file, downloading (with pip, as configured here) what is not cached."""
+    found = {pin.sha256: cache / "wheels" / pin.sha256 / pin.wheel for pin in pins}
+    missing = [pin for pin in pins if not found[pin.sha256].is_file()]
+    if missing:
+        with _locked(cache, "download"), tempfile.TemporaryDirectory(prefix="repogen-wheels-", dir=cache) as tmp:
+            options = ["--no-deps", "--no-input", "--disable-pip-version-check", "--quiet", "--only-binary=:all:"]
+            cmd = [sys.executable, "-m", "pip", "download", *options, *target.pip_args(), "-d", tmp]
+            cmd += [pin.url for pin in missing]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+                raise BuildError(
+                    f"{what}: downloading {', '.join(p.wheel for p in missing)} failed:\n{tail}\nThe build needs the "
+                    "package index to ship them (once: wheels are cached); build with --packages record to ship nothing"
+                )
+            for pin in missing:
+                _adopt(Path(tmp) / pin.wheel, pin, found[pin.sha256], what)
+    return found
+
+
+def _adopt(download: Path, pin: Pin, final: Path, what: str) -> None:
+    digest = sha256_file(download) if download.is_file() else "no file"
+    if digest != pin.sha256:
+        raise BuildError(
+            f"{what}: {pin.wheel} downloaded with sha256 {digest}, but the index listed {pin.sha256}; refusing it. "
+            "Build again (a proxy may have altered it); if it persists, the index serves a changed file"
+        )
+    final.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(download, final)
+
+
+def _member_path(name: str, data_dir: str) -> str | None:
+    """Where a wheel member goes in the install tree (None: not installed), refusing paths outside it."""
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts:
+        raise ValueError(f"member {name!r} points outside the install tree")
+    if path.parts and path.parts[0] == data_dir:
+        if len(path.parts) > 2 and path.parts[1] in ("purelib", "platlib"):
+            return PurePosixPath(*path.parts[2:]).as_posix()
+        return None  # scripts, headers, data: not importable, not shipped
+    return path.as_posix()
+
+
+def _index(root: Path) -> dict[str, list[object]]:
+    index: dict[str, list[object]] = {}
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(folder) / name
+            stat = path.stat()
+            index[path.relative_to(root).as_posix()] = [sha256_file(path), stat.st_size, stat.st_mtime_ns]
+    return index
+
+
+def _intact(root: Path, index: dict[str, list[object]]) -> bool:
+    """Sizes and mtimes as indexed: a file edited through a repository's hard link shows here too."""
+    for relative, (_, size, mtime) in index.items():
+        try:
+            stat = (root / relative).stat()
+        except OSError:
+            return False
+        if stat.st_size != size or stat.st_mtime_ns != mtime:
+            return False
+    return True
+
+
+def _cached_tree(root: Path, make: object) -> dict[str, list[object]]:
+    """The index of ``root``, (re)making the tree with ``make(tmp)`` when absent or altered."""
+    index_path = root.with_name(root.name + ".json")
+    try:
+        index = json.loads(index_path.read_text())
+        if _intact(root, index):
+            return dict(index)
+    except (OSError, ValueError):
+        pass
+    with _locked(root.parent.parent, root.name):
+        tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
+        try:
+            make(tmp)  # type: ignore[operator]
+            for folder, dirs, files in os.walk(tmp):
+                for name in files:
+                    os.chmod(Path(folder) / name, 0o444)
+                for name in dirs:
+                    os.chmod(Path(folder) / name, 0o755)
+            index = _index(tmp)
+            shutil.rmtree(root, ignore_errors=True)
+            os.chmod(tmp, 0o755)
+            os.rename(tmp, root)
+            index_path.write_text(json.dumps(index, sort_keys=True))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return index
+
+
+def unpack(wheel: Path, sha256: str, cache: Path, what: str) -> tuple[Path, dict[str, list[object]]]:
+    """The wheel's install tree in the cache, and its index (relative path -> [sha256, size, mtime_ns])."""
+    root = cache / "unpacked" / sha256
+    root.parent.mkdir(parents=True, exist_ok=True)
+
+    def make(tmp: Path) -> None:
+        data_dir = "-".join(wheel.name.split("-")[:2]) + ".data"
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                for info in archive.infolist():
+                    relative = None if info.is_dir() else _member_path(info.filename, data_dir)
+                    if relative is None:
+                        continue
+                    destination = tmp / relative
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(info) as source, destination.open("wb") as sink:
+                        shutil.copyfileobj(source, sink)
+        except (zipfile.BadZipFile, ValueError) as exc:
+            raise BuildError(
+                f"{what}: cannot unpack {wheel}: {exc}; delete it from the cache and build again"
+            ) from None
+
+    return root, _cached_tree(root, make)
+
+
+def bytecode(
+    trees: Sequence[tuple[str, Path]], python: str, interpreter: Path, cache: Path
+) -> dict[str, tuple[Path, dict[str, list[object]]]]:
+    """sha256 -> the ``__pycache__`` overlay of that unpacked tree for ``python``, compiled by ``interpreter``."""
+    abi = "cp" + python.replace(".", "")
+    overlays: dict[str, tuple[Path, dict[str, list[object]]]] = {}
+    (cache / "bytecode").mkdir(parents=True, exist_ok=True)
+    for sha256, tree in trees:
+        root = cache / "bytecode" / f"{sha256}-{abi}"
+
+        def make(tmp: Path, tree: Path = tree) -> None:
+            proc = subprocess.run(
+                [str(interpreter), "-I", str(_COMPILER)], input=json.dumps([str(tree), str(tmp)]) + "\n",
+                capture_output=True, text=True,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise BuildError(f"compiling {tree} with {interpreter} failed:\n{proc.stderr[-2000:]}")
+
+        overlays[sha256] = (root, _cached_tree(root, make))
+    return overlays

@@ -1,0 +1,92 @@
+"""Third-party packages travel inside the repository: a stock server with numpy alone serves them.
+
+The app (``tests/apps/packages``: scikit-learn with scipy, onnxruntime on a graph made with onnx at
+build time, PyYAML, numpy only) is built by the default Python with default options from a venv
+holding those packages, then served by the pairing under test (``make test`` runs this module on
+2.39/2.41/2.51 + Python 3.10 and 2.51 + 3.12) from a numpy-only venv that nothing is installed into.
+Every answer equals the builder's own, over HTTP and gRPC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from repogen.testing.client import PROTOCOLS, infer
+from repogen.testing.packages import build_packages_app, expected_answers
+
+pytestmark = pytest.mark.integration
+
+INPUTS = {
+    "Forest": {"x": np.array([[0.5, -3.0, 0.01, 2.0], [-1.0, 12.0, -0.2, -4.0], [2.0, 0.0, 0.0, 9.0]])},
+    "Onnx": {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
+    "Yaml": {"text": np.array([[b"a: 1\nb: 2.5\nname: x"], [b"{w: -4, z: [1]}"]], dtype=object)},
+    "Plain": {"x": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)},
+}  # the same as expected.py's
+
+
+def site_packages(venv) -> list[str]:
+    """Every file of the server venv: what a load could have installed shows up here."""
+    return sorted(os.path.join(d, f) for d, _, files in os.walk(venv.path) for f in files if "__pycache__" not in d)
+
+
+@pytest.fixture(scope="module")
+def packaged(repogen_cache_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("packages")
+    build_packages_app(repogen_cache_dir, root / "repo")
+    return root / "repo", expected_answers(repogen_cache_dir, root / "expected.npz")
+
+
+@pytest.fixture(scope="module")
+def served(packaged, serve, triton_install):
+    before = site_packages(triton_install.venv)
+    server = serve(packaged[0])
+    return server, before
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_model_answers_as_the_builder_computed(packaged, served, protocol):
+    _, expected = packaged
+    server, _ = served
+    for model, inputs in INPUTS.items():
+        answer = infer(protocol, server, model, inputs)
+        for name, value in answer.items():
+            want = expected[f"{model}.{name}"]
+            if value.dtype == object:
+                assert value.tolist() == want.tolist(), (model, name)
+            else:
+                np.testing.assert_allclose(value, want, rtol=1e-6, err_msg=f"{model}.{name}")
+    version = infer(protocol, server, "Onnx", INPUTS["Onnx"])["version"][0, 0]
+    assert version.decode() == str(expected["versions.onnxruntime"])  # the builder's version, not another
+
+
+def test_the_server_venv_has_numpy_alone_and_stays_unchanged(served, triton_install):
+    server, before = served
+    assert all(m.get("state") == "READY" for m in server.models_status())
+    assert site_packages(triton_install.venv) == before
+    probe = (
+        "import importlib.util as u; print([m for m in ('sklearn', 'onnxruntime', 'yaml', 'scipy') if u.find_spec(m)])"
+    )
+    found = subprocess.run([str(triton_install.venv.python), "-c", probe], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
+
+
+def test_the_lock_records_what_ships_and_onnx_does_not(packaged, triton_install):
+    repo, expected = packaged
+    meta = json.loads((repo / "Forest" / "1" / "model.json").read_text())
+    trees = meta["packages"]
+    assert sorted(trees) == ["cp310-x86_64", "cp312-x86_64"]
+    for tree in trees.values():
+        lock = {pin["name"]: pin["version"] for pin in tree["lock"]}
+        assert lock["scikit-learn"] == str(expected["versions.scikit-learn"])
+        assert lock["scipy"] == str(expected["versions.scipy"])
+        assert "numpy" not in lock and "cloudpickle" not in lock
+        assert all(len(pin["sha256"]) == 64 and pin["wheel"].endswith(".whl") for pin in tree["lock"])
+    onnx_lock = {p["name"] for t in json.loads((repo / "Onnx" / "1" / "model.json").read_text())["packages"].values()
+                 for p in t["lock"]}  # fmt: skip
+    assert "onnxruntime" in onnx_lock and "onnx" not in onnx_lock  # onnx ran at build time only
+    assert "packages" not in json.loads((repo / "Plain" / "1" / "model.json").read_text())
