@@ -129,7 +129,23 @@ def describe_model(model: ModelDir) -> dict[str, Any]:
     calls = sorted({c for v in model.versions for c in bls_calls(model, v)})
     if calls:
         described["bls_calls"] = calls
+    packages = {str(v): shipped_packages(model, v) for v in model.versions if shipped_packages(model, v)}
+    if packages:
+        described["packages"] = packages
     return described
+
+
+def shipped_packages(model: ModelDir, version: int) -> dict[str, Any]:
+    """Per tree (``cp310-x86_64``): its size, file count and lock, from the version's ``model.json``."""
+    try:
+        trees = model.metadata(version).get("packages") or {}
+    except RepositoryError:
+        return {}
+    return {
+        tag: {"size": entry.get("size", 0), "files": entry.get("files", 0), "lock": entry.get("lock", [])}
+        for tag, entry in sorted(trees.items())
+        if isinstance(entry, dict)
+    }
 
 
 def describe_repository(repository: str | Path) -> dict[str, Any]:
@@ -180,6 +196,12 @@ def to_text(description: dict[str, Any]) -> str:
             lines.append(f"  step {index}: {step['model_name']} {mapping_label(step)}")
         if model.get("bls_calls"):
             lines.append(f"  calls (BLS): {', '.join(model['bls_calls'])}")
+        for version, trees in model.get("packages", {}).items():
+            for tag, tree in trees.items():
+                pins = ", ".join(f"{p['name']}=={p['version']}" for p in tree["lock"])
+                lines.append(
+                    f"  packages (v{version}, {tag}): {tree['size'] / 1e6:.1f} MB, {tree['files']} files: {pins}"
+                )
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n" if lines else "(no models)\n"
 

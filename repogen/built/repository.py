@@ -10,6 +10,7 @@ counts as a model, a version, a parse failure, a ``model.json`` and the manifest
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,9 @@ from google.protobuf import text_format
 
 from ..errors import RepositoryError
 from ..hashing import sha256_file
+from ..packages.options import canonical
+from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of, tree_files
+from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
 from ..triton.layout import CONFIG, MANIFEST, METADATA, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 
@@ -31,6 +35,7 @@ __all__ = [
     "is_version_name",
     "load_json",
     "model_dirs",
+    "package_problems",
     "parse_config",
     "read_manifest",
     "read_repository",
@@ -39,6 +44,7 @@ __all__ = [
 ]
 
 _LOCATION = re.compile(r"^\d+:\d+ : ")
+
 
 sha256 = sha256_file  # the name the tools use
 
@@ -93,10 +99,20 @@ class ModelDir:
 
     @property
     def requirements(self) -> tuple[str, ...]:
-        """``dist==version`` lines the build recorded in the versions' ``model.json``, sorted."""
+        """``dist==version`` lines the server's image must provide, sorted: recorded, and not shipped.
+
+        A distribution the build shipped inside the version (``packages``, in every tree's lock) is
+        the repository's own; the rest (``--packages record``, ``--provided``) the image must install.
+        """
         found: set[str] = set()
         for version in self.versions:
-            found.update(str(v) for v in (self.metadata(version).get("requirements") or {}).values())
+            metadata = self.metadata(version)
+            trees = [t for t in (metadata.get(PACKAGES_KEY) or {}).values() if isinstance(t, dict)]
+            locks = [{canonical(str(p.get("name", ""))) for p in t.get("lock") or []} for t in trees]
+            shipped = set.intersection(*locks) if locks else set()
+            for requirement in (metadata.get("requirements") or {}).values():
+                if canonical(str(requirement).split("==")[0]) not in shipped:
+                    found.add(str(requirement))
         return tuple(sorted(found))
 
     def instance_count(self, gpus: int = 1) -> int:
@@ -168,13 +184,48 @@ def model_dirs(repository: Path) -> list[ModelDir]:
 
 
 def files(root: Path) -> dict[str, Path]:
-    """Regular files under ``root`` by POSIX relative path, without ``__pycache__`` (the server writes those)."""
+    """Regular files under ``root`` by POSIX relative path, without ``__pycache__`` (the server writes those).
+
+    Shipped package trees (``<version>/packages/<tag>/``) are left out: thousands of files that are
+    checked as a whole, by their digest (:func:`package_problems`); their listing files are kept.
+    """
     found = {}
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if path.is_file() and "__pycache__" not in relative.parts:
-            found[relative.as_posix()] = path
-    return found
+    for folder, dirs, names in os.walk(root):
+        here = Path(folder)
+        if here.name == PACKAGES_DIR and is_version_name(here.parent.name):
+            dirs[:] = []
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in names:
+            path = here / name
+            if path.is_file():
+                found[path.relative_to(root).as_posix()] = path
+    return dict(sorted(found.items()))
+
+
+def package_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Path, str]]:
+    """(path, what is wrong) for each shipped package tree that is not the one the build recorded."""
+    problems = []
+    for tag, entry in sorted((metadata.get(PACKAGES_KEY) or {}).items()):
+        root = version_dir / PACKAGES_DIR / tag
+        if not root.is_dir():
+            problems.append((root, f"missing: {METADATA} lists this package tree; copy the whole model directory"))
+            continue
+        found = tree_files(str(root))
+        if digest_of(found.items()) == entry.get("digest"):
+            continue
+        listing_path = Path(str(root) + LISTING_SUFFIX)
+        try:
+            expected = dict(load_json(listing_path))
+        except (RepositoryError, TypeError, ValueError):
+            expected = {}
+        changed = [p for p in sorted(found) if p in expected and expected[p] != found[p]]
+        missing = [p for p in sorted(expected) if p not in found]
+        added = [p for p in sorted(found) if p not in expected]
+        for label, paths in (("changed after the build", changed), ("missing", missing), ("not from the build", added)):
+            problems += [(root / p, f"{label}: the runtime refuses this package tree; rebuild") for p in paths[:20]]
+        if not (changed or missing or added):
+            problems.append((root, f"digest differs from {METADATA}'s; rebuild"))
+    return problems
 
 
 def read_manifest(repository: Path) -> dict[str, Any] | None:

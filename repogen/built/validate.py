@@ -19,7 +19,7 @@ from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import Release, get_release
 from .ensembles import check_ensemble
 from .problems import Problem
-from .repository import ModelDir, files, load_json, model_dirs, sha256
+from .repository import ModelDir, files, load_json, model_dirs, package_problems, sha256
 
 _UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
 
@@ -172,10 +172,12 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
         if not metadata_path.is_file():
             continue
         try:
-            payload = load_json(metadata_path).get("payload") or {}
+            metadata = load_json(metadata_path)
+            payload = metadata.get("payload") or {}
         except RepositoryError as exc:
             problems.append(Problem.at(metadata_path, f"is not a JSON object ({exc.__cause__ or exc}); rebuild"))
             continue
+        problems += [Problem.at(path, why) for path, why in package_problems(metadata_path.parent, metadata)]
         if not isinstance(payload, dict) or not payload.get("file") or not payload.get("sha256"):
             continue
         payload_path = model.path / str(version) / payload["file"]

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import BuildError
 from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
+from ..triton.releases import RELEASES
 from ..triton.targets import Targets
 from . import resolve, wheels
 from .options import PackageOptions, canonical
@@ -59,7 +60,7 @@ class Packager:
     def __init__(self, options: PackageOptions, targets: Targets, cache: Path, log: Log | None = None) -> None:
         self.options = options
         self.targets = wheel_targets(targets, options.machines)
-        self.numpy = targets.containers[0].numpy
+        self.numpy = (targets.containers or RELEASES)[0].numpy
         self.cache = cache / "packages"
         self.log = log or (lambda line: None)
         self.links: dict[str, str] = {}  # repository path -> cache file

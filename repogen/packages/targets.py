@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..runtime.packages import tree_tag
-from ..triton.releases import Release
+from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets, python_key
 
 _LEGACY = {
@@ -53,9 +53,12 @@ class WheelTarget:
 def wheel_targets(targets: Targets, machines: tuple[str, ...]) -> list[WheelTarget]:
     """One target per container Python and machine; the oldest glibc among those containers bounds the tags."""
     found = []
-    for python in sorted({c.python for c in targets.containers}, key=python_key):
+    for python in targets.pythons:
         containers: list[Release] = [c for c in targets.containers if c.python == python]
-        glibc = min((c.glibc for c in containers), key=python_key)
+        if containers:
+            glibc, where = min((c.glibc for c in containers), key=python_key), targets.describe(python)
+        else:  # a build pinned to a Python no container runs: the oldest containers' C library
+            glibc, where = RELEASES[0].glibc, f"Python {python}, which no NGC container runs"
         for machine in machines:
-            found.append(WheelTarget(python, machine, glibc, targets.describe(python)))
+            found.append(WheelTarget(python, machine, glibc, where))
     return found

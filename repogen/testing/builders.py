@@ -49,7 +49,7 @@ def checkout_root() -> Path:
     return root
 
 
-def _wanted(root: Path, version: str, packages: tuple[str, ...]) -> dict[str, str]:
+def _wanted(root: Path, version: str, packages: tuple[str, ...] = ()) -> dict[str, str]:
     """What a current builder venv's marker says: rebuild when any of it changes."""
     return {
         "python_version": version,

@@ -61,7 +61,7 @@ def _other_python(triton_install) -> str:
 @pytest.fixture(scope="module")
 def damaged(serve, cli_build, tmp_path_factory, triton_install):
     repo = tmp_path_factory.mktemp("integrity") / "repo"
-    cli_build(APP, repo)
+    cli_build(APP, repo, "--provided", "click")  # the image is said to have click: recorded, not shipped
     _flip_byte(repo / "Corrupt" / "1" / "model.pkl")
     _claim_python(repo, "OtherPython", _other_python(triton_install))
     return repo, serve(repo, extra_args=SERVER_ARGS)

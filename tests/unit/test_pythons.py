@@ -138,7 +138,7 @@ def test_build_with_raises_with_the_builds_output(tmp_path: Path, monkeypatch: p
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text("#!/bin/sh\necho \"built $*\"\necho 'no module app' >&2\nexit 3\n")
     (venv / "bin" / "python").chmod(0o755)
-    monkeypatch.setattr(builders, "ensure_builder_venv", lambda version, cache_dir=None: venv)
+    monkeypatch.setattr(builders, "ensure_builder_venv", lambda version, cache_dir=None, packages=(): venv)
     with pytest.raises(builders.BuildWithError) as failed:
         builders.build_with("3.13", "app.py:models", tmp_path / "out", "--force")
     message = str(failed.value)
