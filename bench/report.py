@@ -56,6 +56,13 @@ def ratio_table(result: dict[str, Any]) -> list[str]:
                      f"{verdict(goal, b['library_s']) if models == 100 else '—'} |")  # fmt: skip
         lines.append(f"| `repogen build` {models} models, CLI wall clock (s) | {goal} | {fmt(b['cli_s'])} | "
                      f"{verdict(goal, b['cli_s']) if models == 100 else '—'} |")  # fmt: skip
+    packages = result.get("packages")
+    if packages:
+        ready, added = packages["ready"]["ratio"], packages["rebuild"]["added_s"]
+        lines.append(f"| READY of a scikit-learn model, shipped / installed in the server | <= 1.5 | {fmt(ready)} | "
+                     f"{verdict('<= 1.5', ready)} |")  # fmt: skip
+        lines.append(f"| rebuild with unchanged packages, added over `--packages record` (s) | <= 1 | {fmt(added)} | "
+                     f"{verdict('<= 1', added)} |")  # fmt: skip
     return lines
 
 

@@ -6,8 +6,9 @@ PyTriton 0.7.0 serves the same function from its own venv. Every throughput/late
 perf_analyzer run, which also reports the server's queue and compute input/infer/output per
 request. Implementations alternate point by point in a rotating order, round after round, and each
 ratio is taken within a round. Then: the stub's instructions per request (callgrind), cold start
-(20 generated vs 20 hand-written models), build time. Writes bench/results/<date>.json;
-bench/report.py turns it into docs/benchmarks.md.
+(20 generated vs 20 hand-written models), build time, and shipped packages (a scikit-learn model's
+time to READY against the same model on a server where scikit-learn is installed; rebuild time).
+Writes bench/results/<date>.json; bench/report.py turns it into docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ import ceiling
 import numpy as np
 import perf
 import stats
+from packages import packages_bench
 from repos import assemble
 from servers import PyTritonServer, repogen_server
 
+from repogen.server.install import default_cache_dir
 from repogen.server.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
 from repogen.server.perf_analyzer import ensure_perf_analyzer
 
@@ -242,6 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"  cold start / build time failed: {type(exc).__name__}: {exc}", flush=True)
         extras = {"cold_start_error": f"{type(exc).__name__}: {exc}"}
+    print("shipped packages: READY against pre-installed, rebuild time", flush=True)
+    try:
+        extras["packages"] = packages_bench(work, default_cache_dir(), reps=1 if args.quick else 3)
+        print(f"  {extras['packages']}", flush=True)
+    except Exception as exc:
+        print(f"  packages failed: {type(exc).__name__}: {exc}", flush=True)
+        extras["packages_error"] = f"{type(exc).__name__}: {exc}"
 
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),

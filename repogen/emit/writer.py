@@ -164,7 +164,7 @@ def _check_existing(output: Path, force: bool) -> None:
         )
 
 
-def _carry(source: Path | str, destination: Path) -> None:
+def _carry(source: Path | str, destination: Path | str) -> None:
     """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail."""
     try:
         os.link(source, destination, follow_symlinks=False)
@@ -195,7 +195,7 @@ def _fill(staging: Path, plan: WritePlan) -> None:
         if first is not None:
             os.link(first, target)
             continue
-        _carry(source, Path(target))
+        _carry(source, target)
         staged[source] = target
     os.chmod(staging, 0o755)
 

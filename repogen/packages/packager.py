@@ -137,7 +137,7 @@ class Packager:
             directory = f"{base}/{PACKAGES_DIR}/{tag}"
             for relative, source in tree.files.items():
                 self.links[f"{directory}/{relative}"] = source
-            self.trees[directory] = {"digest": tree.digest, "files": len(tree.listing), "size": tree.size}
+            self.trees[directory] = tree.record()
             listings[directory + LISTING_SUFFIX] = tree.listing
         return {path: _json(listing) for path, listing in listings.items()}
 

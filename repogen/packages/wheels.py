@@ -95,9 +95,10 @@ def _index(root: Path) -> dict[str, list[object]]:
 
 def _intact(root: Path, index: dict[str, list[object]]) -> bool:
     """Sizes and mtimes as indexed: a file edited through a repository's hard link shows here too."""
+    base = str(root)
     for relative, (_, size, mtime) in index.items():
         try:
-            stat = (root / relative).stat()
+            stat = os.stat(f"{base}/{relative}")
         except OSError:
             return False
         if stat.st_size != size or stat.st_mtime_ns != mtime:
