@@ -86,7 +86,9 @@ def _check_stock_runtime(info: BuiltRepository, target: Release) -> list[str]:
     if info.requirements:
         raise DeployError(
             f"{info.path}: the models import {', '.join(info.requirements)}, which KServe's stock Triton runtime "
-            f"({target.image}) lacks, so they would fail to load there; nothing was written. {fix}."
+            f"({target.image}) lacks and the repository does not ship, so they would fail to load there; nothing "
+            f"was written. Rebuild without --packages record (or --provided for them) so that they ship inside the "
+            f"repository, or: {fix}."
         )
     mismatch = docker.python_mismatch(info, target, fix)
     if mismatch and not info.portable:

@@ -231,7 +231,8 @@ def test_kserve_refuses_what_the_stock_runtime_cannot_load(repo_with_requirement
     )
     assert result.exit_code == 1
     assert "the models import pandas==2.2.3, scipy==1.14.1, which KServe's stock Triton runtime" in result.output
-    assert "nothing was written. Build an image with `repogen deploy --docker` and pass it as --image" in result.output
+    assert "nothing was written. Rebuild without --packages record" in result.output
+    assert "or: Build an image with `repogen deploy --docker` and pass it as --image" in result.output
     assert not out.exists()
     image = generate(repo_with_requirements, DeployOptions(kserve=True, image="reg/qs:3"))  # the fix works
     assert image.warnings == () and KSERVE_FILE in image.files
@@ -306,6 +307,25 @@ def test_dockerfile_installs_recorded_requirements(repo_with_requirements: Path)
         install = "RUN python3 -m pip install --no-cache-dir pandas==2.2.3 scipy==1.14.1"
         stages = text.split("\nFROM ")
         assert all(install in stage for stage in stages[1:]), text  # every stage that imports the models has them
+
+
+def _ship(repo: Path) -> None:
+    """Record, as a default build does, that every requirement ships inside its model version."""
+    for meta in repo.glob("*/1/model.json"):
+        data = json.loads(meta.read_text())
+        names = sorted({r.split("==")[0] for r in data.get("requirements", {}).values()})
+        lock = [{"name": n, "version": "1", "wheel": f"{n}-1-py3-none-any.whl", "sha256": "0" * 64} for n in names]
+        data["packages"] = {"cp310-x86_64": {"digest": "0" * 64, "lock": lock}} if names else {}
+        meta.write_text(json.dumps(data))
+
+
+def test_shipped_packages_need_no_image_of_their_own(repo_with_requirements: Path) -> None:
+    _ship(repo_with_requirements)
+    assert read_repository(repo_with_requirements).requirements == ()
+    stock = generate(repo_with_requirements, DeployOptions(kserve=True, storage_uri="s3://b/x"))
+    assert KSERVE_FILE in stock.files  # KServe's stock runtime serves it as it is
+    assert "RUN python3 -m pip install" not in _dockerfile(repo_with_requirements, prebuilt=True,
+                                                           context=repo_with_requirements.parent)  # fmt: skip
 
 
 def test_dockerfile_without_requirements_says_so(repo: Path) -> None:
