@@ -20,6 +20,7 @@ from .ir.versions import lower_version_policy
 from .loader import load_app, local_modules
 from .packages import PackageOptions, Packager
 from .server.install import default_cache_dir
+from .server.pythons import find_python
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 
@@ -66,7 +67,7 @@ def build_repository(
     # the writer knows (under its lock), so --version lowers none.
     policies = {d.name: d.config.version_policy for d in repository.definitions}
     options = packages or PackageOptions()
-    packager = Packager(options, targets, default_cache_dir(), log) if options.mode == "ship" else None
+    packager = Packager(options, targets, default_cache_dir(), log, find_python) if options.mode == "ship" else None
     files = emit_repository(spec, roots, targets, progress, packager)
     merge = _merger(spec, version, policies, force) if version is not None else None
     write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)

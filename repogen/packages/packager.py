@@ -57,8 +57,17 @@ class ShippedTree:
 class Packager:
     """Ships what payloads import, for the build's targets; collects the links the writer makes."""
 
-    def __init__(self, options: PackageOptions, targets: Targets, cache: Path, log: Log | None = None) -> None:
+    def __init__(
+        self,
+        options: PackageOptions,
+        targets: Targets,
+        cache: Path,
+        log: Log | None = None,
+        find_python: Callable[[str], Path | None] = lambda python: None,
+    ) -> None:
+        """``find_python("3.10")`` is an interpreter of that minor to compile bytecode with (None: none here)."""
         self.options = options
+        self.find_python = find_python
         self.targets = wheel_targets(targets, options.machines)
         self.numpy = (targets.containers or RELEASES)[0].numpy
         self.cache = cache / "packages"
@@ -119,9 +128,7 @@ class Packager:
             if "{}.{}".format(*sys.version_info[:2]) == python:
                 found: Path | None = Path(sys.executable)
             else:
-                from ..server.pythons import find_python
-
-                found = find_python(python)
+                found = self.find_python(python)
             if found is None:
                 self.log(
                     f"note: no Python {python} here to compile the shipped packages' bytecode; the server compiles "
