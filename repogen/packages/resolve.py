@@ -44,8 +44,13 @@ class Pin:
     sha256: str
     url: str
 
+    @property
+    def tag(self) -> str:
+        """The wheel's compatibility tags (``cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64``)."""
+        return "-".join(self.wheel.removesuffix(".whl").split("-")[-3:])
+
     def record(self) -> dict[str, str]:
-        return {"name": self.name, "sha256": self.sha256, "version": self.version, "wheel": self.wheel}
+        return {"name": self.name, "sha256": self.sha256, "tag": self.tag, "version": self.version, "wheel": self.wheel}
 
 
 @functools.cache

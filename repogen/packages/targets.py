@@ -25,7 +25,7 @@ class WheelTarget:
     machine: str
     glibc: str
     containers: str
-    """``NGC 23.10-24.11``: where a tree for this Python serves."""
+    """``NGC 23.10-24.11``: the targeted containers that serve with this Python."""
 
     @property
     def tag(self) -> str:
@@ -56,7 +56,9 @@ def wheel_targets(targets: Targets, machines: tuple[str, ...]) -> list[WheelTarg
     for python in targets.pythons:
         containers: list[Release] = [c for c in targets.containers if c.python == python]
         if containers:
-            glibc, where = min((c.glibc for c in containers), key=python_key), targets.describe(python)
+            ngcs = [c.ngc for c in containers]
+            where = f"NGC {ngcs[0]}" if len(ngcs) == 1 else f"NGC {ngcs[0]}-{ngcs[-1]}"
+            glibc = min((c.glibc for c in containers), key=python_key)
         else:  # a build pinned to a Python no container runs: the oldest containers' C library
             glibc, where = RELEASES[0].glibc, f"Python {python}, which no NGC container runs"
         for machine in machines:
