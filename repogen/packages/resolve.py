@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
+import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -101,13 +103,19 @@ def resolve(requirements: Iterable[str], target: WheelTarget, numpy: str, cache:
         pass
     pins = _run_pip(wanted, target, constraints, what)
     path.parent.mkdir(parents=True, exist_ok=True)
-    staged = path.with_suffix(f".{key[:8]}.tmp")
+    staged = path.with_suffix(f".{os.getpid()}.tmp")
     staged.write_text(json.dumps({"pins": [dataclasses.asdict(p) for p in pins]}, indent=1, sort_keys=True))
     staged.replace(path)
     return pins
 
 
 def _run_pip(wanted: list[str], target: WheelTarget, constraints: dict[str, str], what: str) -> tuple[Pin, ...]:
+    if importlib.util.find_spec("pip") is None:
+        raise BuildError(
+            f"{what} imports {', '.join(wanted)}, which ship inside the repository, but {sys.executable} has no pip "
+            "to resolve and download them for the containers' Python. Install it (`python -m ensurepip`), or build "
+            "with --packages record to only record them"
+        )
     with tempfile.TemporaryDirectory(prefix="repogen-resolve-") as tmp:
         constraint_file = Path(tmp) / "constraints.txt"
         constraint_file.write_text("".join(f"{name}=={version}\n" for name, version in constraints.items()))

@@ -116,6 +116,12 @@ def _cached_tree(root: Path, make: object) -> dict[str, list[object]]:
     except (OSError, ValueError):
         pass
     with _locked(root.parent.parent, root.name):
+        try:  # another build may have made it while this one waited for the lock
+            index = json.loads(index_path.read_text())
+            if _intact(root, index):
+                return dict(index)
+        except (OSError, ValueError):
+            pass
         tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
         try:
             make(tmp)  # type: ignore[operator]
