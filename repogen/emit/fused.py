@@ -12,8 +12,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from ..ir.fusion import FusedSpec
-from ..ir.spec import ClientSpec
+from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from .files import model_files, shipped, version_files
 from .fused_execute import fused_model_py

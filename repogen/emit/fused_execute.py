@@ -10,7 +10,7 @@ against the step's declared outputs, the answer sent. A check that fails hands t
 
 from __future__ import annotations
 
-from ..ir.fusion import FusedSpec
+from ..ir.spec import FusedSpec
 from ..runtime.conversion import inputs_on_cpu
 from ..runtime.fused import read_again
 from ..version import __version__

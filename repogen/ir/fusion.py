@@ -13,28 +13,12 @@ instance kinds.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
 from ..dsl.config import ModelConfig
 from ..errors import BuildError
-from .batching import lower_scheduler
-from .instances import lower_instance_groups
-from .spec import EnsembleSpec, InstanceGroupSpec, ModelSpec, SequenceBatchingSpec, StepSpec, VersionSpec
-from .warmup import lower_warmup
-
-
-@dataclasses.dataclass(frozen=True)
-class FusedSpec:
-    """A fused ensemble: the Python model Triton serves, and the steps it runs in-process."""
-
-    model: ModelSpec  # what config.pbtxt says: the ensemble's interface, the ensemble config's scheduling
-    steps: tuple[StepSpec, ...]  # in dependency order (the order the @ensemble body called them)
-    step_models: tuple[ModelSpec, ...]  # the composing models, one per step
-
-    @property
-    def name(self) -> str:
-        return self.model.name
+from .config import lower_config
+from .spec import EnsembleSpec, FusedSpec, InstanceGroupSpec, ModelSpec, SequenceBatchingSpec, VersionSpec
 
 
 def fuse(ensemble: EnsembleSpec, config: ModelConfig, models: Mapping[str, ModelSpec]) -> FusedSpec:
@@ -84,7 +68,8 @@ def _fused_model(
     ensemble: EnsembleSpec, config: ModelConfig, placements: set[tuple[str, tuple[int, ...]]]
 ) -> ModelSpec:
     where = f"ensemble '{ensemble.name}'"
-    groups = lower_instance_groups(ensemble.name, config.instance_groups, 1)
+    lowered = lower_config(where, ensemble.name, config, ensemble.inputs, ensemble.max_batch_size, 1)
+    groups = lowered.instance_groups
     if not config.instance_groups and placements:  # the steps' device, one instance
         kind, gpus = next(iter(placements))
         groups = (InstanceGroupSpec(name=f"{ensemble.name}_0", kind=kind, count=1, gpus=gpus),)
@@ -93,13 +78,13 @@ def _fused_model(
         inputs=ensemble.inputs,
         outputs=ensemble.outputs,
         max_batch_size=ensemble.max_batch_size,
-        scheduler=lower_scheduler(where, config.batcher, ensemble.max_batch_size, ensemble.inputs),
+        scheduler=lowered.scheduler,
         instance_groups=groups,
         version_policy=None,
-        response_cache=bool(config.response_cache),
+        response_cache=lowered.response_cache,
         decoupled=False,
         strict=True,
-        parameters=tuple(sorted((config.parameters or {}).items())),
+        parameters=lowered.parameters,
         versions=(VersionSpec(version=1, infer_funcs=()),),
-        warmup=lower_warmup(where, config.warmup, ensemble.inputs, ensemble.max_batch_size),
+        warmup=lowered.warmup,
     )

@@ -18,15 +18,13 @@ from ..dsl.config import ModelConfig
 from ..dsl.handle import ModelHandle
 from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
 from ..errors import BuildError
-from .batching import lower_scheduler
+from .config import lower_config
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
-from .instances import lower_instance_groups
 from .references import referenced_handles
 from .spec import ClientSpec, ModelSpec, RepositorySpec
 from .tensors import lower_tensors, max_batch_size
 from .versions import lower_version, lower_version_policy, select_version
-from .warmup import lower_warmup
 from .wiring import Interface
 
 # A model name becomes a directory name.
@@ -157,34 +155,23 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     batch = max_batch_size(where, config)
     inputs = lower_tensors(where, "input", first.inputs)
+    lowered = lower_config(where, name, config, inputs, batch, counts.pop())
     return ModelSpec(
         name=name,
         inputs=inputs,
         outputs=lower_tensors(where, "output", first.outputs, allow_optional=False),
         max_batch_size=batch,
-        scheduler=lower_scheduler(where, config.batcher, batch, inputs),
-        instance_groups=lower_instance_groups(name, config.instance_groups, counts.pop()),
+        scheduler=lowered.scheduler,
+        instance_groups=lowered.instance_groups,
         version_policy=lower_version_policy(where, config.version_policy, versions),
-        response_cache=bool(config.response_cache),
+        response_cache=lowered.response_cache,
         decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
         strict=bool(first.strict),
-        parameters=_lower_parameters(where, config.parameters),
+        parameters=lowered.parameters,
         versions=tuple(sorted(versions, key=lambda v: v.version)),
         files=_lower_files(where, first.files),
-        warmup=lower_warmup(where, config.warmup, inputs, batch),
+        warmup=lowered.warmup,
     )
-
-
-def _lower_parameters(where: str, parameters: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
-    items = []
-    for key, value in sorted((parameters or {}).items()):
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise BuildError(
-                f"{where}: parameters must map str to str (Triton stores them as string_value), found "
-                f"{key!r}: {value!r}"
-            )
-        items.append((key, value))
-    return tuple(items)
 
 
 def _lower_files(where: str, files: Sequence[Path]) -> tuple[tuple[str, Path], ...]:

@@ -141,10 +141,23 @@ class EnsembleSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class FusedSpec:
+    """A fused ensemble (``fuse=True``): the Python model Triton serves, and the steps it runs in-process."""
+
+    model: ModelSpec  # what config.pbtxt says: the ensemble's interface, the ensemble config's scheduling
+    steps: tuple[StepSpec, ...]  # in dependency order (the order the @ensemble body called them)
+    step_models: tuple[ModelSpec, ...]  # the composing models, one per step
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+
+@dataclasses.dataclass(frozen=True)
 class RepositorySpec:
     models: tuple[ModelSpec, ...]  # sorted by name
     ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name; fused ones too (their steps run in-process)
-    fused: tuple[Any, ...] = ()  # ir.fusion.FusedSpec of each fused ensemble, sorted by name
+    fused: tuple[FusedSpec, ...] = ()  # each fused ensemble, sorted by name
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:
@@ -158,7 +171,7 @@ class RepositorySpec:
                 return spec
         raise KeyError(name)
 
-    def fused_spec(self, name: str) -> Any:
+    def fused_spec(self, name: str) -> FusedSpec | None:
         """The FusedSpec of ensemble ``name``, or None when Triton schedules its steps."""
         return next((f for f in self.fused if f.name == name), None)
 

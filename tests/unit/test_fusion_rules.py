@@ -12,7 +12,7 @@ X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
 
 
-def _pipeline(step_config: ModelConfig | None = None, streaming=False, fuse=True):
+def _pipeline(step_config: ModelConfig | None = None, streaming=False, fuse=True, ensemble_config=None):
     repo = Repository()
     config = step_config or ModelConfig(max_batch_size=8)
 
@@ -34,7 +34,7 @@ def _pipeline(step_config: ModelConfig | None = None, streaming=False, fuse=True
         def mul(x):
             return {"y": x * 3}
 
-    @repo.ensemble("Fused", inputs=X, outputs=Y, config=ModelConfig(max_batch_size=8), fuse=fuse)
+    @repo.ensemble("Fused", inputs=X, outputs=Y, config=ensemble_config or ModelConfig(max_batch_size=8), fuse=fuse)
     def fused(x):
         return {"y": mul(x=add(x=x)["y"])["y"]}
 
@@ -56,6 +56,15 @@ def test_a_fused_ensemble_keeps_its_steps_and_schedules_like_a_model():
     assert [g.kind for g in fused.model.instance_groups] == ["KIND_CPU"]
     assert {m.name for m in spec.models} == {"Add", "Mul"}  # the composing models stay
     assert spec.fused_spec("Fused") is fused and lower(_pipeline(fuse=False)).fused == ()
+
+
+def test_a_fused_ensemble_config_is_lowered_as_a_models_is():
+    """One lowering for both: a non-string parameter was refused for a model and written for a fused ensemble."""
+    bad = ModelConfig(max_batch_size=8, parameters={"k": 1})
+    assert "model 'Mul': parameters must map str to str" in _error(_pipeline(step_config=bad))
+    assert "ensemble 'Fused': parameters must map str to str" in _error(_pipeline(ensemble_config=bad))
+    good = lower(_pipeline(ensemble_config=ModelConfig(max_batch_size=8, parameters={"k": "1"})))
+    assert good.fused[0].model.parameters == (("k", "1"),)
 
 
 def test_a_decoupled_step_is_refused():

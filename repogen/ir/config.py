@@ -1,0 +1,53 @@
+"""A ``ModelConfig`` → the configuration fields of a served model, the one lowering of them.
+
+Python models and fused ensembles (one Python model Triton serves for a ``fuse=True`` ensemble)
+both become a ``ModelSpec`` with a ``config.pbtxt``; lowering their ``ModelConfig`` in one place
+keeps what either accepts the same (a parameter must be a string in both, as Triton stores it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ..dsl.config import ModelConfig
+from ..errors import BuildError
+from .batching import lower_scheduler
+from .instances import lower_instance_groups
+from .spec import DynamicBatchingSpec, InstanceGroupSpec, SequenceBatchingSpec, TensorSpec, WarmupSpec
+from .warmup import lower_warmup
+
+
+@dataclasses.dataclass(frozen=True)
+class LoweredConfig:
+    scheduler: DynamicBatchingSpec | SequenceBatchingSpec | None
+    instance_groups: tuple[InstanceGroupSpec, ...]
+    response_cache: bool
+    parameters: tuple[tuple[str, str], ...]
+    warmup: tuple[WarmupSpec, ...]
+
+
+def lower_config(
+    where: str, name: str, config: ModelConfig, inputs: tuple[TensorSpec, ...], batch: int, instances: int
+) -> LoweredConfig:
+    """``instances`` is the number of callables bound (one per instance when more than one)."""
+    if not isinstance(config, ModelConfig):
+        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
+    return LoweredConfig(
+        scheduler=lower_scheduler(where, config.batcher, batch, inputs),
+        instance_groups=lower_instance_groups(name, config.instance_groups, instances),
+        response_cache=bool(config.response_cache),
+        parameters=lower_parameters(where, config.parameters),
+        warmup=lower_warmup(where, config.warmup, inputs, batch),
+    )
+
+
+def lower_parameters(where: str, parameters: dict[str, str] | None) -> tuple[tuple[str, str], ...]:
+    items = []
+    for key, value in sorted((parameters or {}).items()):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise BuildError(
+                f"{where}: parameters must map str to str (Triton stores them as string_value), found "
+                f"{key!r}: {value!r}"
+            )
+        items.append((key, value))
+    return tuple(items)
