@@ -10,14 +10,14 @@ from pathlib import Path
 from .dsl.config import VersionPolicy
 from .dsl.repository import Repository
 from .emit import pickling
-from .emit.merge import merge_versions
 from .emit.model_config import model_config, to_text
 from .emit.repository import Progress, emit_repository
-from .emit.writer import Merge, WritePlan, write_repository
 from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec
 from .ir.versions import lower_version_policy
 from .loader import load_app, local_modules
+from .ondisk.merge import merge_versions
+from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
 from .server.install import default_cache_dir
 from .server.pythons import find_python

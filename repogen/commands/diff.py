@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..built.diff import diff_repositories, update_expected
+from ..ondisk.diff import diff_repositories, update_expected
 
 
 @click.command()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..built.describe import describe_repository, to_json, to_text
-from ..built.mermaid import to_mermaid
+from ..ondisk.describe import describe_repository, to_json, to_text
+from ..ondisk.mermaid import to_mermaid
 
 
 @click.command()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from ..built.repository import model_dirs, require_directory
 from ..errors import RepogenError
+from ..ondisk.repository import model_dirs, require_directory
 from ..server.foreground import ExternalTritonServer, ServeError, embedded_server, find_tritonserver, run_server
 from ..server.process import HOST, TritonServer, free_ports
 from ..server.reload import AppBuild, Reloader, check_models

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..built.validate import validate_repository
+from ..ondisk.validate import validate_repository
 from ..triton.fields import TARGET_RELEASE
 from ..triton.releases import Release, get_release
 from .params import RELEASE_HELP, TritonRelease

@@ -13,9 +13,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..built.repository import BuiltRepository
 from ..emit.templates import render
 from ..errors import DeployError
+from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_READY, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release

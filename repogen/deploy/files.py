@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
-from ..built.repository import BuiltRepository, read_repository
 from ..emit.templates import render
 from ..errors import DeployError
+from ..ondisk.repository import BuiltRepository, read_repository
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
 from . import docker, kserve, kubernetes

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..built.repository import BuiltRepository
 from ..errors import DeployError
+from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
 

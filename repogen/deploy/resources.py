@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..built.repository import BuiltRepository
 from ..errors import DeployError
+from ..ondisk.repository import BuiltRepository
 
 __all__ = [
     "SHM_GROWTH",

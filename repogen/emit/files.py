@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..ir.spec import EnsembleSpec, ModelSpec, VersionSpec
+from ..runtime.records import Metadata
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
 from .execute import model_py
@@ -37,7 +38,7 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
         funcs = version.infer_funcs
         labels = ["infer_func"] if len(funcs) == 1 else [f"infer_func[{i}]" for i in range(len(funcs))]
         payload = pickle_payload(what, obj, list(zip(labels, funcs, strict=True)), version.clients, payloads)
-        record = {"calls": list(version.calls)}
+        record = {Metadata.CALLS: list(version.calls)}
         files.update(version_files(model, version, payload, record))
         files.update(payloads.place(f"{model.name}/{version.version}", payload))
         for name, source in model.files:
@@ -62,7 +63,13 @@ def version_files(
     ``source`` is a ``model.py`` emitted elsewhere (a fused model's); by default it is emitted here.
     """
     base = f"{model.name}/{version.version}"
-    metadata = {**payload.metadata, **record, "model": model.name, "strict": model.strict, "version": version.version}
+    metadata = {
+        **payload.metadata,
+        **record,
+        Metadata.MODEL: model.name,
+        Metadata.STRICT: model.strict,
+        Metadata.VERSION: version.version,
+    }
     files = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD}": payload.data,

@@ -14,6 +14,7 @@ from google.protobuf import json_format
 
 from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
+from ..runtime.records import Metadata
 from .files import model_files, shipped, version_files
 from .fused_execute import fused_model_py
 from .model_config import model_config
@@ -48,7 +49,10 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, bytes]:
             )
     what = f"ensemble '{model.name}' (fuse=True)"
     payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads)
-    record = {"calls": sorted({c.model for c in clients}), "fused": [spec.name for spec in fused.step_models]}
+    record = {
+        Metadata.CALLS: sorted({c.model for c in clients}),
+        Metadata.FUSED: [spec.name for spec in fused.step_models],
+    }
     files.update(version_files(model, version, payload, record, fused_model_py(fused)))
     files.update(payloads.place(f"{model.name}/{version.version}", payload))
     return files

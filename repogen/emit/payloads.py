@@ -9,7 +9,6 @@ pickled, the path to it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,8 +20,7 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
-from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
-from ..runtime.payload import FORMAT
+from ..runtime.records import METADATA_FORMAT, Metadata, dumps
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
@@ -42,8 +40,7 @@ def build_environment() -> dict[str, str]:
     }
 
 
-def to_json(data: Any) -> bytes:
-    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+to_json = dumps  # the records' one encoding (repogen.runtime.records)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,9 +74,9 @@ class Payloads:
         """What ``model.json`` and the manifest say about where the payloads serve."""
         target = self.targets.record()
         return {
-            "portable": not self.targets.pinned,
-            "pythons": list(self.targets.pythons),
-            **({"target": target} if target is not None else {}),
+            Metadata.PORTABLE: not self.targets.pinned,
+            Metadata.PYTHONS: list(self.targets.pythons),
+            **({Metadata.TARGET: target} if target is not None else {}),
         }
 
 
@@ -123,14 +120,14 @@ def pickle_payload(
     shipped, listed = sources.ship(pickled.sources)
     packages = payloads.packager.ship(what, needs) if payloads.packager is not None else {}
     metadata = {
-        "build": build_environment(),
-        "format": FORMAT,
-        "payload": {"file": PAYLOAD, "sha256": sha256_bytes(pickled.data)},
-        "repogen": __version__,
-        "requirements": needs,
-        "sources": listed,
+        Metadata.BUILD: build_environment(),
+        Metadata.FORMAT: METADATA_FORMAT,
+        Metadata.PAYLOAD: {"file": PAYLOAD, "sha256": sha256_bytes(pickled.data)},
+        Metadata.REPOGEN: __version__,
+        Metadata.REQUIREMENTS: needs,
+        Metadata.SOURCES: listed,
         **payloads.record(),
-        **({PACKAGES_KEY: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
+        **({Metadata.PACKAGES: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
     }
     return Payload(pickled.data, shipped, metadata, packages)
 

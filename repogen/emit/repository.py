@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..hashing import sha256_bytes
 from ..ir.spec import RepositorySpec
-from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
+from ..runtime.records import MANIFEST_FORMAT, Manifest
 from ..triton.layout import MANIFEST
 from ..triton.targets import Targets
 from ..version import __version__
@@ -54,12 +54,16 @@ def emit_repository(
             progress(done, total, ensemble.name)
     files[MANIFEST] = to_json(
         {
-            "build": build_environment(),
-            "files": {path: sha256_bytes(data) for path, data in sorted(files.items())},
-            "format": 1,
-            "models": list(spec.names),
-            **({PACKAGES_KEY: dict(sorted(packager.trees.items()))} if packager is not None and packager.trees else {}),
-            "repogen": __version__,
+            Manifest.BUILD: build_environment(),
+            Manifest.FILES: {path: sha256_bytes(data) for path, data in sorted(files.items())},
+            Manifest.FORMAT: MANIFEST_FORMAT,
+            Manifest.MODELS: list(spec.names),
+            **(
+                {Manifest.PACKAGES: dict(sorted(packager.trees.items()))}
+                if packager is not None and packager.trees
+                else {}
+            ),
+            Manifest.REPOGEN: __version__,
             **payloads.record(),
         }
     )

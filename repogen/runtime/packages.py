@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .errors import PayloadError
+from .records import Metadata
 
 PACKAGES_DIR = "packages"  # <model>/<version>/packages/<tag>/
-METADATA_KEY = "packages"  # model.json: {"<tag>": {"digest": ..., "lock": [...], ...}}
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 PYCACHE_DIR = "repogen-pycache"  # under the temp directory, where no shipped tree carries bytecode
 LISTING_SUFFIX = ".files.json"  # packages/<tag>.files.json: every file's sha256, to name what changed
@@ -78,7 +78,7 @@ def activate(meta: Mapping[str, Any], model: str, version_dir: str) -> str | Non
     Refuses a tree that is missing or differs from the build (naming the files), and a server whose
     Python or machine the build made no tree for.
     """
-    trees = meta.get(METADATA_KEY) or {}
+    trees = meta.get(Metadata.PACKAGES) or {}
     if not trees:
         return None
     tag = running_tag()

@@ -26,10 +26,9 @@ import numpy as np
 from .errors import PayloadError
 from .packages import activate as activate_packages
 from .portable import PayloadUnpickler, Sources
+from .records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
+from .records import METADATA_FORMAT as FORMAT
 
-METADATA_FILE = "model.json"
-MANIFEST_FILE = "repogen.manifest.json"  # at the repository root; emit/files.py writes it
-FORMAT = 2
 OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
 OLDEST_NUMPY = (1, 26)
 
@@ -41,9 +40,9 @@ def read_metadata(version_dir: str) -> dict[str, Any]:
             meta: dict[str, Any] = json.load(fh)
     except FileNotFoundError:
         raise PayloadError(f"{path} is missing; rebuild the repository with `repogen build`") from None
-    if meta.get("format") != FORMAT:
+    if meta.get(Metadata.FORMAT) != FORMAT:
         raise PayloadError(
-            f"{path} has format {meta.get('format')!r}, this runtime reads format {FORMAT}; "
+            f"{path} has format {meta.get(Metadata.FORMAT)!r}, this runtime reads format {FORMAT}; "
             "rebuild the repository with the repogen version that vendored this runtime"
         )
     return meta
@@ -60,17 +59,17 @@ def _version(text: str) -> tuple[int, ...]:
 def check_python(meta: dict[str, Any], model: str, version_dir: str = "") -> None:
     """A portable payload needs Python >= 3.10 and numpy >= 1.26; a pinned one, the Python minor that built it."""
     serving = "{}.{}".format(*sys.version_info[:2])
-    if meta.get("portable"):
+    if meta.get(Metadata.PORTABLE):
         if sys.version_info[:2] < OLDEST_PYTHON or _version(np.__version__) < OLDEST_NUMPY:
             raise PayloadError(
                 f"model '{model}' needs Python >= 3.10 and numpy >= 1.26 in the server, found Python {serving} and "
                 f"numpy {np.__version__}; serve with an NGC tritonserver container from 23.10 on"
             )
         return
-    built = (meta.get("build") or {}).get("python")
+    built = (meta.get(Metadata.BUILD) or {}).get("python")
     if built == serving:
         return
-    target = meta.get("target") or {}
+    target = meta.get(Metadata.TARGET) or {}
     aimed = f" for {target['image']}" if target.get("image") else ""
     raise PayloadError(
         f"model '{model}' was built{aimed} with Python {built} ({os.path.join(version_dir, METADATA_FILE)}), but "
@@ -82,7 +81,7 @@ def check_python(meta: dict[str, Any], model: str, version_dir: str = "") -> Non
 
 def check_requirements(meta: dict[str, Any], model: str) -> None:
     """Every distribution the build recorded must be importable here, or the payload cannot load."""
-    requirements = meta.get("requirements") or {}
+    requirements = meta.get(Metadata.REQUIREMENTS) or {}
     missing = sorted(
         (module, dist) for module, dist in requirements.items() if importlib.util.find_spec(module) is None
     )
@@ -120,7 +119,7 @@ def payload_entry(meta: dict[str, Any], version_dir: str) -> tuple[str, str]:
     Only the one file the sidecar names, by a plain file name, is ever unpickled: a name with a path
     separator or ``..`` could point the unpickler at a file the build never wrote.
     """
-    entry = meta.get("payload")
+    entry = meta.get(Metadata.PAYLOAD)
     name = entry.get("file") if isinstance(entry, dict) else None
     digest = entry.get("sha256") if isinstance(entry, dict) else None
     path = os.path.join(version_dir, METADATA_FILE)
@@ -147,7 +146,7 @@ def check_manifest(version_dir: str, payload: str, digest: str) -> None:
         return
     try:
         with open(manifest_path, encoding="utf-8") as fh:
-            listed = json.load(fh)["files"]
+            listed = json.load(fh)[Manifest.FILES]
         if not isinstance(listed, dict):
             raise TypeError("'files' is not an object")
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -180,7 +179,7 @@ def config_drift(version_dir: str, model: str) -> str | None:
     config_path = os.path.join(model_dir, CONFIG_FILE)
     try:
         with open(manifest_path, encoding="utf-8") as fh:
-            expected = json.load(fh)["files"].get(f"{os.path.basename(model_dir)}/{CONFIG_FILE}")
+            expected = json.load(fh)[Manifest.FILES].get(f"{os.path.basename(model_dir)}/{CONFIG_FILE}")
         with open(config_path, "rb") as fh:
             found = hashlib.sha256(fh.read()).hexdigest()
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -204,10 +203,10 @@ def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
     check_manifest(version_dir, path, digest)
     data = verify_file(path, digest)
     try:
-        if not meta.get("portable"):
+        if not meta.get(Metadata.PORTABLE):
             return meta, pickle.loads(data)
         listing = os.path.join(version_dir, METADATA_FILE)
-        sources = Sources(model, version_dir, meta.get("sources") or {}, listing)
+        sources = Sources(model, version_dir, meta.get(Metadata.SOURCES) or {}, listing)
         return meta, PayloadUnpickler(io.BytesIO(data), sources).load()
     except ModuleNotFoundError as exc:
         raise PayloadError(_missing_module_message(meta, model, exc.name or "")) from exc
@@ -216,7 +215,7 @@ def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
 def _missing_module_message(meta: dict[str, Any], model: str, module: str) -> str:
     """Name the distribution to install (``PyYAML`` for ``yaml``), as the build recorded it."""
     top = module.split(".")[0]
-    requirements = meta.get("requirements") or {}
+    requirements = meta.get(Metadata.REQUIREMENTS) or {}
     dist = requirements.get(top)
     if dist:
         what = f"distribution '{dist}' (`pip install '{dist}'`)"

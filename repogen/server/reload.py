@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..built.repository import files as repository_files
-from ..built.repository import model_dirs, read_manifest
 from ..errors import RepogenError
 from ..hashing import sha256_file
+from ..ondisk.repository import files as repository_files
+from ..ondisk.repository import model_dirs, read_manifest
 from .process import TritonServer, http_client
 from .states import reason_line
 

@@ -19,7 +19,7 @@ also checks a build by another:
 * the versions a build records (``build``: Python, numpy, cloudpickle, in ``model.json`` and
   the manifest) are not compared; nor are the manifest's hashes of files compared directly;
 * a pickled payload is compared byte for byte, and a difference shows a diff of its disassembly
-  (:func:`~repogen.built.diff.pickle_listing`), when both sides record the same build
+  (:func:`~repogen.ondisk.diff.pickle_listing`), when both sides record the same build
   environment. Otherwise payloads (and their hashes in ``model.json``) are not compared: the
   same source pickles differently under another Python or numpy (cloudpickle records
   ``__type_params__`` from Python 3.12 on and ``__firstlineno__``/``__static_attributes__`` of
@@ -38,7 +38,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from ..built.diff import (
+from ..ondisk.diff import (
     PICKLE_SUFFIXES,
     FileChange,
     RepositoryDiff,
@@ -46,7 +46,7 @@ from ..built.diff import (
     excluded,
     update_expected,
 )
-from ..built.repository import files, parse_config
+from ..ondisk.repository import files, parse_config
 from ..triton.layout import CONFIG, MANIFEST, METADATA
 
 UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"
@@ -115,7 +115,7 @@ def _build_record(repository: Path) -> Any:
 
 
 def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[str] = ()) -> RepositoryDiff:
-    """:func:`~repogen.built.diff.diff_repositories`, keeping only the changes in what files mean.
+    """:func:`~repogen.ondisk.diff.diff_repositories`, keeping only the changes in what files mean.
 
     Changed configs and JSON files are re-compared parsed (their diff becomes a field-by-field
     list); payloads are compared only between builds of the same environment. See the module.

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from faults_load import Load, record, shm_server, tmpfs
 
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.releases import release_at_least
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.runtime import payload as runtime_payload
 from repogen.runtime.errors import PayloadError
 from repogen.testing.client import PROTOCOLS, infer

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from repogen.build import build_app
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.errors import BuildError
 from repogen.packages import PackageOptions
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
 from repogen.testing.client import PROTOCOLS, infer
 

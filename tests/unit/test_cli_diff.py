@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from repogen.built.diff import excluded, pickle_listing
+from repogen.ondisk.diff import excluded, pickle_listing
 from repogen.cli import cli
 from repogen.testing.golden import assert_repository_matches
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.build import build_app
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import yaml
 from click.testing import CliRunner
 
 from repogen.build import build_app
-from repogen.built.repository import read_repository
+from repogen.ondisk.repository import read_repository
 from repogen.cli import cli
 from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE, dump_yaml

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from repogen import ModelConfig, PyTritonUnrecoverableError, Repository, Tensor, batch
-from repogen.emit import writer
+from repogen.ondisk import writer
 from repogen.errors import BuildError
 from repogen.runtime import stub
 from repogen.runtime.errors import ModelCallError

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
-from repogen.built.validate import validate_repository
+from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
 from repogen.errors import BuildError, RepogenError, UnknownReleaseError
 from repogen.triton.releases import EMBEDDED, RELEASES, Release, get_release

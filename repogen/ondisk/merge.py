@@ -20,11 +20,11 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
 from ..runtime.packages import tree_digest, tree_files
+from ..runtime.records import Manifest
+from ..runtime.records import dumps as to_json
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
-from .payloads import to_json
 from .writer import WritePlan, read_manifest_files, read_manifest_packages, unlisted_files
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
@@ -103,9 +103,9 @@ def _manifest(
     data = json.loads(new_manifest)
     data["files"] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
     data["models"] = sorted(models)
-    trees = {**trees, **(data.get(PACKAGES_KEY) or {})}
+    trees = {**trees, **(data.get(Manifest.PACKAGES) or {})}
     if trees:
-        data[PACKAGES_KEY] = dict(sorted(trees.items()))
+        data[Manifest.PACKAGES] = dict(sorted(trees.items()))
     return to_json(data)
 
 

@@ -22,7 +22,7 @@ from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
 from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of, tree_files
-from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
+from ..runtime.records import Metadata
 from ..triton.layout import CONFIG, MANIFEST, METADATA, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 
@@ -107,7 +107,7 @@ class ModelDir:
         found: set[str] = set()
         for version in self.versions:
             metadata = self.metadata(version)
-            trees = [t for t in (metadata.get(PACKAGES_KEY) or {}).values() if isinstance(t, dict)]
+            trees = [t for t in (metadata.get(Metadata.PACKAGES) or {}).values() if isinstance(t, dict)]
             locks = [{canonical(str(p.get("name", ""))) for p in t.get("lock") or []} for t in trees]
             shipped = set.intersection(*locks) if locks else set()
             for requirement in (metadata.get("requirements") or {}).values():
@@ -205,7 +205,7 @@ def files(root: Path) -> dict[str, Path]:
 def package_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Path, str]]:
     """(path, what is wrong) for each shipped package tree that is not the one the build recorded."""
     problems = []
-    for tag, entry in sorted((metadata.get(PACKAGES_KEY) or {}).items()):
+    for tag, entry in sorted((metadata.get(Metadata.PACKAGES) or {}).items()):
         root = version_dir / PACKAGES_DIR / tag
         if not root.is_dir():
             problems.append((root, f"missing: {METADATA} lists this package tree; copy the whole model directory"))

@@ -34,7 +34,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import BuildError
-from ..runtime.packages import METADATA_KEY as PACKAGES_KEY
+from ..runtime.records import Manifest
 from ..triton.layout import MANIFEST
 
 _AT_FDCWD = -100
@@ -94,7 +94,7 @@ def read_manifest_files(output: Path) -> dict[str, str] | None:
 def read_manifest_packages(output: Path) -> dict[str, dict[str, object]]:
     """The manifest's package trees (repository directory -> digest, files, size); none when unreadable."""
     try:
-        trees = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get(PACKAGES_KEY)
+        trees = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get(Manifest.PACKAGES)
     except (OSError, ValueError, AttributeError):
         return {}
     return trees if isinstance(trees, dict) else {}
