@@ -34,15 +34,16 @@ def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> dict[str, Any]:
 
 def _value(descriptor: FieldDescriptor, value: Any) -> Any:
     if descriptor.message_type is not None:
-        return _message(value)
+        return plain(value)
     if descriptor.enum_type is not None:
-        return descriptor.enum_type.values_by_number[value].name
+        known = descriptor.enum_type.values_by_number.get(value)
+        return known.name if known is not None else value
     return value
 
 
-def _message(message: Message) -> dict[str, Any]:
-    """Set fields as JSON-ready values: proto field names, enums by name, and (unlike protobuf's
-    JSON mapping, which quotes 64-bit integers) numbers as numbers."""
+def plain(message: Message) -> dict[str, Any]:
+    """Set fields as JSON-ready values: proto field names, enums by name (an unknown number as is), maps
+    as sorted dicts, and (unlike protobuf's JSON mapping, which quotes 64-bit integers) numbers as numbers."""
     described: dict[str, Any] = {}
     for descriptor, value in message.ListFields():
         if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
@@ -58,9 +59,9 @@ def _message(message: Message) -> dict[str, Any]:
 def _batching(config: mc.ModelConfig) -> dict[str, Any]:
     choice = config.WhichOneof("scheduling_choice")
     if choice == "dynamic_batching":
-        return {"kind": "dynamic", **_message(config.dynamic_batching)}
+        return {"kind": "dynamic", **plain(config.dynamic_batching)}
     if choice == "sequence_batching":
-        return {"kind": "sequence", **_message(config.sequence_batching)}
+        return {"kind": "sequence", **plain(config.sequence_batching)}
     if choice == "ensemble_scheduling":
         return {"kind": "ensemble"}
     return {"kind": "none"}

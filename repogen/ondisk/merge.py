@@ -20,12 +20,13 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..runtime.packages import tree_digest, tree_files
+from ..runtime.packages import tree_files
 from ..runtime.records import Manifest
 from ..runtime.records import dumps as to_json
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
-from .writer import WritePlan, read_manifest_files, read_manifest_packages, unlisted_files
+from .integrity import changed_files, read_manifest_files, read_manifest_packages, tree_changed, unlisted_files
+from .writer import WritePlan
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
 ConfigFor = Callable[[str, list[int]], bytes]
@@ -50,14 +51,11 @@ def _versions_on_disk(output: Path, model: str) -> set[int]:
 
 def _check_intact(output: Path, listed: dict[str, str]) -> None:
     """Files we are about to carry must still be the ones the manifest lists."""
-    for relative, expected in sorted(listed.items()):
-        path = output / relative
-        found = sha256_bytes(path.read_bytes()) if path.is_file() else "nothing (the file is missing)"
-        if found != expected:
-            raise BuildError(
-                f"refusing to add a version to {output}: {relative} has sha256 {found}, but {MANIFEST} lists "
-                f"{expected}; restore that file, or rebuild the whole repository (without --version)"
-            )
+    for relative, found, expected in changed_files(output, listed)[:1]:
+        raise BuildError(
+            f"refusing to add a version to {output}: {relative} has sha256 {found or 'nothing (the file is missing)'}, "
+            f"but {MANIFEST} lists {expected}; restore that file, or rebuild the whole repository (without --version)"
+        )
 
 
 def _without_policy(config: bytes, where: str) -> mc.ModelConfig:
@@ -101,8 +99,8 @@ def _manifest(
     new_manifest: bytes, listed: dict[str, bytes | str], models: set[str], trees: dict[str, dict[str, object]]
 ) -> bytes:
     data = json.loads(new_manifest)
-    data["files"] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
-    data["models"] = sorted(models)
+    data[Manifest.FILES] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
+    data[Manifest.MODELS] = sorted(models)
     trees = {**trees, **(data.get(Manifest.PACKAGES) or {})}
     if trees:
         data[Manifest.PACKAGES] = dict(sorted(trees.items()))
@@ -114,8 +112,7 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
     trees = {d: r for d, r in read_manifest_packages(output).items() if keep(d + "/")}
     carried: dict[str, Path] = {}
     for directory, record in trees.items():
-        expected = record.get("digest") if isinstance(record, dict) else None
-        if tree_digest(str(output / directory)) != expected:
+        if tree_changed(output / directory, record.get("digest") if isinstance(record, dict) else None):
             raise BuildError(
                 f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST} "
                 "records (a file was changed, removed or added); rebuild the whole repository (without --version)"

@@ -21,7 +21,7 @@ from google.protobuf import text_format
 from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
-from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of, tree_files
+from ..runtime.packages import PACKAGES_DIR
 from ..runtime.records import Metadata
 from ..triton.layout import CONFIG, MANIFEST, METADATA, is_version_name
 from ..triton.proto import model_config_pb2 as mc
@@ -35,7 +35,6 @@ __all__ = [
     "is_version_name",
     "load_json",
     "model_dirs",
-    "package_problems",
     "parse_config",
     "read_manifest",
     "read_repository",
@@ -187,7 +186,7 @@ def files(root: Path) -> dict[str, Path]:
     """Regular files under ``root`` by POSIX relative path, without ``__pycache__`` (the server writes those).
 
     Shipped package trees (``<version>/packages/<tag>/``) are left out: thousands of files that are
-    checked as a whole, by their digest (:func:`package_problems`); their listing files are kept.
+    checked as a whole, by their digest (:func:`repogen.ondisk.integrity.tree_problems`); their listing files are kept.
     """
     found = {}
     for folder, dirs, names in os.walk(root):
@@ -200,32 +199,6 @@ def files(root: Path) -> dict[str, Path]:
             if path.is_file():
                 found[path.relative_to(root).as_posix()] = path
     return dict(sorted(found.items()))
-
-
-def package_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Path, str]]:
-    """(path, what is wrong) for each shipped package tree that is not the one the build recorded."""
-    problems = []
-    for tag, entry in sorted((metadata.get(Metadata.PACKAGES) or {}).items()):
-        root = version_dir / PACKAGES_DIR / tag
-        if not root.is_dir():
-            problems.append((root, f"missing: {METADATA} lists this package tree; copy the whole model directory"))
-            continue
-        found = tree_files(str(root))
-        if digest_of(found.items()) == entry.get("digest"):
-            continue
-        listing_path = Path(str(root) + LISTING_SUFFIX)
-        try:
-            expected = dict(load_json(listing_path))
-        except (RepositoryError, TypeError, ValueError):
-            expected = {}
-        changed = [p for p in sorted(found) if p in expected and expected[p] != found[p]]
-        missing = [p for p in sorted(expected) if p not in found]
-        added = [p for p in sorted(found) if p not in expected]
-        for label, paths in (("changed after the build", changed), ("missing", missing), ("not from the build", added)):
-            problems += [(root / p, f"{label}: the runtime refuses this package tree; rebuild") for p in paths[:20]]
-        if not (changed or missing or added):
-            problems.append((root, f"digest differs from {METADATA}'s; rebuild"))
-    return problems
 
 
 def read_manifest(repository: Path) -> dict[str, Any] | None:

@@ -18,8 +18,9 @@ from ..triton import fields as releases
 from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import Release, get_release
 from .ensembles import check_ensemble
+from .integrity import changed_files, tree_problems
 from .problems import Problem
-from .repository import ModelDir, files, load_json, model_dirs, package_problems, sha256
+from .repository import ModelDir, files, load_json, model_dirs, sha256
 
 _UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
 
@@ -177,7 +178,7 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
         except RepositoryError as exc:
             problems.append(Problem.at(metadata_path, f"is not a JSON object ({exc.__cause__ or exc}); rebuild"))
             continue
-        problems += [Problem.at(path, why) for path, why in package_problems(metadata_path.parent, metadata)]
+        problems += [Problem.at(path, why) for path, why in tree_problems(metadata_path.parent, metadata)]
         if not isinstance(payload, dict) or not payload.get("file") or not payload.get("sha256"):
             continue
         payload_path = model.path / str(version) / payload["file"]
@@ -205,11 +206,11 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     except RepositoryError as exc:
         return [Problem.at(manifest_path, f"is not a repogen manifest ({exc.__cause__ or exc}); rebuild it")]
     problems = []
-    for relative, expected in sorted(listed.items()):
+    for relative, found, expected in changed_files(repository, listed):
         path = repository / relative
-        if not path.is_file():
+        if found is None:
             problems.append(Problem.at(path, f"missing: listed in {MANIFEST} but not on disk; rebuild or restore it"))
-        elif (found := sha256(path)) != expected:
+        else:
             problems.append(
                 Problem.at(
                     path,

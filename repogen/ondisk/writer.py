@@ -21,7 +21,6 @@ import ctypes
 import dataclasses
 import errno
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -34,8 +33,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import BuildError
-from ..runtime.records import Manifest
-from ..triton.layout import MANIFEST
+from ..runtime.records import MANIFEST_FILE as MANIFEST
+from .integrity import unlisted_files
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
@@ -80,49 +79,6 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
         return False
     raise OSError(err, os.strerror(err), str(a))
-
-
-def read_manifest_files(output: Path) -> dict[str, str] | None:
-    """The manifest's ``files`` (relative path -> sha256), or None where there is no readable manifest."""
-    try:
-        listed = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get("files")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return listed if isinstance(listed, dict) else None
-
-
-def read_manifest_packages(output: Path) -> dict[str, dict[str, object]]:
-    """The manifest's package trees (repository directory -> digest, files, size); none when unreadable."""
-    try:
-        trees = json.loads((output / MANIFEST).read_text(encoding="utf-8")).get(Manifest.PACKAGES)
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return trees if isinstance(trees, dict) else {}
-
-
-def _all_files(output: Path, skip: frozenset[str] = frozenset()) -> list[str]:
-    """Every file (or symlink) under ``output``, relative; directories in ``skip`` are not entered."""
-    found = []
-    for folder, dirs, files in os.walk(output):
-        relative = os.path.relpath(folder, output).replace(os.sep, "/")
-        prefix = "" if relative == "." else relative + "/"
-        dirs[:] = [d for d in dirs if prefix + d not in skip or os.path.islink(os.path.join(folder, d))]
-        found += [prefix + name for name in files]
-        found += [prefix + d for d in dirs if os.path.islink(os.path.join(folder, d))]
-    return sorted(found)
-
-
-def unlisted_files(output: Path) -> list[str]:
-    """Files in an existing output that its manifest does not list: the user's, not ours.
-
-    The package trees the manifest lists are ours as a whole (their digests are checked by
-    ``repogen validate`` and at load), so they are not walked file by file.
-    """
-    listed = read_manifest_files(output)
-    if listed is None:
-        return _all_files(output)
-    trees = frozenset(read_manifest_packages(output))
-    return [p for p in _all_files(output, trees) if p not in listed and p != MANIFEST and "__pycache__" not in p]
 
 
 def _lock_path(output: Path) -> Path:

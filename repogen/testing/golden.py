@@ -36,8 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf.message import Message
-
+from ..ondisk.describe import plain
 from ..ondisk.diff import (
     PICKLE_SUFFIXES,
     FileChange,
@@ -167,7 +166,7 @@ def _config_change(change: FileChange, old: Path, new: Path) -> FileChange | Non
         return change  # a side does not parse: the text diff says why
     if before == after:
         return None
-    lines = tree_diff(proto_tree(before), proto_tree(after))
+    lines = tree_diff(plain(before), plain(after))
     return FileChange(change.path, "changed", diff="\n".join([f"{change.path} (parsed as ModelConfig):", *lines]))
 
 
@@ -180,29 +179,6 @@ def _json_change(change: FileChange, old: Path, new: Path, ignore: Ignore) -> Fi
     if not lines:
         return None
     return FileChange(change.path, "changed", diff="\n".join([f"{change.path} (parsed as JSON):", *lines]))
-
-
-def proto_tree(message: Message) -> dict[str, Any]:
-    """A message's set fields as plain data: enums by name, maps as dicts, int64 as int."""
-    tree: dict[str, Any] = {}
-    for field, value in message.ListFields():
-        if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            value_field = field.message_type.fields_by_name["value"]
-            tree[field.name] = {k: _proto_value(value_field, v) for k, v in sorted(value.items())}
-        elif field.is_repeated:
-            tree[field.name] = [_proto_value(field, item) for item in value]
-        else:
-            tree[field.name] = _proto_value(field, value)
-    return tree
-
-
-def _proto_value(field: Any, value: Any) -> Any:
-    if isinstance(value, Message):
-        return proto_tree(value)
-    if field.enum_type is not None:
-        known = field.enum_type.values_by_number.get(value)
-        return known.name if known is not None else value
-    return value
 
 
 def tree_diff(old: Any, new: Any, path: tuple[Any, ...] = (), ignore: Ignore | None = None) -> list[str]:

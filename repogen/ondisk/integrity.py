@@ -1,0 +1,105 @@
+"""Is a repository on disk still the one the build wrote? The manifest's files and the package trees.
+
+The writer refuses to replace an output holding files it did not write, a ``--version`` merge
+refuses to carry a file that changed, ``repogen validate`` reports both, and the runtime refuses a
+changed package tree at load: one set of checks, here (the runtime's own copy of the tree digest is
+``repogen.runtime.packages``, which this module uses).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..hashing import sha256_file
+from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of, tree_digest, tree_files
+from ..runtime.records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
+
+
+def _manifest(output: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((output / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_manifest_files(output: Path) -> dict[str, str] | None:
+    """The manifest's ``files`` (relative path -> sha256), or None where there is no readable manifest."""
+    listed = _manifest(output).get(Manifest.FILES)
+    return listed if isinstance(listed, dict) else None
+
+
+def read_manifest_packages(output: Path) -> dict[str, dict[str, object]]:
+    """The manifest's package trees (repository directory -> digest, files, size); none when unreadable."""
+    trees = _manifest(output).get(Manifest.PACKAGES)
+    return trees if isinstance(trees, dict) else {}
+
+
+def _all_files(output: Path, skip: frozenset[str] = frozenset()) -> list[str]:
+    """Every file (or symlink) under ``output``, relative; directories in ``skip`` are not entered."""
+    found = []
+    for folder, dirs, files in os.walk(output):
+        relative = os.path.relpath(folder, output).replace(os.sep, "/")
+        prefix = "" if relative == "." else relative + "/"
+        dirs[:] = [d for d in dirs if prefix + d not in skip or os.path.islink(os.path.join(folder, d))]
+        found += [prefix + name for name in files]
+        found += [prefix + d for d in dirs if os.path.islink(os.path.join(folder, d))]
+    return sorted(found)
+
+
+def unlisted_files(output: Path) -> list[str]:
+    """Files in an existing output that its manifest does not list: the user's, not ours.
+
+    The package trees the manifest lists are ours as a whole (their digests are checked by
+    ``repogen validate`` and at load), so they are not walked file by file.
+    """
+    listed = read_manifest_files(output)
+    if listed is None:
+        return _all_files(output)
+    trees = frozenset(read_manifest_packages(output))
+    return [p for p in _all_files(output, trees) if p not in listed and p != MANIFEST_FILE and "__pycache__" not in p]
+
+
+def changed_files(output: Path, listed: dict[str, str]) -> list[tuple[str, str | None, str]]:
+    """(relative path, its sha256 now or None when missing, the sha256 listed) for each file that differs."""
+    changed = []
+    for relative, expected in sorted(listed.items()):
+        path = output / relative
+        found = sha256_file(path) if path.is_file() else None
+        if found != expected:
+            changed.append((relative, found, expected))
+    return changed
+
+
+def tree_changed(root: Path, expected_digest: object) -> bool:
+    """Whether a package tree on disk differs from the digest recorded for it."""
+    return tree_digest(str(root)) != expected_digest
+
+
+def tree_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Path, str]]:
+    """(path, what is wrong) for each shipped package tree that is not the one the build recorded."""
+    problems = []
+    for tag, entry in sorted((metadata.get(Metadata.PACKAGES) or {}).items()):
+        root = version_dir / PACKAGES_DIR / tag
+        if not root.is_dir():
+            problems.append((root, f"missing: {METADATA_FILE} lists this package tree; copy the whole model directory"))
+            continue
+        found = tree_files(str(root))
+        if digest_of(found.items()) == entry.get("digest"):
+            continue
+        listing_path = Path(str(root) + LISTING_SUFFIX)
+        try:
+            expected = dict(json.loads(listing_path.read_text(encoding="utf-8")))
+        except (OSError, TypeError, ValueError):
+            expected = {}
+        changed = [p for p in sorted(found) if p in expected and expected[p] != found[p]]
+        missing = [p for p in sorted(expected) if p not in found]
+        added = [p for p in sorted(found) if p not in expected]
+        for label, paths in (("changed after the build", changed), ("missing", missing), ("not from the build", added)):
+            problems += [(root / p, f"{label}: the runtime refuses this package tree; rebuild") for p in paths[:20]]
+        if not (changed or missing or added):
+            problems.append((root, f"digest differs from {METADATA_FILE}'s; rebuild"))
+    return problems
