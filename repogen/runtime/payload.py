@@ -26,7 +26,7 @@ import numpy as np
 from .errors import PayloadError
 from .packages import activate as activate_packages
 from .portable import PayloadUnpickler, Sources
-from .records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
+from .records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
 from .records import METADATA_FORMAT as FORMAT
 
 OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
@@ -96,21 +96,8 @@ def _also_missing(rest: list[tuple[str, str]]) -> str:
 
 def verify_file(path: str, expected_sha256: str) -> bytes:
     """The payload's bytes, only if they are the bytes the build hashed."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise PayloadError(
-            f"{path} is missing, but {METADATA_FILE} lists it as the payload; rebuild the repository"
-        ) from None
-    found = hashlib.sha256(data).hexdigest()
-    if found != expected_sha256:
-        raise PayloadError(
-            f"refusing to unpickle {path}: sha256 mismatch, expected {expected_sha256} (recorded by the build), "
-            f"found {found}; the file was modified or corrupted after `repogen build`: rebuild the repository "
-            "(or restore the file)"
-        )
-    return data
+    missing = f"{path} is missing, but {METADATA_FILE} lists it as the payload; rebuild the repository"
+    return verified_bytes(path, expected_sha256, doing="unpickle", recorded="recorded by the build", missing=missing)
 
 
 def payload_entry(meta: dict[str, Any], version_dir: str) -> tuple[str, str]:

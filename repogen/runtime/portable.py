@@ -13,7 +13,6 @@ import __future__
 
 import collections
 import dataclasses
-import hashlib
 import inspect
 import linecache
 import os
@@ -24,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from .errors import PayloadError
+from .records import verified_bytes
 
 CODE_REFERENCE = "code"  # first item of a persistent id that names a code object
 INLINED = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>"})
@@ -97,21 +97,15 @@ class Sources:
                 "with a file and sha256; rebuild the repository with `repogen build`"
             )
         path = confined(self._version_dir, entry["file"], self._listing)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            raise PayloadError(
-                f"model '{self._model}': source {path} is missing, but {self._listing} lists it; rebuild the "
-                "repository (or restore the file)"
-            ) from None
-        found = hashlib.sha256(data).hexdigest()
-        if found != entry["sha256"]:
-            raise PayloadError(
-                f"model '{self._model}': refusing to compile {path}: sha256 mismatch, expected {entry['sha256']} "
-                f"(recorded by the build in {self._listing}), found {found}; the file was modified after "
-                "`repogen build`: rebuild the repository (or restore the file)"
-            )
+        data = verified_bytes(
+            path,
+            entry["sha256"],
+            doing="compile",
+            recorded=f"recorded by the build in {self._listing}",
+            missing=f"model '{self._model}': source {path} is missing, but {self._listing} lists it; rebuild the "
+            "repository (or restore the file)",
+            model=f"model '{self._model}': ",
+        )
         try:
             module = compile(data, key, "exec", flags=future_flags(entry.get("future")), dont_inherit=True)
         except SyntaxError as exc:

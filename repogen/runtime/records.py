@@ -9,8 +9,11 @@ because the runtime is vendored into every model and imports nothing of the comp
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
+
+from .errors import PayloadError
 
 METADATA_FILE = "model.json"  # beside each version's payload
 MANIFEST_FILE = "repogen.manifest.json"  # at the repository root: a file, so tritonserver ignores it
@@ -52,3 +55,23 @@ class Manifest:
 def dumps(data: Any) -> bytes:
     """The one encoding of a record: sorted keys, two-space indent, a final newline (diffs stay small)."""
     return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def verified_bytes(path: str, expected: str, *, doing: str, recorded: str, missing: str, model: str = "") -> bytes:
+    """``path``'s bytes, only if their sha256 is the ``expected`` one a record holds.
+
+    ``doing`` (``unpickle``, ``compile``) and ``recorded`` (where the hash was written) make the refusal
+    name the file, both hashes and the fix; ``missing`` is the whole message for a file that is gone.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        raise PayloadError(missing) from None
+    found = hashlib.sha256(data).hexdigest()
+    if found != expected:
+        raise PayloadError(
+            f"{model}refusing to {doing} {path}: sha256 mismatch, expected {expected} ({recorded}), found {found}; "
+            "the file was modified or corrupted after `repogen build`: rebuild the repository (or restore the file)"
+        )
+    return data
