@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from . import streams
 from .conversion import NUMPY_DTYPES, to_bytes_array
 from .errors import InferenceError, ModelCallError
 
@@ -37,6 +38,8 @@ class ModelClient:
         self.output_names = outputs
         self.decoupled = decoupled
         self.requested = requested
+        if decoupled:
+            streams.consumer()
 
     @property
     def name(self) -> str:
@@ -64,18 +67,29 @@ class ModelClient:
         return self._outputs(await self._request(inputs).async_exec())
 
     def stream(self, **inputs: Any) -> Iterator[dict[str, Any]]:
-        """Each response of a decoupled model as it arrives; the empty final response is skipped."""
-        for response in self._request(inputs).exec(decoupled=True):
-            outputs = self._outputs(response)
-            if outputs:
-                yield outputs
+        """Each response of a decoupled model as it arrives; the empty final response is skipped.
+
+        The response iterator is drained to its end even when the caller stops early, then retired
+        (``streams.retire``), never simply dropped: dropped, it can kill the stub (issue 23).
+        """
+        responses = self._request(inputs).exec(decoupled=True)
+        try:
+            for response in responses:
+                outputs = self._outputs(response)
+                if outputs:
+                    yield outputs
+        finally:
+            _finish(responses)
 
     async def stream_async(self, **inputs: Any) -> AsyncIterator[dict[str, Any]]:
         responses = await self._request(inputs).async_exec(decoupled=True)
-        for response in responses:
-            outputs = self._outputs(response)
-            if outputs:
-                yield outputs
+        try:
+            for response in responses:
+                outputs = self._outputs(response)
+                if outputs:
+                    yield outputs
+        finally:
+            _finish(responses)
 
     def _request(self, inputs: dict[str, Any]) -> Any:
         pb_utils = _backend()
@@ -109,3 +123,18 @@ class ModelClient:
 
     def __repr__(self) -> str:
         return f"<ModelClient {self.model!r}>"
+
+
+def _finish(responses: Any) -> None:
+    """Read what is left of a stream (its last response makes the stub clean it up), then retire it.
+
+    Left unfinished, the stub would keep the iterator (and every response still to come) for the
+    rest of its life; dropped at once, it may be destroyed in a thread without the GIL.
+    """
+    try:
+        while True:  # next(), not a for loop: iter() of a finished stream starts it over
+            next(responses)
+    except StopIteration:
+        pass
+    finally:
+        streams.retire(responses)

@@ -10,9 +10,6 @@ it, and with it the server (PyTriton's contract).
 
 from __future__ import annotations
 
-# Imported here, not lazily for the first awaitable: on 2.51 + Python 3.12 a stub whose model left
-# asyncio unimported answers its first BLS stream's caller "Stub process ... is not healthy"
-# (tests/integration/test_portability.py::test_pipeline_streams failed 3 runs of 3; eager: 3 of 3 pass).
 import asyncio
 import inspect
 import json
@@ -33,6 +30,7 @@ from .instance import instantiate
 from .payload import config_drift, load_payload
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
+from .streams import consumers, executing
 from .stub import current, shm_report
 
 # The error responses of an unrecoverable error leave before the server is told to stop (it drains
@@ -55,12 +53,16 @@ class TritonPythonModel:
 
     def initialize(self, args: dict[str, str]) -> None:
         version_dir = os.path.join(args["model_repository"], args["model_version"])
+        streaming = consumers()
         meta, payload = load_payload(version_dir, args["model_name"])
+        streaming = consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
             outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel)]
         self.configure(args, funcs, strict=bool(meta.get("strict", False)))
+        if streaming:  # the general execute records the request in flight that runtime.streams needs
+            self._batch_call = None
         self._stub = current()  # after configure, which resets it
         self._report_environment(version_dir, args)
 
@@ -102,16 +104,20 @@ class TritonPythonModel:
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self._stopped is not None:
             return self._refuse(requests)
-        if self._decoupled:
-            self._execute_decoupled(requests)
-            return None
+        executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
-            results = self._results(self._infer([self._request(r) for r in requests]), len(requests))
-        except EmptyBatchError:
-            return self._execute_apart(requests)
-        except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
-            return [self._failure(exc)] * len(requests)
-        return [self._response(result) for result in results]
+            if self._decoupled:
+                self._execute_decoupled(requests)
+                return None
+            try:
+                results = self._results(self._infer([self._request(r) for r in requests]), len(requests))
+            except EmptyBatchError:
+                return self._execute_apart(requests)
+            except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
+                return [self._failure(exc)] * len(requests)
+            return [self._response(result) for result in results]
+        finally:
+            executing(None)
 
     def _results(self, results: Any, count: int) -> Any:
         """The callable's list of results, awaited if need be, checked to hold one per request."""

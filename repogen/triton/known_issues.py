@@ -1,0 +1,43 @@
+"""Bugs of the stock server that repogen works around, with the releases they affect.
+
+One definition per bug, read by the tests (which expect hand-written code to fail exactly where
+the bug is) and by the docs' table (docs/known-issues.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .releases import Release, get_release, version_tuple
+
+__all__ = ["BLS_STREAM_WITHOUT_GIL", "KnownIssue"]
+
+
+@dataclass(frozen=True)
+class KnownIssue:
+    """A server bug that shows on a range of tritonserver releases when the stub runs some Pythons."""
+
+    title: str
+    fixed_in: str
+    """The first NGC release (``yy.mm``) whose python_backend has the fix."""
+    min_python: str
+    """The oldest Python ``major.minor`` on which the bug shows (older ones race silently, or not at all)."""
+    summary: str
+
+    def affects(self, release: str | Release, python: str) -> bool:
+        """Whether ``release`` served by a stub of Python ``python`` (``"3.12"``) shows the bug."""
+        before_fix = get_release(release).version < get_release(self.fixed_in).version
+        return before_fix and version_tuple(python) >= version_tuple(self.min_python)
+
+
+BLS_STREAM_WITHOUT_GIL = KnownIssue(
+    title="A drained decoupled BLS stream kills the consumer's stub",
+    fixed_in="24.12",
+    min_python="3.12",
+    summary=(
+        "python_backend up to r24.11 may destroy a BLS ResponseIterator, and the numpy arrays of the responses it "
+        "kept, in the stub's stub-to-parent thread without the GIL (~PbTensor takes the GIL from r24.12, "
+        "python_backend#390). On Python 3.12 that thread's free() of a Python object dereferences a NULL thread "
+        "state: SIGSEGV, after which every request gets \"Stub process '<model>_0_0' is not healthy\"."
+    ),
+)

@@ -1,0 +1,80 @@
+"""Draining a decoupled model's stream through BLS, ours against hand-written code (issue 23).
+
+The oracle is tests/repos/decoupled_bls: ``Count`` iterates ``exec(decoupled=True)`` on ``Gen`` the
+way the Triton docs write it. Ours is the pipeline example's ``WordCount`` draining ``Spell``. Both
+are asked ``REQUESTS`` times one after another and ``REQUESTS`` times from ``CLIENTS`` threads.
+
+Where python_backend destroys a drained response iterator without the GIL and the stub runs Python
+3.12 (tritonserver before 2.53 / NGC 24.12: here 2.51 + 3.12, see repogen.triton.known_issues), the
+hand-written consumer's stub dies with SIGSEGV after one or two answers; that test is a strict
+xfail there, so it fails the day the hand-written pair starts passing. Ours retires each iterator
+behind a barrier (repogen/runtime/streams.py) and must answer every request on every pairing.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from repogen.testing.client import infer
+from repogen.testing.releases import pairing_under_test
+from repogen.triton.known_issues import BLS_STREAM_WITHOUT_GIL
+
+pytestmark = pytest.mark.integration
+
+ORACLE = Path(__file__).resolve().parents[1] / "repos" / "decoupled_bls"
+REQUESTS = 12
+CLIENTS = 4
+TEXT = {"text": np.array([b"a b c"], dtype=object)}
+
+_pairing = pairing_under_test()
+_affected = BLS_STREAM_WITHOUT_GIL.affects(_pairing.release, _pairing.python)
+
+
+@pytest.fixture(scope="module")
+def server(serve, cli_build, tmp_path_factory):
+    """One server: the hand-written pair and the pipeline example, each model its own stub."""
+    root = tmp_path_factory.mktemp("decoupled-bls")
+    shutil.copytree(ORACLE, root / "oracle", ignore=shutil.ignore_patterns("*.md"))
+    cli_build("examples/pipeline/app.py:models", root / "pipeline")
+    return serve(root / "oracle", extra_args=(f"--model-repository={root / 'pipeline'}",))
+
+
+def _answers(server, model: str, concurrent: bool) -> list[str]:
+    """What each request got: "3" (right), another count, or the error's message."""
+
+    def one(_: int) -> str:
+        try:
+            return str(int(infer("http", server, model, TEXT)["words"][0]))
+        except Exception as exc:  # the answer under test: a dead stub's error is data here
+            return str(exc)
+
+    if not concurrent:  # up to the first wrong answer: after it, a dead stub takes 1 s per request to say so
+        answers = []
+        while len(answers) < REQUESTS and (not answers or answers[-1] == "3"):
+            answers.append(one(len(answers)))
+        return answers
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        return list(pool.map(one, range(REQUESTS)))
+
+
+@pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
+def test_ours_answers_every_request(server, concurrent):
+    answers = _answers(server, "WordCount", concurrent)
+    assert answers == ["3"] * REQUESTS
+
+
+@pytest.mark.xfail(
+    _affected,
+    strict=True,
+    reason=f"{BLS_STREAM_WITHOUT_GIL.title} (tritonserver before NGC {BLS_STREAM_WITHOUT_GIL.fixed_in} with "
+    f"Python >= {BLS_STREAM_WITHOUT_GIL.min_python}; docs/known-issues.md)",
+)
+def test_hand_written_answers_every_request(server):
+    """Runs after ours: a stub it kills takes only the hand-written ``Count`` with it."""
+    assert _answers(server, "Count", concurrent=False) == ["3"] * REQUESTS
+    assert _answers(server, "Count", concurrent=True) == ["3"] * REQUESTS
