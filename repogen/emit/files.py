@@ -13,8 +13,8 @@ from ..ir.spec import EnsembleSpec, ModelSpec, VersionSpec
 from ..runtime.records import Metadata
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
-from .execute import model_py
 from .model_config import ensemble_config, label_file, model_config, to_text
+from .model_source import model_py
 from .payloads import PAYLOAD, Payload, Payloads, pickle_payload, to_json
 from .templates import cloudpickle_files, render, runtime_files
 

@@ -16,7 +16,7 @@ from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from ..runtime.records import Metadata
 from .files import model_files, shipped, version_files
-from .fused_execute import fused_model_py
+from .fused_model_source import fused_model_py
 from .model_config import model_config
 from .payloads import Payloads, pickle_payload
 

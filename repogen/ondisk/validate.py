@@ -14,7 +14,7 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 from ..errors import RepositoryError
-from ..triton import fields as releases
+from ..triton import fields
 from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import Release, get_release
 from .ensembles import check_ensemble
@@ -36,12 +36,12 @@ def _too_new_for_the_schema(message: str, release: str | Release) -> str | None:
     if not match:
         return None
     field, full_name = match["field"], f"{match['message']}.{match['field']}"
-    added = releases.FIELDS_AFTER_TARGET.get(full_name)
-    if added is None or not releases.supported_by(full_name, release):
+    added = fields.FIELDS_AFTER_TARGET.get(full_name)
+    if added is None or not fields.supported_by(full_name, release):
         return None
     return (
         f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}, which the requested release "
-        f"{_server(release)} supports; repogen reads configs with the r{releases.TARGET_RELEASE} schema, so the rest "
+        f"{_server(release)} supports; repogen reads configs with the r{fields.TARGET_RELEASE} schema, so the rest "
         "of this model's config is not checked"
     )
 
@@ -50,17 +50,17 @@ def explain_parse_error(message: str) -> str:
     """Turn protobuf's parse error into what to do, naming the release that added an unknown field."""
     match = _UNKNOWN_FIELD.search(message)
     if not match:
-        return f"does not parse as a Triton {releases.TARGET_RELEASE} ModelConfig: {message}"
+        return f"does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: {message}"
     field, full_name = match["field"], f"{match['message']}.{match['field']}"
-    added = releases.FIELDS_AFTER_TARGET.get(full_name)
+    added = fields.FIELDS_AFTER_TARGET.get(full_name)
     if added:
         return (
             f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}; the target release "
-            f'{_server(releases.TARGET_RELEASE)} rejects the whole model ("failed to read text proto"). '
+            f'{_server(fields.TARGET_RELEASE)} rejects the whole model ("failed to read text proto"). '
             f"Remove it, or serve with tritonserver {added} or newer"
         )
     return (
-        f"unknown field {field!r} in {match['message']}: it is not in Triton {releases.TARGET_RELEASE}'s "
+        f"unknown field {field!r} in {match['message']}: it is not in Triton {fields.TARGET_RELEASE}'s "
         "ModelConfig schema, so tritonserver rejects the whole model. Check the spelling, or remove it"
     )
 
@@ -68,7 +68,7 @@ def explain_parse_error(message: str) -> str:
 def _set_fields(message: Message) -> Iterator[str]:
     """Full names (Triton's spelling) of every field set anywhere in ``message``."""
     for descriptor, value in message.ListFields():
-        yield releases.triton_name(descriptor.full_name)
+        yield fields.triton_name(descriptor.full_name)
         if descriptor.message_type is None:
             continue
         if descriptor.message_type.GetOptions().map_entry:
@@ -99,12 +99,12 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
     config = model.config
     if config is not None:
         for name in sorted(set(_set_fields(config))):
-            if not releases.supported_by(name, release):
+            if not fields.supported_by(name, release):
                 problems.append(
                     Problem.at(
                         config_path,
                         f"sets {name.rsplit('.', 1)[-1]!r} ({name}), introduced in Triton "
-                        f"{releases.introduced_in(name)}; the requested release {_server(release)} rejects "
+                        f"{fields.introduced_in(name)}; the requested release {_server(release)} rejects "
                         "the whole model. Remove it, or target a newer release",
                     )
                 )
@@ -231,7 +231,7 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     return problems
 
 
-def validate_repository(repository: str | Path, release: str | Release = releases.TARGET_RELEASE) -> list[Problem]:
+def validate_repository(repository: str | Path, release: str | Release = fields.TARGET_RELEASE) -> list[Problem]:
     """Every problem found in ``repository``, in a stable order; an empty list means clean.
 
     ``release`` (any release of the table, in any spelling) also flags fields our r24.10 schema knows

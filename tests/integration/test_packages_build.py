@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from repogen.build import build_app
-from repogen.ondisk.validate import validate_repository
 from repogen.errors import BuildError
+from repogen.ondisk.validate import validate_repository
 from repogen.packages import PackageOptions
 
 pytestmark = pytest.mark.integration

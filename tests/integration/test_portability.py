@@ -18,8 +18,8 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
-from repogen.ondisk.repository import files
 from repogen.loader import load_app
+from repogen.ondisk.repository import files
 from repogen.testing.client import PROTOCOLS, infer, stream
 from repogen.testing.payloads import bytecode_in_repository
 

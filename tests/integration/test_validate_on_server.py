@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
+from repogen.ondisk.validate import validate_repository
 from repogen.testing.client import PROTOCOLS, infer
 
 pytestmark = pytest.mark.integration

@@ -25,9 +25,9 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor, VersionPolicy, batch
 from repogen.build import build_repository
+from repogen.errors import BuildError
 from repogen.ondisk.validate import validate_repository
 from repogen.ondisk.writer import remove_stale_staging, staging_pattern
-from repogen.errors import BuildError
 
 ROOT = Path(__file__).resolve().parents[2]
 MANY = "tests/apps/integrity/many.py:models"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from repogen.ondisk.diff import excluded, pickle_listing
 from repogen.cli import cli
+from repogen.ondisk.diff import excluded, pickle_listing
 from repogen.testing.golden import assert_repository_matches
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.build import build_app
-from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
+from repogen.ondisk.validate import validate_repository
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,12 +17,12 @@ import yaml
 from click.testing import CliRunner
 
 from repogen.build import build_app
-from repogen.ondisk.repository import read_repository
 from repogen.cli import cli
 from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE, dump_yaml
 from repogen.deploy.resources import MiB, shm_size_bytes
 from repogen.errors import RepositoryError, UnknownReleaseError
+from repogen.ondisk.repository import read_repository
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "examples/quickstart/app.py:models"

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from repogen import ModelConfig, PyTritonUnrecoverableError, Repository, Tensor, batch
-from repogen.ondisk import writer
 from repogen.errors import BuildError
+from repogen.ondisk import writer
 from repogen.runtime import stub
 from repogen.runtime.errors import ModelCallError
 from repogen.runtime.payload import config_drift

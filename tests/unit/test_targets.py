@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
-from repogen.ondisk.validate import validate_repository
 from repogen.cli import cli
 from repogen.errors import BuildError, RepogenError, UnknownReleaseError
+from repogen.ondisk.validate import validate_repository
 from repogen.triton.releases import EMBEDDED, RELEASES, Release, get_release
 from repogen.triton.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
 

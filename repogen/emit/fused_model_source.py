@@ -14,7 +14,7 @@ from ..ir.spec import FusedSpec
 from ..runtime.conversion import inputs_on_cpu
 from ..runtime.fused import read_again
 from ..version import __version__
-from .execute import INDENT, InputCode, OutputCode, call_arguments, model_py, read_inputs, specializable
+from .model_source import INDENT, InputCode, OutputCode, call_arguments, model_py, read_inputs, writes_out
 from .templates import render
 
 FUSED_TEMPLATE = "model_fused.py.tmpl"
@@ -24,7 +24,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
     """The fused model's ``model.py``: its steps written out when each can take the straight line."""
     model = fused.model
     version = model.versions[0]
-    if not fused_specializable(fused):
+    if not fused_writes_out(fused):
         return model_py(model, version)
     inputs = [InputCode(i, tensor, True) for i, tensor in enumerate(model.inputs)]
     names = {i.tensor.name: i.var for i in inputs}  # ensemble tensor -> the variable holding it
@@ -64,13 +64,13 @@ def fused_model_py(fused: FusedSpec) -> bytes:
     )
 
 
-def fused_specializable(fused: FusedSpec) -> bool:
+def fused_writes_out(fused: FusedSpec) -> bool:
     """A batching fused model, inputs in CPU memory, whose every step a specialized ``model.py`` could serve."""
     model = fused.model
     if model.max_batch_size <= 0 or not inputs_on_cpu(dict(model.parameters)) or not model.inputs:
         return False
     steps = zip(fused.steps, fused.step_models, strict=True)
-    return all(step.input_map and specializable(spec, spec.versions[-1]) for step, spec in steps)
+    return all(step.input_map and writes_out(spec, spec.versions[-1]) for step, spec in steps)
 
 
 def _pool(names: dict[str, str], tensors: list[str]) -> str:

@@ -26,7 +26,7 @@ INDENT = " " * 8
 def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
     """This version's ``model.py``: specialized when every callable can take the straight line."""
     header = {"repogen_version": __version__, "model_name": model.name, "model_version": version.version}
-    if not specializable(model, version):
+    if not writes_out(model, version):
         return render(GENERAL_TEMPLATE, **header)
     inputs = [InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
     outputs = [OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
@@ -48,7 +48,7 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
     )
 
 
-def specializable(model: ModelSpec, version: VersionSpec) -> bool:
+def writes_out(model: ModelSpec, version: VersionSpec) -> bool:
     """``@batch`` over a plain function on a batching model that answers once per request, with I/O in CPU memory."""
     if model.max_batch_size <= 0 or model.decoupled or isinstance(model.scheduler, SequenceBatchingSpec):
         return False

@@ -15,8 +15,8 @@ import pytest
 from google.protobuf import json_format
 
 from repogen import ModelConfig, Repository, Tensor, batch
-from repogen.emit.execute import model_py, specializable
 from repogen.emit.model_config import model_config
+from repogen.emit.model_source import model_py, writes_out
 from repogen.ir import lower
 from repogen.local import backend_shim
 
@@ -83,7 +83,7 @@ CASES = {
 @pytest.mark.parametrize("strict", [False, True])
 def test_every_path_answers_as_the_general_one(case, strict, tmp_path):
     spec, models = _models(batch(CASES[case]), tmp_path, strict=strict)
-    assert specializable(spec, spec.versions[0])
+    assert writes_out(spec, spec.versions[0])
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     _same(models, _request(x=x))
     _same(models, _request(x=x), _request(x=x[:1]))  # two requests: the general path
@@ -143,7 +143,7 @@ def test_what_is_not_batch_over_a_function_keeps_the_general_template(tmp_path):
         config = ModelConfig(max_batch_size=8, parameters={"FORCE_CPU_ONLY_INPUT_TENSORS": value})
         repo.bind(name, batch(lambda x: {"y": x}), inputs=X, outputs=Y, config=config)
     spec = lower(repo)
-    chosen = {m.name: specializable(m, m.versions[0]) for m in spec.models}
+    chosen = {m.name: writes_out(m, m.versions[0]) for m in spec.models}
     assert chosen == {
         "Async": False,
         "Batched": True,

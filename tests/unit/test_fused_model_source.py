@@ -17,7 +17,7 @@ from google.protobuf import json_format
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
-from repogen.emit.fused_execute import fused_specializable
+from repogen.emit.fused_model_source import fused_writes_out
 from repogen.emit.model_config import model_config
 from repogen.ir import lower
 from repogen.local import backend_shim
@@ -181,8 +181,8 @@ def test_what_a_specialized_model_py_would_not_serve_keeps_the_general_template(
         return {"y": step(x=x)["y"]}
 
     spec = lower(repo)
-    assert fused_specializable(spec.fused_spec("Fused"))
-    assert not fused_specializable(spec.fused_spec("WithClass"))
+    assert fused_writes_out(spec.fused_spec("Fused"))
+    assert not fused_writes_out(spec.fused_spec("WithClass"))
     build_repository(repo, tmp_path / "repo")
     assert "its steps written out" in (tmp_path / "repo" / "Fused" / "1" / "model.py").read_text()
     assert "its steps written out" not in (tmp_path / "repo" / "WithClass" / "1" / "model.py").read_text()
