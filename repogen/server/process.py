@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from repogen.errors import RepogenError
 from repogen.server.install import ServerInstall, VenvInfo, venv_info
+from repogen.server.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH
 
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
@@ -120,6 +121,8 @@ class TritonServer:
         self.log_path = Path(log_path)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: BinaryIO | None = None
+        self.leftovers_ended: list[Leftover] = []
+        """Stubs of servers gone before this one started, ended by :meth:`start` (server/leftovers.py)."""
 
     # ------------------------------------------------------------------ addresses
 
@@ -187,8 +190,12 @@ class TritonServer:
                 f"model repository {self.model_repository} is not a directory; build one first "
                 "(repogen build ... -o DIR) and pass DIR."
             )
+        self.leftovers_ended = end_leftover_stubs()  # they hold memory and /dev/shm and serve nobody
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log_path.open("wb")
+        for leftover in self.leftovers_ended:  # first in the log, which `repogen serve` shows
+            self._log_file.write(f"repogen: ended {leftover.describe()}\n".encode())
+        self._log_file.flush()
         self._proc = subprocess.Popen(
             self.command(),
             env=self.environment(),

@@ -1,0 +1,99 @@
+"""Backend stubs that outlived their tritonserver: found by their command line, ended, their shm freed.
+
+A stub watches its server and exits when the server is gone, but only once its model has loaded:
+a tritonserver stopped (SIGTERM, SIGKILL, a crashed test run) while models were still loading can
+leave stubs running, each holding its ``/dev/shm`` region and its memory, forever. A stub names its
+server's pid on its command line (``runtime.stub``); one whose server is no longer a running
+``tritonserver`` serves nobody, so ``repogen serve`` and the test harness end it before starting a
+server of their own. Only stubs of this user are looked at (signalling others' would fail anyway).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from repogen.runtime.stub import SERVER_NAME, Stub, current
+
+__all__ = ["Leftover", "end_leftover_stubs", "leftover_stubs"]
+
+_PROC = Path("/proc")
+
+
+@dataclass(frozen=True)
+class Leftover:
+    pid: int
+    model_file: str
+    stub: Stub
+
+    def describe(self) -> str:
+        return (
+            f"backend stub pid {self.pid} ({self.model_file}) outlived its tritonserver (pid {self.stub.server_pid}); "
+            f"shared memory {self.stub.region_path}"
+        )
+
+
+def _argv(pid_dir: Path) -> list[str]:
+    try:
+        return (pid_dir / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return []
+
+
+def leftover_stubs(proc: Path = _PROC) -> list[Leftover]:
+    """This user's running backend stubs whose server is gone (or whose pid now belongs to something else)."""
+    found = []
+    uid = os.getuid()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+        except OSError:
+            continue
+        stub = current(str(entry / "cmdline"))
+        if stub is None or _server_running(stub.server_pid):
+            continue
+        argv = _argv(entry)
+        found.append(Leftover(int(entry.name), argv[1] if len(argv) > 1 else "?", stub))
+    return sorted(found, key=lambda leftover: leftover.pid)
+
+
+def end_leftover_stubs(timeout: float = 5.0) -> list[Leftover]:
+    """SIGKILL every leftover stub, wait for it to go, remove its shm region; return what was ended."""
+    leftovers = leftover_stubs()
+    for leftover in leftovers:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(leftover.pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_running(leftover.pid) for leftover in leftovers):
+        time.sleep(0.05)
+    for leftover in leftovers:
+        with contextlib.suppress(OSError):
+            os.unlink(leftover.stub.region_path)
+    return leftovers
+
+
+def _stat(pid: int) -> tuple[str, str]:
+    """(comm, state) of ``pid``; ("", "") when it is gone."""
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+        comm = text[text.index("(") + 1 : text.rindex(")")]
+        return comm, text.rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return "", ""
+
+
+def _running(pid: int) -> bool:
+    return _stat(pid)[1] not in ("", "Z")
+
+
+def _server_running(pid: int) -> bool:
+    """A running tritonserver: not a zombie (killed, not yet reaped), not a pid reused by something else."""
+    comm, state = _stat(pid)
+    return comm == SERVER_NAME and state != "Z"

@@ -1,0 +1,60 @@
+"""A backend stub that outlives its tritonserver is found and ended by the next server's start (issue 23).
+
+A stub watches its server only once its model has loaded: a server killed while a model is still in
+``initialize`` leaves that stub running, holding memory and its /dev/shm region. ``TritonServer.start``
+(behind ``repogen serve`` and the test fixtures) ends such stubs first (repogen/server/leftovers.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from repogen.server.leftovers import leftover_stubs
+from repogen.server.process import pid_alive
+
+pytestmark = pytest.mark.integration
+
+SLOW = Path(__file__).resolve().parents[1] / "repos" / "slow_load"
+
+
+def _wait(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def test_a_stub_left_by_a_killed_server_is_ended_by_the_next_start(triton_install, tmp_path):
+    repo = tmp_path / "repo"
+    shutil.copytree(SLOW, repo)
+    first = triton_install.server(repo, log_path=tmp_path / "first.log")
+    first.start()
+    try:
+        assert _wait(lambda: len(first.process_group_pids()) > 1, 60), first.log_tail()
+        stub = [pid for pid in first.process_group_pids() if pid != first.pid][0]
+        os.kill(first.pid, signal.SIGKILL)  # the server only, as a crash or an OOM kill would
+        assert _wait(lambda: not pid_alive(first.pid), 10)
+        time.sleep(2)  # a stub that noticed its server is gone would have exited by now
+        assert pid_alive(stub), "the stub exited by itself: nothing left behind to find"
+        assert stub in [leftover.pid for leftover in leftover_stubs()]
+
+        second = triton_install.server(tmp_path / "empty", log_path=tmp_path / "second.log")
+        (tmp_path / "empty").mkdir()
+        second.start()
+        try:
+            assert [leftover.pid for leftover in second.leftovers_ended] == [stub]
+            assert not pid_alive(stub)
+            assert not os.path.exists(second.leftovers_ended[0].stub.region_path)
+            assert f"repogen: ended backend stub pid {stub} " in second.log_text()
+        finally:
+            second.stop()
+    finally:
+        first.stop()  # kills whatever is left in its process group
