@@ -3,7 +3,8 @@
 One exit-code rule for every command: a usage error (a missing argument, an unknown option, a value
 an option does not accept) is click's, exit status 2; any :class:`~repogen.errors.RepogenError` (a
 user's mistake found by repogen, or an environment problem) is printed here as ``Error: <message>``,
-exit status 1. Commands therefore never re-wrap repogen's errors themselves.
+with the error's ``exit_code`` (``repogen.errors``: 1). Commands therefore never re-wrap repogen's
+errors themselves.
 """
 
 from __future__ import annotations
@@ -33,13 +34,14 @@ def _pin_hash_seed() -> None:
 
 
 class _Repogen(click.Group):
-    """The command group; the one place a :class:`RepogenError` becomes ``Error: ...`` and exit status 1."""
+    """The command group; the one place a :class:`RepogenError` becomes ``Error: ...`` and its exit status."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except RepogenError as exc:
-            raise click.ClickException(str(exc)) from exc
+            click.echo(f"Error: {exc}", err=True)  # as click prints its own ClickException
+            ctx.exit(exc.exit_code)
 
 
 @click.group(cls=_Repogen, context_settings={"help_option_names": ["-h", "--help"]})

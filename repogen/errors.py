@@ -1,21 +1,27 @@
-"""The errors repogen raises on a user's mistake or an environment problem.
+"""Every error repogen raises on a user's mistake or an environment problem, and its exit status.
 
 Every one subclasses :class:`RepogenError`, and its message says what was expected and how to fix
 it. The CLI catches ``RepogenError`` in one place (``repogen.cli``) and prints ``Error: <message>``
-with exit status 1; a command-line usage error is click's, exit status 2. Errors that belong to one
-area live beside it and subclass the root: ``ServerInstallError`` (``repogen.server.install``),
-``TritonServerError`` (``repogen.server.process``), ``ServeError`` (``repogen.server.foreground``),
-``InferError`` (``repogen.server.infer``). The runtime vendored into every model has its own errors
-(``repogen.runtime.errors``): it imports nothing of repogen's.
+with the error's ``exit_code`` (1 for all of them today); a command-line usage error is click's,
+exit status 2. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
+it imports nothing of repogen's. The modules that raise these re-export the ones callers catch
+(``repogen.server.install.ServerInstallError``), so either import works.
 """
 
 
 class RepogenError(Exception):
     """Root of repogen's errors: the message names what is wrong and what to do about it."""
 
+    exit_code = 1
+    """The CLI's exit status for this error (2 stays click's: a usage error)."""
+
 
 class BuildError(RepogenError):
     """A user's declaration cannot become a loadable repository; the message says how to fix it."""
+
+
+class NoSourceError(BuildError):
+    """A code object whose source cannot be found or does not match it."""
 
 
 class UnknownReleaseError(RepogenError, LookupError):
@@ -28,3 +34,23 @@ class RepositoryError(RepogenError):
 
 class DeployError(RepogenError):
     """A deployment input is unusable; the message names what, what was expected and the fix."""
+
+
+class ServerInstallError(RepogenError, RuntimeError):
+    """Installing tritonserver or its Python environment failed (fetching or verifying a wheel, a venv)."""
+
+
+class PythonNotFoundError(ServerInstallError):
+    """No interpreter of the requested ``major.minor`` version is installed."""
+
+
+class ServeError(RepogenError):
+    """The server could not be installed, started or kept running; the message says what to do."""
+
+
+class InferError(RepogenError):
+    """A request could not be made or was refused; the message says what to change."""
+
+
+class BuildWithError(RepogenError, RuntimeError):
+    """``repogen build`` failed under another Python (the tests' builders); the message carries its output."""

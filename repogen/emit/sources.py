@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildError
+from ..errors import NoSourceError
 from ..hashing import sha256_bytes
 from ..runtime import portable
 
@@ -58,10 +58,6 @@ class SourceFile:
     @property
     def sha256(self) -> str:
         return sha256_bytes(self.data)
-
-
-class NoSourceError(BuildError):
-    """A code object whose source cannot be found or does not match it."""
 
 
 def _qualname(code: types.CodeType) -> str:

@@ -16,17 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from repogen.errors import RepogenError
+from repogen.errors import RepogenError, ServerInstallError
 from repogen.hashing import sha256_file
 
 __all__ = ["PinnedWheel", "Report", "ServerInstallError", "download_wheel", "verify_sha256"]
 
 Report = Callable[[int, int], None]
 """``report(bytes_done, bytes_total)`` during a download (total 0 when the index does not say)."""
-
-
-class ServerInstallError(RepogenError, RuntimeError):
-    """Installing tritonserver or its Python environment failed (here: fetching or verifying a wheel)."""
 
 
 def _error(message: str) -> RepogenError:

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
-from ..errors import RepogenError
+from ..errors import ServeError
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
 from .banner import ready_banner, sample_curl
 from .install import (
@@ -49,10 +49,6 @@ __all__ = [
 
 Echo = Callable[[str], None]
 Tick = Callable[[Echo], None]
-
-
-class ServeError(RepogenError):
-    """The server could not be installed, started or kept running; the message says what to do."""
 
 
 class _Stop(KeyboardInterrupt):

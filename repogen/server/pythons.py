@@ -16,16 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repogen.server.install import ServerInstallError, probe_python
+from repogen.errors import PythonNotFoundError, ServerInstallError
+from repogen.server.install import probe_python
 from repogen.triton.releases import Release, pairing_label
 
 __all__ = ["PythonNotFoundError", "container_python_or_current", "find_python", "pyenv_root", "require_python"]
 
 _VERSION = re.compile(r"^3\.\d+$")
-
-
-class PythonNotFoundError(ServerInstallError):
-    """No interpreter of the requested ``major.minor`` version is installed."""
 
 
 def _check_version(version: str) -> str:

@@ -15,15 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import RepogenError
+from ..errors import InferError
 from ..triton.dtypes import numpy_dtype
 from ..triton.shapes import dims_match
 
 __all__ = ["InferError", "parse_input", "parse_inputs", "sample_value", "to_array"]
-
-
-class InferError(RepogenError):
-    """A request could not be made or was refused; the message says what to change."""
 
 
 def sample_value(datatype: str) -> Any:

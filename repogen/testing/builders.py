@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from repogen.errors import RepogenError
+from repogen.errors import BuildWithError
 from repogen.hashing import sha256_bytes, sha256_file
 from repogen.server.install import (
     ServerInstallError,
@@ -32,10 +32,6 @@ from repogen.server.pythons import require_python
 __all__ = ["BUILDER_MARKER", "BuildWithError", "build_with", "checkout_root", "ensure_builder_venv"]
 
 BUILDER_MARKER = ".repogen-builder.json"
-
-
-class BuildWithError(RepogenError, RuntimeError):
-    """``repogen build`` failed under another Python; the message carries its output."""
 
 
 def checkout_root() -> Path:
