@@ -44,6 +44,10 @@ class PythonNotFoundError(ServerInstallError):
     """No interpreter of the requested ``major.minor`` version is installed."""
 
 
+class TritonServerError(RepogenError, RuntimeError):
+    """tritonserver did not start, did not become ready, or misbehaved."""
+
+
 class ServeError(RepogenError):
     """The server could not be installed, started or kept running; the message says what to do."""
 

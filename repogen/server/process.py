@@ -18,7 +18,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
-from repogen.errors import RepogenError
+from repogen.errors import TritonServerError
 from repogen.server.install import ServerInstall, VenvInfo, venv_info
 from repogen.server.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH
@@ -28,10 +28,6 @@ __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is
 HOST = "127.0.0.1"
 LOG_TAIL_LINES = 60
 _STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
-
-
-class TritonServerError(RepogenError, RuntimeError):
-    """tritonserver did not start, did not become ready, or misbehaved."""
 
 
 def free_ports(count: int) -> list[int]:
