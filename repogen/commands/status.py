@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from ..deploy.probe import probe_for
+from ..deploy.probe_check import check
 from ..server.infer import ModelClient
 from ..server.states import model_states
 from .infer import URL_ENV, URL_HELP
@@ -32,21 +34,32 @@ def _served(stats: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]
 @click.option("--url", envvar=URL_ENV, help=URL_HELP)
 @click.option("--protocol", type=click.Choice(["http", "grpc"]), default="http", envvar="REPOGEN_PROTOCOL")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list: name, version, state, reason, counts.")
-def status(url: str | None, protocol: str, as_json: bool) -> None:
+@click.option(
+    "--probe/--no-probe",
+    default=True,
+    show_default=True,
+    help="Send each READY model one small real request (over HTTP) and say which do not answer.",
+)
+def status(url: str | None, protocol: str, as_json: bool, probe: bool) -> None:
     """List the models of a running Triton server: state, failure reason, requests served.
 
-    A model that failed to load shows its error in one line (the traceback is in the server log).
+    A model that failed to load shows its error in one line (the traceback is in the server log). A
+    READY model whose backend stub died still shows READY on 2.51: the probe (the request the
+    deployment files' liveness check sends, repogen/deploy/probe.py) shows it does not answer.
     """
     with ModelClient(protocol, url) as client:
         client.check_live()
         states = model_states(client.index())
         served = _served(client.statistics())
         ready = client.client.is_server_ready()
+        silent = _silent(client, states) if probe and protocol == "http" else None
     rows = []
     for state in states:
         counts = served.get((state.name, state.version), {"requests": 0, "failed": 0, "mean_request_us": 0.0})
+        answers = None if silent is None or state.state != "READY" else state.name not in silent
         rows.append({"name": state.name, "version": state.version, "state": state.state or "NOT LOADED",
-                     "reason": state.line().split(": ", 1)[1] if state.failed else "", **counts})  # fmt: skip
+                     "reason": state.line().split(": ", 1)[1] if state.failed else "", **counts,
+                     "answers": answers, "no_answer": (silent or {}).get(state.name, "")})  # fmt: skip
     if as_json:
         click.echo(json.dumps(rows))
         return
@@ -58,6 +71,23 @@ def status(url: str | None, protocol: str, as_json: bool) -> None:
                    f"{row['failed']:>6}  {row['mean_request_us']:>9}")  # fmt: skip
         if row["reason"]:
             click.echo(f"    {row['reason']}")
+        if row["answers"] is False:
+            click.echo(f"    does not answer: {row['no_answer']}")
+    if silent:
+        click.echo(f"{len(silent)} READY model(s) do not answer: {', '.join(sorted(silent))} (restart the server)")
+
+
+def _silent(client: ModelClient, states: list[Any]) -> dict[str, str]:
+    """READY models that do not answer their probe, with why (a dead stub stays READY on 2.51)."""
+    probes = []
+    for name in sorted({state.name for state in states if state.state == "READY"}):
+        try:
+            found = probe_for({"name": name, **client.metadata(name)["config"]})
+        except Exception:  # the config could not be read: the probe below is not possible
+            continue
+        if found is not None:
+            probes.append(found)
+    return dict(check(f"http://{client.url}", probes))
 
 
 COMMANDS = [status]

@@ -16,10 +16,11 @@ from pathlib import Path
 from ..emit.templates import render
 from ..errors import DeployError
 from ..ondisk.repository import BuiltRepository
-from ..triton.endpoints import DEFAULT_PORTS, HEALTH_READY, HTTP_PORT
+from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
+from .probe import healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
 __all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
@@ -125,7 +126,7 @@ def dockerfile(
         "python_instances": info.python_instances(gpus),
         "shm_per_instance": format_quantity(SHM_PER_INSTANCE),
         "http_port": HTTP_PORT,
-        "health_ready": HEALTH_READY,
+        "healthcheck": healthcheck(info, HTTP_PORT),
         "requirements_run": requirements_run(info),
     }
     if prebuilt:

@@ -13,7 +13,7 @@ from ..errors import DeployError
 from ..ondisk.repository import BuiltRepository, read_repository
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
-from . import docker, kserve, kubernetes
+from . import docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
@@ -156,7 +156,13 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         )
         if options.k8s:
             documents = [
-                kubernetes.deployment(name, image, resources, replicas=options.replicas),
+                kubernetes.deployment(
+                    name,
+                    image,
+                    resources,
+                    replicas=options.replicas,
+                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT),
+                ),
                 kubernetes.service(name),
             ]
             if scaling:
@@ -175,7 +181,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             if storage:
                 warnings.extend(_check_stock_runtime(info, target))
             isvc = kserve.inference_service(
-                name, target, resources, storage_uri=storage, image=options.image, scaling=scaling
-            )
+                name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
+                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT),
+            )  # fmt: skip
             files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
     return DeployOutput(files, tuple(warnings))

@@ -42,10 +42,12 @@ def inference_service(
     storage_uri: str | None,
     image: str | None,
     scaling: tuple[int, int, int] | None = None,
+    liveness: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one).
 
-    ``scaling`` is (min replicas, max replicas, target CPU utilization %).
+    ``scaling`` is (min replicas, max replicas, target CPU utilization %); ``liveness`` a probe by
+    inference on :data:`KSERVE_HTTP_PORT` (deploy/probe.py), set on the container or the model.
     """
     if image:
         predictor: dict[str, Any] = {
@@ -74,6 +76,8 @@ def inference_service(
                 "volumeMounts": [shm_mount()],
             },
         }
+    if liveness:
+        (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
     if scaling:
         minimum, maximum, cpu = scaling

@@ -156,7 +156,10 @@ def server_args(model_repository: str = MODEL_REPOSITORY, *extra: str) -> list[s
     return ["tritonserver", f"--model-repository={model_repository}", *extra]
 
 
-def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1) -> dict[str, Any]:
+def deployment(
+    name: str, image: str, resources: Resources, *, replicas: int = 1, liveness: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live."""
     container = {
         "name": "tritonserver",
         "image": image,
@@ -165,7 +168,7 @@ def deployment(name: str, image: str, resources: Resources, *, replicas: int = 1
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
         "startupProbe": _probe(HEALTH_READY, 5, 120),
         "readinessProbe": _probe(HEALTH_READY, 5, 3),
-        "livenessProbe": _probe(HEALTH_LIVE, 10, 3),
+        "livenessProbe": liveness or _probe(HEALTH_LIVE, 10, 3),
         "resources": resources.as_dict(),
         "securityContext": security_context(),
         "volumeMounts": [shm_mount()],

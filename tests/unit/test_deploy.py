@@ -134,7 +134,11 @@ def test_k8s_deployment_probes_ports_shm_and_image(repo: Path) -> None:
         "prometheus.io/path": "/metrics",
     }
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": 8000}
+    liveness = container["livenessProbe"]  # a real inference per model: deploy/probe.py (issue 23)
+    assert liveness["exec"]["command"][:2] == ["python3", "-c"] and liveness["periodSeconds"] == 10
+    assert liveness["exec"]["command"][3] == "http://127.0.0.1:8000"
+    probed = {p["model"] for p in json.loads(liveness["exec"]["command"][4])}
+    assert probed == {m.name for m in read_repository(repo).models}
     assert container["startupProbe"]["httpGet"]["path"] == "/v2/health/ready"
     assert sorted(p["containerPort"] for p in container["ports"]) == [8000, 8001, 8002]
     assert container["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}]
@@ -175,13 +179,15 @@ def test_k8s_memory_limit_must_hold_shm(repo: Path) -> None:
 
 
 def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
-    from repogen.deploy import kubernetes
+    from repogen.deploy import kubernetes, probe
 
     first = generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
     assert first == generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
-    resources = kubernetes.resolve_resources(read_repository(repo))
+    info = read_repository(repo)
+    resources = kubernetes.resolve_resources(info)
+    liveness = probe.liveness_probe(info, kubernetes.HTTP_PORT)
     expected = [
-        kubernetes.deployment("model-repository", "model-repository:latest", resources),
+        kubernetes.deployment("model-repository", "model-repository:latest", resources, liveness=liveness),
         kubernetes.service("model-repository"),
     ]
     assert list(yaml.safe_load_all(first)) == expected
@@ -287,7 +293,8 @@ def test_dockerfile_builds_inside_the_image_by_default(repo: Path) -> None:
     assert lines[-1] == 'CMD ["tritonserver", "--model-repository=/models"]'
     assert "USER 1000:1000" in lines and not any(line.startswith("ENTRYPOINT") for line in lines)
     healthcheck = text[text.index("HEALTHCHECK") :].split("\nCMD [")[0]
-    assert "--start-period=600s" in healthcheck and '"http://127.0.0.1:8000/v2/health/ready"]' in healthcheck
+    assert "--start-period=600s" in healthcheck and '"python3", "-c", ' in healthcheck
+    assert '"http://127.0.0.1:8000", "[{' in healthcheck and "\n" not in healthcheck.strip()
     assert "--shm-size=64m" in text
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,8 @@ def test_kubernetes_probes_ports_and_shm_for_every_python_instance(repo: Path) -
     (container,) = pod["containers"]
     assert container["image"] == "reg/pipe:1"
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
-    assert container["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": 8000}
+    probes = {p["model"]: p["path"] for p in json.loads(container["livenessProbe"]["exec"]["command"][4])}
+    assert probes["Spell"] == "/v2/models/Spell/generate_stream" and probes["Pipeline"] == "/v2/models/Pipeline/infer"
     assert [p["containerPort"] for p in container["ports"]] == [8000, 8001, 8002]
     (shm,) = [v for v in pod["volumes"] if v.get("emptyDir", {}).get("medium") == "Memory"]
     size_mib = int(shm["emptyDir"]["sizeLimit"].removesuffix("Mi"))

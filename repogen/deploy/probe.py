@@ -1,0 +1,122 @@
+"""Liveness by real inference: the probe the deployment files run, derived from each model's config (issue 23).
+
+tritonserver 2.51 never restarts a dead backend stub and keeps ``/v2/health/live`` and
+``/v2/health/ready`` at 200 (docs/known-issues.md), so probes on those endpoints never notice a model
+that fails every request. The Dockerfile's ``HEALTHCHECK`` and the Kubernetes/KServe
+``livenessProbe`` therefore run :mod:`repogen.deploy.probe_check` inside the container (the image's
+``python3``, standard library only): one small request per model, built here from its inputs (the
+dims of its first warmup sample when it has one, ``-1`` as 1, a batch of one, zeros and empty
+strings), sent to ``/infer``, or ``/generate_stream`` for a decoupled model. The startup probe on
+``/v2/health/ready`` stays, so liveness only starts once every model has loaded.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from google.protobuf import json_format
+
+from ..ondisk.repository import BuiltRepository
+
+__all__ = ["MAX_ELEMENTS", "command", "healthcheck", "liveness_probe", "probe_for", "probes", "timeout_s"]
+
+MAX_ELEMENTS = 65536
+"""A model whose probe would send more elements than this is left out (the check must stay small)."""
+PERIOD_S = 10
+FAILURES = 3
+_CHECK = Path(__file__).with_name("probe_check.py")
+
+
+def _dims(config: Mapping[str, Any], tensor: Mapping[str, Any]) -> list[int]:
+    for sample in config.get("model_warmup", [])[:1]:
+        warm = sample.get("inputs", {}).get(tensor["name"], {})
+        if warm.get("dims"):
+            return [int(d) for d in warm["dims"]]
+    return [int(d) for d in tensor.get("dims", [])]
+
+
+def probe_for(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The probe of one model (its config as Triton's JSON, or ``MessageToDict`` of config.pbtxt); None if too big."""
+    name = str(config["name"])
+    batched = int(config.get("max_batch_size", 0)) > 0
+    decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
+    tensors = []
+    for tensor in config.get("input", []):
+        if tensor.get("optional"):
+            continue
+        shape = ([1] if batched else []) + [1 if d < 0 else d for d in _dims(config, tensor)]
+        count = math.prod(shape)
+        if count > MAX_ELEMENTS:
+            return None
+        datatype = str(tensor.get("data_type", "TYPE_FP32")).removeprefix("TYPE_").replace("STRING", "BYTES")
+        value: Any = "" if datatype == "BYTES" else False if datatype == "BOOL" else 0
+        tensors.append({"name": tensor["name"], "shape": shape, "datatype": datatype, "data": [value] * count})
+    path = f"/v2/models/{quote(name, safe='')}"
+    if decoupled:  # HTTP /infer refuses decoupled models; generate_stream takes each input as a JSON value
+        body: dict[str, Any] = {t["name"]: t["data"][0] if len(t["data"]) == 1 else t["data"] for t in tensors}
+        return {"model": name, "path": f"{path}/generate_stream", "body": body}
+    return {"model": name, "path": f"{path}/infer", "body": {"inputs": tensors}}
+
+
+def probes(info: BuiltRepository) -> list[dict[str, Any]]:
+    """One probe per model of a built repository that has a config, by name."""
+    found = []
+    for model in info.models:
+        if model.config is None:
+            continue
+        config = json_format.MessageToDict(model.config, preserving_proto_field_name=True)
+        config.setdefault("name", model.name)
+        probe = probe_for(config)
+        if probe is not None:
+            found.append(probe)
+    return found
+
+
+def _source() -> str:
+    """probe_check.py without its docstrings and comments: what ``python3 -c`` runs."""
+    tree = ast.parse(_CHECK.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list) or not body:
+            continue
+        first = body[0]
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            del body[0]
+    return ast.unparse(tree)
+
+
+def command(found: Iterable[dict[str, Any]], port: int) -> list[str]:
+    """The probe as an exec command: ``python3 -c <check> <base url> <probes>``; exit status 1 names each model."""
+    compact = json.dumps(list(found), separators=(",", ":"), sort_keys=True)
+    return ["python3", "-c", _source(), f"http://127.0.0.1:{port}", compact]
+
+
+def timeout_s(found: list[dict[str, Any]]) -> int:
+    """Time for the whole check: a dead stub takes about 1 s to be called unhealthy, per model."""
+    return min(60, 5 + 2 * len(found))
+
+
+def liveness_probe(info: BuiltRepository, port: int) -> dict[str, Any]:
+    """A Kubernetes ``livenessProbe`` (container or KServe predictor) running the check."""
+    found = probes(info)
+    return {
+        "exec": {"command": command(found, port)},
+        "periodSeconds": PERIOD_S,
+        "timeoutSeconds": timeout_s(found),
+        "failureThreshold": FAILURES,
+    }
+
+
+def healthcheck(info: BuiltRepository, port: int) -> str:
+    """The Dockerfile's ``HEALTHCHECK`` instruction (exec form: a JSON array, one line)."""
+    found = probes(info)
+    return (
+        f"HEALTHCHECK --interval={PERIOD_S}s --timeout={timeout_s(found)}s --start-period=600s "
+        f"--retries={FAILURES} CMD {json.dumps(command(found, port))}"
+    )

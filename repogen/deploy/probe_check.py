@@ -1,0 +1,58 @@
+"""The liveness check a deployed container runs: one small real inference per model (issue 23).
+
+tritonserver 2.51 (NGC 24.10) never restarts a backend stub that died and keeps answering
+``/v2/health/live`` and ``/v2/health/ready`` with 200, so a health check on those endpoints keeps a
+server whose models all fail "Stub process '<model>_0_0' is not healthy" in service forever. This
+check sends each model the request :mod:`repogen.deploy.probe` derived from its config and fails
+when a model does not answer: a dead or unhealthy stub, a model no longer loaded, no answer in time.
+A model that answers with its own error (it rejects the probe's zeros) is alive: that is not a
+reason to restart the container.
+
+Standard library only, written to run as ``python3 -c`` inside the stock NGC image (its Python),
+and imported by ``repogen status``. Arguments: the server's base URL and the probes as JSON.
+"""
+
+import json
+import sys
+import urllib.error
+import urllib.request
+
+# What tritonserver says when a model cannot answer at all (a model's own errors never say these).
+DEAD = ("is not healthy", "Request for unknown model", "has no available versions", "is not ready")
+
+
+def answer(base, probe, timeout):
+    """None when the model answered (its result or its own error), else why it did not."""
+    request = urllib.request.Request(
+        base + probe["path"], json.dumps(probe["body"]).encode(), {"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        text = exc.read().decode("utf-8", "replace")
+    except Exception as exc:  # refused, reset, timed out: the server did not answer
+        return f"no answer ({exc})"
+    dead = [marker for marker in DEAD if marker in text]
+    return " ".join(text.split())[:300] if dead else None
+
+
+def check(base, probes, timeout=4.0):
+    """Each model that did not answer, with why: {model: reason}."""
+    failures = {}
+    for probe in probes:
+        reason = answer(base.rstrip("/"), probe, timeout)
+        if reason is not None:
+            failures[probe["model"]] = reason
+    return failures
+
+
+def main(argv):
+    failures = check(argv[1], json.loads(argv[2]))
+    for model, reason in failures.items():
+        print(f"model {model!r} does not answer: {reason}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
