@@ -83,9 +83,10 @@ def test_the_probe_fails_within_its_period_once_a_stub_is_killed(repo, serve, tr
     killed = time.monotonic()
     rc, err, took = _probe(kubernetes, server, python)
     assert rc == 1 and time.monotonic() - killed < period, (rc, err, took)
-    assert "model 'Tokenize' does not answer: " in err and "Stub process 'Tokenize_0_0' is not healthy" in err
-    assert "model 'Pipeline' does not answer" in err  # the ensemble whose first step it is
+    assert "Stub process 'Tokenize_0_0' is not healthy" in err  # 2.39/2.41 restart it after this request
     if release_at_least("2.51.0"):  # never restarted, still READY: only the probe and status see it
+        assert "model 'Tokenize' does not answer: " in err
+        assert "model 'Pipeline' does not answer" in err  # the ensemble whose first step it is
         with server.client() as client:
             assert client.is_server_ready()
         text = _status(server)
