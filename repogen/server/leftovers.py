@@ -3,8 +3,8 @@
 A stub watches its server and exits when the server is gone, but only once its model has loaded:
 a tritonserver stopped (SIGTERM, SIGKILL, a crashed test run) while models were still loading can
 leave stubs running, each holding its ``/dev/shm`` region and its memory, forever. A stub names its
-server's pid on its command line (``runtime.stub``); one whose server is no longer a running
-``tritonserver`` serves nobody, so ``repogen serve`` and the test harness end it before starting a
+server's pid on its command line (``runtime.stub``); one whose server is gone (no longer its
+parent, or a zombie) serves nobody, so ``repogen serve`` and the test harness end it before starting a
 server of their own. Only stubs of this user are looked at (signalling others' would fail anyway).
 """
 
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from repogen.runtime.stub import SERVER_NAME, Stub, current
+from repogen.runtime.stub import Stub, current
 
 __all__ = ["Leftover", "end_leftover_stubs", "leftover_stubs"]
 
@@ -57,7 +57,7 @@ def leftover_stubs(proc: Path = _PROC) -> list[Leftover]:
         except OSError:
             continue
         stub = current(str(entry / "cmdline"))
-        if stub is None or _server_running(stub.server_pid):
+        if stub is None or _serving(int(entry.name), stub.server_pid):
             continue
         argv = _argv(entry)
         found.append(Leftover(int(entry.name), argv[1] if len(argv) > 1 else "?", stub))
@@ -79,21 +79,27 @@ def end_leftover_stubs(timeout: float = 5.0) -> list[Leftover]:
     return leftovers
 
 
-def _stat(pid: int) -> tuple[str, str]:
-    """(comm, state) of ``pid``; ("", "") when it is gone."""
+def _stat(pid: int) -> tuple[str, int]:
+    """(state, parent pid) of ``pid``; ("", 0) when it is gone."""
     try:
-        text = (_PROC / str(pid) / "stat").read_text()
-        comm = text[text.index("(") + 1 : text.rindex(")")]
-        return comm, text.rsplit(")", 1)[1].split()[0]
+        fields = (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
     except (OSError, ValueError, IndexError):
-        return "", ""
+        return "", 0
 
 
 def _running(pid: int) -> bool:
-    return _stat(pid)[1] not in ("", "Z")
+    return _stat(pid)[0] not in ("", "Z")
 
 
-def _server_running(pid: int) -> bool:
-    """A running tritonserver: not a zombie (killed, not yet reaped), not a pid reused by something else."""
-    comm, state = _stat(pid)
-    return comm == SERVER_NAME and state != "Z"
+def _serving(stub_pid: int, server_pid: int) -> bool:
+    """Whether the stub's server still runs: it is still the stub's parent and not a zombie.
+
+    A stub whose server died is re-parented (so a reused server pid is never mistaken for its
+    server), and a server killed but not yet reaped is a zombie. The binary's name is not checked:
+    ``repogen serve --tritonserver`` may run one by another name.
+    """
+    state, parent = _stat(stub_pid)
+    if state == "":  # the stub itself has gone meanwhile: nothing to end
+        return True
+    return parent == server_pid and _running(server_pid)

@@ -1,0 +1,45 @@
+"""server/leftovers.py tells a stub whose server is gone from one whose server still runs (issue 23)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from repogen.server.leftovers import leftover_stubs
+
+STUB = "/opt/tritonserver/backends/python/triton_python_backend_stub"
+
+
+def _fake_stub(server_pid: int) -> subprocess.Popen[bytes]:
+    """A shell whose command line reads like a stub's, ``stub <model.py> <region> <bytes> <growth> <server pid>``:
+    ``-c`` in the model file's place and its script in the region's."""
+    argv = [STUB, "-c", "sleep 30; :", "1048576", "1048576", str(server_pid)]
+    return subprocess.Popen(argv, executable="/bin/sh")
+
+
+def _wait_for_cmdline(pid: int) -> None:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(STUB.encode()):
+            return
+        time.sleep(0.02)
+
+
+def test_a_stub_whose_server_is_gone_is_a_leftover_and_one_whose_server_runs_is_not() -> None:
+    server = subprocess.Popen(["sleep", "30"])
+    orphan = _fake_stub(server.pid)  # its parent is this process, not the "server": re-parented, as after a crash
+    served = _fake_stub(os.getpid())  # its parent is this process, named as its server: still served
+    try:
+        _wait_for_cmdline(orphan.pid)
+        _wait_for_cmdline(served.pid)
+        found = {leftover.pid: leftover for leftover in leftover_stubs()}
+        assert orphan.pid in found and served.pid not in found
+        assert found[orphan.pid].stub.server_pid == server.pid
+        assert found[orphan.pid].stub.region == "sleep 30; :" and found[orphan.pid].model_file == "-c"
+    finally:
+        for proc in (server, orphan, served):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
