@@ -41,7 +41,7 @@ REQUIRED_PYTHONS ?= 3.10 3.12 3.13
 PYTEST_ARGS ?= -q -ra
 
 check-pythons: install
-	$(PY) -m repogen.server.pythons $(REQUIRED_PYTHONS)
+	$(PY) -m repogen.server.provision.pythons $(REQUIRED_PYTHONS)
 
 # $(1): pairing=scope words (scope `all` or `smoke`). Every pairing runs; the summary names each one's
 # result and pytest's closing line; its last line counts pairings, and the recipe fails if any failed.
@@ -96,7 +96,7 @@ clean:
 
 # `make bench`: repogen vs hand-written model.py vs PyTriton 0.7 on one tritonserver 2.51 (models on
 # Python 3.10), every point measured with perf_analyzer. perf_analyzer installs itself into the cache
-# on first use (repogen.server.perf_analyzer: libcudart from PyPI; libb64 from the system, else
+# on first use (repogen.server.provision.perf_analyzer: libcudart from PyPI; libb64 from the system, else
 # `apt-get download libb64-0d`, no install; without apt it stops and says `apt-get install libb64-0d`).
 # PyTriton (pins numpy<2) and matplotlib live in their own venv, never in repogen's dependencies.
 # BENCH_ARGS=--quick for a smoke run.
@@ -111,7 +111,7 @@ $(BENCH_VENV)/.installed: | $(VENV)/.installed
 	touch $@
 
 bench: install $(BENCH_VENV)/.installed
-	$(PY) -c 'from repogen.server.perf_analyzer import ensure_perf_analyzer as e; print("perf_analyzer:", e().binary)'
+	$(PY) -c 'from repogen.server.provision.perf_analyzer import ensure_perf_analyzer as e; print("perf_analyzer:", e().binary)'
 	$(PY) bench/run.py $(BENCH_ARGS)
 	$(PY) bench/report.py
 	$(BENCH_VENV)/bin/python bench/chart.py

@@ -23,7 +23,7 @@ import stats
 from repos import assemble
 from servers import repogen_server
 
-from repogen.server.perf_analyzer import ensure_perf_analyzer
+from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTED = {"throughput": "throughput", "p50_us": "p50", "compute_infer_us": "compute infer (µs)"}

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from repogen.server import TritonServer
-from repogen.server.install import ServerInstall, VenvInfo
-from repogen.server.process import http_client
+from repogen.server.provision.install import ServerInstall, VenvInfo
+from repogen.server.running.process import http_client
 from repogen.testing.client import infer
 
 WARMUP = 20

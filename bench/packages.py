@@ -24,8 +24,8 @@ import tritonclient.http as httpclient
 from servers import RELEASE, repogen_server
 
 from repogen.server import TritonServer, ensure_server
-from repogen.server.install import venv_info
-from repogen.server.pythons import require_python
+from repogen.server.provision.install import venv_info
+from repogen.server.provision.pythons import require_python
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.packages import APP, BUILDER_PACKAGES, build_packages_app, builder_python
 
@@ -108,7 +108,7 @@ def packages_bench(work: Path, cache: Path, reps: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    from repogen.server.install import default_cache_dir
+    from repogen.server.provision.install import default_cache_dir
 
     where = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/repogen-bench-packages")
     where.mkdir(parents=True, exist_ok=True)

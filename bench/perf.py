@@ -1,6 +1,6 @@
 """One point measured with perf_analyzer, the load generator Triton users measure with.
 
-perf_analyzer (tritonclient 2.41.0's binary, installed by ``repogen.server.perf_analyzer``) runs
+perf_analyzer (tritonclient 2.41.0's binary, installed by ``repogen.server.provision.perf_analyzer``) runs
 closed-loop at a fixed concurrency until three consecutive windows agree, then reports the
 client's throughput and latency percentiles and the server's own breakdown per request (queue,
 compute input, compute infer, compute output), which no Python client on the same cores can see.
@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repogen.server.perf_analyzer import PerfAnalyzer
+from repogen.server.provision.perf_analyzer import PerfAnalyzer
 
 # perf_analyzer's verbose CSV column -> our name (latencies and times in microseconds).
 COLUMNS = {

@@ -146,7 +146,7 @@ def render(path: Path) -> str:
         "```",
         "",
         "`make bench` installs perf_analyzer (tritonclient 2.41.0's binary, with libcudart from PyPI and libb64",
-        "from Debian, no GPU or root needed: `repogen.server.perf_analyzer`), creates `bench/.venv-pytriton`",
+        "from Debian, no GPU or root needed: `repogen.server.provision.perf_analyzer`), creates `bench/.venv-pytriton`",
         "(nvidia-pytriton 0.7.0 and matplotlib; never a dependency of repogen), builds `bench/apps/app.py` with",
         "repogen and assembles it with `bench/handwritten/` into one repository. Implementations alternate point",
         "by point in a rotating order; each ratio is computed within a round, then the median and [min–max] over",

@@ -36,9 +36,9 @@ from packages import packages_bench
 from repos import assemble
 from servers import PyTritonServer, repogen_server
 
-from repogen.server.install import default_cache_dir
-from repogen.server.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
-from repogen.server.perf_analyzer import ensure_perf_analyzer
+from repogen.server.provision.install import default_cache_dir
+from repogen.server.provision.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
+from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent

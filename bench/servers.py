@@ -18,9 +18,9 @@ from pathlib import Path
 import tritonclient.http as httpclient
 
 from repogen.server import TritonServer, ensure_server, ensure_server_venv
-from repogen.server.install import venv_info
-from repogen.server.process import free_ports
-from repogen.server.pythons import require_python
+from repogen.server.provision.install import venv_info
+from repogen.server.provision.pythons import require_python
+from repogen.server.running.process import free_ports
 from repogen.triton.releases import get_release
 
 RELEASE = get_release("24.10")  # tritonserver 2.51.0, models on Python 3.10

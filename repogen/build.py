@@ -19,8 +19,8 @@ from .loader import load_app, local_modules
 from .ondisk.merge import merge_versions
 from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
-from .server.install import default_cache_dir
-from .server.pythons import find_python
+from .server.provision.install import default_cache_dir
+from .server.provision.pythons import find_python
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 

@@ -5,7 +5,7 @@ it. The CLI catches ``RepogenError`` in one place (``repogen.cli``) and prints `
 with the error's ``exit_code`` (1 for all of them today); a command-line usage error is click's,
 exit status 2. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
 it imports nothing of repogen's. The modules that raise these re-export the ones callers catch
-(``repogen.server.install.ServerInstallError``), so either import works.
+(``repogen.server.provision.install.ServerInstallError``), so either import works.
 """
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from repogen import build_app
 from repogen.server import TritonServer, ensure_server, ensure_server_venv, get_release
-from repogen.server.pythons import container_python_or_current
+from repogen.server.provision.pythons import container_python_or_current
 from repogen.testing.client import infer
 from repogen.triton.releases import pairing_label
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..server.infer import DEFAULT_URLS, URL_ENV, InferResult, format_json, format_pretty, run_infer
+from ..server.client.infer import DEFAULT_URLS, URL_ENV, InferResult, format_json, format_pretty, run_infer
 
 URL_HELP = (
     f"Server address HOST:PORT (default {DEFAULT_URLS['http']} for http, {DEFAULT_URLS['grpc']} for grpc; "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..server.perf import PerfOptions, run_perf
+from ..server.client.perf import PerfOptions, run_perf
 from .infer import URL_ENV, URL_HELP
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 
@@ -11,81 +10,21 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
-from ..server.foreground import ExternalTritonServer, ServeError, embedded_server, find_tritonserver, run_server
-from ..server.process import HOST, TritonServer, free_ports
-from ..server.reload import AppBuild, Reloader, check_models
+from ..server.running.choice import UsageError, check_passthrough, choose_ports, choose_server
+from ..server.running.foreground import ServeError, run_server
+from ..server.running.process import HOST
+from ..server.running.reload import AppBuild, Reloader, check_models
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from .params import TritonRelease
 
-# tritonserver options `serve` sets itself → the serve option to use instead.
-_MANAGED = {
-    "--model-repository": "TARGET", "--model-store": "TARGET",
-    "--http-port": "--http-port", "--grpc-port": "--grpc-port", "--metrics-port": "--metrics-port",
-    "--http-address": f"nothing: serve binds {HOST}", "--grpc-address": f"nothing: serve binds {HOST}",
-    "--metrics-address": f"nothing: serve binds {HOST}", "--backend-directory": "--tritonserver PATH",
-    "--log-verbose": "--log-verbose",
-}  # fmt: skip
-_EXPLICIT = {"--model-control-mode": "--reload/--model", "--load-model": "--model NAME"}
+
+def _is_app(target: str) -> bool:
+    return ":" in target and not Path(target).is_dir()
 
 
 def _echo(line: str) -> None:
     click.echo(line)
-
-
-def _free(port: int) -> bool:
-    """Whether tritonserver could listen on ``port``: bound as it binds, with SO_REUSEADDR.
-
-    Without it, the sockets a stopped server leaves in TIME-WAIT (a minute) make the port look busy.
-    """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, port))
-            sock.listen(1)
-        except OSError:
-            return False
-    return True
-
-
-def _ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int, int, int]:
-    """Triton's usual ports by default; 0 picks a free one. A port given twice or in use is named before starting."""
-    chosen = {
-        what: given if given is not None else default
-        for (what, default), given in zip(DEFAULT_PORTS.items(), (http, grpc, metrics), strict=True)
-    }
-    fixed = [(what, port) for what, port in chosen.items() if port]
-    for index, (what, port) in enumerate(fixed):
-        for other, other_port in fixed[index + 1 :]:
-            if port == other_port:
-                raise click.UsageError(
-                    f"--{what}-port and --{other}-port are both {port}; each endpoint needs its own port "
-                    "(0 picks a free one)."
-                )
-    spare = iter(p for p in free_ports(3) if p not in chosen.values())
-    resolved = {what: port or next(spare) for what, port in chosen.items()}
-    for what, port in resolved.items():
-        if not _free(port):
-            raise ServeError(
-                f"{what} port {port} on {HOST} is in use by a listening process; pass --{what}-port N "
-                "(0: any free port) or stop what is using it."
-            )
-    return resolved["http"], resolved["grpc"], resolved["metrics"]
-
-
-def _check_passthrough(args: tuple[str, ...], explicit: bool) -> None:
-    managed = dict(_MANAGED, **(_EXPLICIT if explicit else {}))
-    for arg in args:
-        option = arg.split("=", 1)[0]
-        if option in managed:
-            raise click.UsageError(
-                f"tritonserver argument {arg!r} after `--`: repogen serve sets {option} itself; use {managed[option]} "
-                "instead."
-            )
-
-
-def _is_app(target: str) -> bool:
-    return ":" in target and not Path(target).is_dir()
 
 
 _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
@@ -162,8 +101,11 @@ def serve(
             "repogen serve path/app.py:models --reload"
         )
     explicit = reload or bool(models)
-    _check_passthrough(tritonserver_args, explicit)
-    ports = _ports(http_port, grpc_port, metrics_port)
+    try:
+        check_passthrough(tritonserver_args, explicit)
+        ports = choose_ports(http_port, grpc_port, metrics_port)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None
@@ -183,9 +125,10 @@ def serve(
             names = loaded or [m.name for m in model_dirs(repository) if m.has_config]
             extra += ["--model-control-mode=explicit", *(f"--load-model={name}" for name in names)]
         extra += tritonserver_args
-        server, version = _server(
-            repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose
-        )
+        server, version = choose_server(
+            repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
+            _echo,
+        )  # fmt: skip
         if reload and app is not None:
             reloader = Reloader(build, server, loaded)
         run_server(
@@ -207,36 +150,6 @@ def serve(
         if reloader is not None:
             reloader.close()
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _server(
-    repository: Path,
-    ports: tuple[int, int, int],
-    extra: list[str],
-    triton_version: Release | None,
-    server_python: str | None,
-    tritonserver_path: str | None,
-    embedded: bool,
-    log_path: Path,
-    log_verbose: int,
-) -> tuple[TritonServer, str]:
-    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one."""
-    embedded = embedded or bool(triton_version) or bool(server_python)
-    if tritonserver_path and embedded:
-        raise ServeError(
-            "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
-            "--embedded select the embedded server. Pass one or the other."
-        )
-    options = dict(
-        http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
-        extra_args=extra,
-    )  # fmt: skip
-    external = None if embedded else find_tritonserver(tritonserver_path)
-    if external is not None:
-        click.echo(f"Using {external}")
-        return ExternalTritonServer(external, repository, **options), str(external)  # type: ignore[arg-type]
-    install, venv = embedded_server(triton_version, _echo, server_python)
-    return TritonServer(repository, install, venv, **options), install.release.tritonserver  # type: ignore[arg-type]
 
 
 COMMANDS = [serve]

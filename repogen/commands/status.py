@@ -9,8 +9,8 @@ import click
 
 from ..deploy.probe import probe_for
 from ..deploy.probe_check import check
-from ..server.infer import ModelClient
-from ..server.states import model_states
+from ..server.client.infer import ModelClient
+from ..server.client.states import model_states
 from .infer import URL_ENV, URL_HELP
 
 

@@ -1,15 +1,13 @@
-"""A stock tritonserver here, and a client of any running one.
+"""A stock tritonserver here, and a client of any running one, split by job.
 
-Install the server and a numpy-only venv (:mod:`~repogen.server.install`, downloads in
-:mod:`~repogen.server.download`), run it (:mod:`~repogen.server.process`; ``repogen serve`` in the
-foreground: :mod:`~repogen.server.foreground`, its banner :mod:`~repogen.server.banner`, ``--reload``
-:mod:`~repogen.server.reload`, failure lines :mod:`~repogen.server.states`), send it a request
-(``repogen infer``: :mod:`~repogen.server.infer`, values typed by :mod:`~repogen.server.values`) and
-measure it (``repogen perf``: :mod:`~repogen.server.perf` over :mod:`~repogen.server.perf_analyzer`).
-Used by the tests and demos too.
+:mod:`~repogen.server.provision` installs the server from PyPI's wheel, numpy-only venvs of the
+containers' Pythons and perf_analyzer; :mod:`~repogen.server.running` runs it (the loopback process,
+``repogen serve`` in the foreground: its choices, banner, ``--reload``; stubs a dead server left);
+:mod:`~repogen.server.client` sends it requests (``repogen infer``, ``repogen perf``, model states).
+The names below are what the tests, benchmarks and demos use.
 """
 
-from repogen.server.install import (
+from repogen.server.provision.install import (
     ServerInstall,
     ServerInstallError,
     VenvInfo,
@@ -18,7 +16,7 @@ from repogen.server.install import (
     ensure_server_venv,
     venv_info,
 )
-from repogen.server.process import TritonServer, TritonServerError, free_ports
+from repogen.server.running.process import TritonServer, TritonServerError, free_ports
 from repogen.triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, get_release
 
 __all__ = [

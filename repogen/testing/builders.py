@@ -5,7 +5,7 @@ build with 3.10, 3.12 and 3.13 as well as with the dev venv's. ``ensure_builder_
 makes ``<cache>/builder-venv-py3.13`` once (``pip install -e <checkout>``, no dev extras) and
 reinstalls it when ``pyproject.toml`` changes; the source itself is live (editable install).
 It is built beside and renamed into place under a file lock, like the server venv
-(:mod:`repogen.server.install`).
+(:mod:`repogen.server.provision.install`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from repogen.errors import BuildWithError
 from repogen.hashing import sha256_bytes, sha256_file
-from repogen.server.install import (
+from repogen.server.provision.install import (
     ServerInstallError,
     default_cache_dir,
     locked,
@@ -27,7 +27,7 @@ from repogen.server.install import (
     relocate_scripts,
     run_step,
 )
-from repogen.server.pythons import require_python
+from repogen.server.provision.pythons import require_python
 
 __all__ = ["BUILDER_MARKER", "BuildWithError", "build_with", "checkout_root", "ensure_builder_venv"]
 

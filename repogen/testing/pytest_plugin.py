@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from repogen.server.install import ServerInstall, VenvInfo, ensure_server, ensure_server_venv, venv_info
-from repogen.server.process import TritonServer
-from repogen.server.pythons import find_python, require_python
+from repogen.server.provision.install import ServerInstall, VenvInfo, ensure_server, ensure_server_venv, venv_info
+from repogen.server.provision.pythons import find_python, require_python
+from repogen.server.running.process import TritonServer
 from repogen.testing.releases import pairing_under_test
 from repogen.triton.releases import pairing_label
 

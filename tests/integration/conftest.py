@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from repogen.server.process import TritonServer
+from repogen.server.running.process import TritonServer
 from repogen.testing.builders import build_with
 from repogen.testing.pytest_plugin import TritonInstallation
 

@@ -28,7 +28,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from repogen.server.process import TritonServer, TritonServerError
+from repogen.server.running.process import TritonServer, TritonServerError
 
 TABLE_ENV = "REPOGEN_FAULT_TABLE"
 _LOST_GRPC = ("StatusCode.DEADLINE_EXCEEDED", "StatusCode.UNAVAILABLE")

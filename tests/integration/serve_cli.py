@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from repogen.server.process import free_ports
+from repogen.server.running.process import free_ports
 from repogen.testing.pytest_plugin import TritonInstallation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ import tritonclient.grpc
 import tritonclient.http
 from serve_cli import ServeProcess, group_pids, repogen, time_wait_ports
 
-from repogen.server.process import free_ports, pid_alive
+from repogen.server.running.process import free_ports, pid_alive
 from repogen.testing.pytest_plugin import TritonInstallation
 
 pytestmark = pytest.mark.integration

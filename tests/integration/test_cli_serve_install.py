@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from serve_cli import ROOT, ServeProcess, cli_env
 
-from repogen.server.process import free_ports
+from repogen.server.running.process import free_ports
 from repogen.testing.pytest_plugin import TritonInstallation
 
 pytestmark = pytest.mark.integration

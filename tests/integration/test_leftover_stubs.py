@@ -2,7 +2,7 @@
 
 A stub watches its server only once its model has loaded: a server killed while a model is still in
 ``initialize`` leaves that stub running, holding memory and its /dev/shm region. ``TritonServer.start``
-(behind ``repogen serve`` and the test fixtures) ends such stubs first (repogen/server/leftovers.py).
+(behind ``repogen serve`` and the test fixtures) ends such stubs first (repogen/server/running/leftovers.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from repogen.server.leftovers import leftover_stubs
-from repogen.server.process import pid_alive
+from repogen.server.running.leftovers import leftover_stubs
+from repogen.server.running.process import pid_alive
 
 pytestmark = pytest.mark.integration
 

@@ -18,11 +18,11 @@ from repogen.build import build_app
 from repogen.cli import cli
 from repogen.commands.params import TritonRelease
 from repogen.errors import BuildError, DeployError, RepogenError, RepositoryError, UnknownReleaseError
-from repogen.server.foreground import ServeError
-from repogen.server.infer import InferError
-from repogen.server.install import ServerInstallError
-from repogen.server.process import TritonServerError
-from repogen.server.pythons import PythonNotFoundError
+from repogen.server.client.infer import InferError
+from repogen.server.provision.install import ServerInstallError
+from repogen.server.provision.pythons import PythonNotFoundError
+from repogen.server.running.foreground import ServeError
+from repogen.server.running.process import TritonServerError
 from repogen.triton.releases import get_release
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen.server.perf import input_data
-from repogen.server.reload import changes, model_hashes
-from repogen.server.states import failed, failure_lines, model_states, reason_line
-from repogen.server.values import InferError, parse_inputs, to_array
+from repogen.server.client.perf import input_data
+from repogen.server.client.states import failed, failure_lines, model_states, reason_line
+from repogen.server.client.values import InferError, parse_inputs, to_array
+from repogen.server.running.reload import changes, model_hashes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,17 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.cli import cli
-from repogen.server.foreground import sample_curl
-from repogen.server.infer import InferError, InferOutput, InferResult, format_json, format_pretty, parse_input, to_array
-from repogen.server.process import free_ports
+from repogen.server.client.infer import (
+    InferError,
+    InferOutput,
+    InferResult,
+    format_json,
+    format_pretty,
+    parse_input,
+    to_array,
+)
+from repogen.server.running.foreground import sample_curl
+from repogen.server.running.process import free_ports
 
 
 def test_parse_input_values() -> None:

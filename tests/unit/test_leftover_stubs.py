@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from repogen.server.leftovers import leftover_stubs
+from repogen.server.running.leftovers import leftover_stubs
 
 STUB = "/opt/tritonserver/backends/python/triton_python_backend_stub"
 

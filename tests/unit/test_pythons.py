@@ -12,8 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from repogen.server import pythons
-from repogen.server.pythons import PythonNotFoundError, container_python_or_current, find_python, require_python
+from repogen.server.provision import pythons
+from repogen.server.provision.pythons import (
+    PythonNotFoundError,
+    container_python_or_current,
+    find_python,
+    require_python,
+)
 from repogen.testing import builders
 from repogen.testing.releases import PYTHON_ENV, RELEASE_ENV, pairing_under_test
 from repogen.triton.releases import DEFAULT_RELEASE, get_release, pairing_label

@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from repogen.server.install import ensure_server, ensure_server_venv, venv_info
-from repogen.server.process import TritonServer
-from repogen.server.pythons import require_python
+from repogen.server.provision.install import ensure_server, ensure_server_venv, venv_info
+from repogen.server.provision.pythons import require_python
+from repogen.server.running.process import TritonServer
 from repogen.triton.releases import get_release
 
 HERE = Path(__file__).resolve().parent

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import RepogenError
-from ..hashing import sha256_file
-from ..ondisk.repository import files as repository_files
-from ..ondisk.repository import model_dirs, read_manifest
+from ...errors import RepogenError
+from ...hashing import sha256_file
+from ...ondisk.repository import files as repository_files
+from ...ondisk.repository import model_dirs, read_manifest
+from ..client.states import reason_line
 from .process import TritonServer, http_client
-from .states import reason_line
 
 __all__ = ["AppBuild", "Changes", "Reloader", "changes", "model_hashes"]
 

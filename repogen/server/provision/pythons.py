@@ -4,7 +4,7 @@ A server venv (and a builder venv) must run the Python that production runs: 3.1
 23.10-24.11, 3.12 from 24.12. This looks in pyenv first (highest patch of
 ``<pyenv root>/versions/<X.Y>.*``; these machines build them with a shared libpython, which the
 backend stub needs) and then for ``python<X.Y>`` on PATH, and runs each candidate to check that it
-really is that version. ``python -m repogen.server.pythons 3.10 3.12`` prints what it finds.
+really is that version. ``python -m repogen.server.provision.pythons 3.10 3.12`` prints what it finds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from repogen.errors import PythonNotFoundError, ServerInstallError
-from repogen.server.install import probe_python
+from repogen.server.provision.install import probe_python
 from repogen.triton.releases import Release, pairing_label
 
 __all__ = ["PythonNotFoundError", "container_python_or_current", "find_python", "pyenv_root", "require_python"]

@@ -103,7 +103,7 @@ class ServerInstall:
 
 
 # --------------------------------------------------------------------------- helpers
-# Shared with repogen.server.pythons and repogen.testing.builders (the builder venvs).
+# Shared with repogen.server.provision.pythons and repogen.testing.builders (the builder venvs).
 
 
 @contextmanager

@@ -23,7 +23,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from repogen.server.install import (
+from repogen.server.provision.install import (
     ServerInstallError,
     default_cache_dir,
     download_wheel,

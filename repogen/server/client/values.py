@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InferError
-from ..triton.dtypes import numpy_dtype
-from ..triton.shapes import dims_match
+from ...errors import InferError
+from ...triton.dtypes import numpy_dtype
+from ...triton.shapes import dims_match
 
 __all__ = ["InferError", "parse_input", "parse_inputs", "sample_value", "to_array"]
 

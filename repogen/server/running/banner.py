@@ -6,10 +6,10 @@ import json
 import shlex
 from typing import Any
 
-from ..triton.endpoints import HTTP_PORT, infer_path
-from .infer import sample_value
+from ...triton.endpoints import HTTP_PORT, infer_path
+from ..client.infer import sample_value
+from ..client.states import model_states
 from .process import TritonServer, http_client
-from .states import model_states
 
 __all__ = ["ready_banner", "sample_curl"]
 

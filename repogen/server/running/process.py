@@ -19,8 +19,8 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 from repogen.errors import TritonServerError
-from repogen.server.install import ServerInstall, VenvInfo, venv_info
-from repogen.server.leftovers import Leftover, end_leftover_stubs
+from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
+from repogen.server.running.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH
 
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]

@@ -1,6 +1,6 @@
 """``repogen serve``: a stock tritonserver in the foreground, for development.
 
-The server runs in its own process group (see :class:`~repogen.server.process.TritonServer`);
+The server runs in its own process group (see :class:`~repogen.server.running.process.TritonServer`);
 this module streams its log, prints the endpoints and a working ``curl`` once it is ready, and
 turns SIGINT/SIGTERM into a graceful stop that leaves no server or backend stub behind — a
 second signal during the stop kills the whole group at once.
@@ -19,10 +19,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
-from ..errors import ServeError
-from ..triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
-from .banner import ready_banner, sample_curl
-from .install import (
+from ...errors import ServeError
+from ...triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
+from ..client.states import failed, failure_lines, model_states
+from ..provision.install import (
     INSTALL_MARKER,
     ServerInstall,
     ServerInstallError,
@@ -32,10 +32,10 @@ from .install import (
     ensure_server_venv,
     venv_info,
 )
+from ..provision.progress import DownloadProgress, progress
+from ..provision.pythons import PythonNotFoundError, container_python_or_current, require_python
+from .banner import ready_banner, sample_curl
 from .process import HOST, TritonServer, TritonServerError, http_client
-from .progress import DownloadProgress, progress
-from .pythons import PythonNotFoundError, container_python_or_current, require_python
-from .states import failed, failure_lines, model_states
 
 __all__ = [
     "ExternalTritonServer",

@@ -5,7 +5,7 @@ perf_analyzer needs a value and a concrete shape for every input; Triton's own a
 as ``repogen infer`` types them), else a harmless value per datatype with every ``-1`` dimension 1 (or
 ``--shape``). A batching model's data holds one sample (perf_analyzer adds the batch dimension, ``-b``);
 a decoupled model is measured over a gRPC stream (``--streaming``). perf_analyzer itself comes from
-PyPI on first use (:mod:`repogen.server.perf_analyzer`), as ``serve`` installs the server.
+PyPI on first use (:mod:`repogen.server.provision.perf_analyzer`), as ``serve`` installs the server.
 """
 
 from __future__ import annotations
@@ -112,8 +112,8 @@ def perf_command(
 
 def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
     """Check the inputs against the running model, install perf_analyzer if needed, run it and print its report."""
-    from .install import default_cache_dir
-    from .perf_analyzer import MARKER, VERSION, ensure_perf_analyzer
+    from ..provision.install import default_cache_dir
+    from ..provision.perf_analyzer import MARKER, VERSION, ensure_perf_analyzer
 
     protocol = options.protocol or "http"
     with ModelClient(protocol, options.url) as client:

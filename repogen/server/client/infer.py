@@ -1,7 +1,7 @@
 """``repogen infer``: one request against a running server, with types taken from the server.
 
 The model's metadata gives each input's datatype and shape, so the user writes only values
-(:mod:`repogen.server.values`). Works over HTTP and gRPC with tritonclient; a decoupled (streaming)
+(:mod:`repogen.server.client.values`). Works over HTTP and gRPC with tritonclient; a decoupled (streaming)
 model answers over a gRPC stream, each response printed as it arrives. Outputs are listed in the
 order the model declares them, whatever order the server sent them in.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..triton.endpoints import GRPC_PORT, HTTP_PORT
+from ...triton.endpoints import GRPC_PORT, HTTP_PORT
 from .values import InferError, parse_input, parse_inputs, sample_value, to_array
 
 __all__ = [

@@ -1,0 +1,114 @@
+"""What ``repogen serve`` decides before a server starts: its ports, the tritonserver arguments it
+leaves to the user, and which server runs (the one named, one on PATH, or the embedded one).
+
+A mistake in these is named before anything starts; ``repogen.commands.serve`` only wires options.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+from ...errors import ServeError
+from ...triton.endpoints import DEFAULT_PORTS
+from ...triton.releases import Release
+from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
+from .process import HOST, TritonServer, free_ports
+
+
+class UsageError(ServeError):
+    """An argument combination ``serve`` refuses; the command turns it into click's usage error (exit 2)."""
+
+
+# tritonserver options `serve` sets itself → the serve option to use instead.
+_MANAGED = {
+    "--model-repository": "TARGET", "--model-store": "TARGET",
+    "--http-port": "--http-port", "--grpc-port": "--grpc-port", "--metrics-port": "--metrics-port",
+    "--http-address": f"nothing: serve binds {HOST}", "--grpc-address": f"nothing: serve binds {HOST}",
+    "--metrics-address": f"nothing: serve binds {HOST}", "--backend-directory": "--tritonserver PATH",
+    "--log-verbose": "--log-verbose",
+}  # fmt: skip
+_EXPLICIT = {"--model-control-mode": "--reload/--model", "--load-model": "--model NAME"}
+
+
+def port_is_free(port: int) -> bool:
+    """Whether tritonserver could listen on ``port``: bound as it binds, with SO_REUSEADDR.
+
+    Without it, the sockets a stopped server leaves in TIME-WAIT (a minute) make the port look busy.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+            sock.listen(1)
+        except OSError:
+            return False
+    return True
+
+
+def choose_ports(http: int | None, grpc: int | None, metrics: int | None) -> tuple[int, int, int]:
+    """Triton's usual ports by default; 0 picks a free one. A port given twice or in use is named before starting."""
+    chosen = {
+        what: given if given is not None else default
+        for (what, default), given in zip(DEFAULT_PORTS.items(), (http, grpc, metrics), strict=True)
+    }
+    fixed = [(what, port) for what, port in chosen.items() if port]
+    for index, (what, port) in enumerate(fixed):
+        for other, other_port in fixed[index + 1 :]:
+            if port == other_port:
+                raise UsageError(
+                    f"--{what}-port and --{other}-port are both {port}; each endpoint needs its own port "
+                    "(0 picks a free one)."
+                )
+    spare = iter(p for p in free_ports(3) if p not in chosen.values())
+    resolved = {what: port or next(spare) for what, port in chosen.items()}
+    for what, port in resolved.items():
+        if not port_is_free(port):
+            raise ServeError(
+                f"{what} port {port} on {HOST} is in use by a listening process; pass --{what}-port N "
+                "(0: any free port) or stop what is using it."
+            )
+    return resolved["http"], resolved["grpc"], resolved["metrics"]
+
+
+def check_passthrough(args: tuple[str, ...], explicit: bool) -> None:
+    managed = dict(_MANAGED, **(_EXPLICIT if explicit else {}))
+    for arg in args:
+        option = arg.split("=", 1)[0]
+        if option in managed:
+            raise UsageError(
+                f"tritonserver argument {arg!r} after `--`: repogen serve sets {option} itself; use {managed[option]} "
+                "instead."
+            )
+
+
+def choose_server(
+    repository: Path,
+    ports: tuple[int, int, int],
+    extra: list[str],
+    triton_version: Release | None,
+    server_python: str | None,
+    tritonserver_path: str | None,
+    embedded: bool,
+    log_path: Path,
+    log_verbose: int,
+    echo: Callable[[str], None],
+) -> tuple[TritonServer, str]:
+    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one."""
+    embedded = embedded or bool(triton_version) or bool(server_python)
+    if tritonserver_path and embedded:
+        raise ServeError(
+            "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
+            "--embedded select the embedded server. Pass one or the other."
+        )
+    options = dict(
+        http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
+        extra_args=extra,
+    )  # fmt: skip
+    external = None if embedded else find_tritonserver(tritonserver_path)
+    if external is not None:
+        echo(f"Using {external}")
+        return ExternalTritonServer(external, repository, **options), str(external)  # type: ignore[arg-type]
+    install, venv = embedded_server(triton_version, echo, server_python)
+    return TritonServer(repository, install, venv, **options), install.release.tritonserver  # type: ignore[arg-type]
