@@ -32,11 +32,22 @@ class DockerFiles:
     dockerignore: str
 
 
-def requirements_run(info: BuiltRepository) -> str:
-    """The ``RUN pip install`` line for the recorded requirements (a comment when there are none)."""
-    if not info.requirements:
+def requirements_run(info: BuiltRepository, build: bool = False) -> str:
+    """The ``RUN pip install`` line (a comment when there is nothing to install).
+
+    To serve: what the repository does not ship (``--packages record``, ``--provided``). To build the
+    app inside the image (``build``): everything its models import, since the app imports them.
+    """
+    wanted = info.imports if build else info.requirements
+    if not wanted:
+        if build:
+            return f"# No third-party distribution imported (<model>/<version>/{METADATA})."
+        if info.imports:
+            return (
+                "# The third-party packages the models import ship in the repository (<model>/<version>/packages)."
+            )
         return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
-    packages = " ".join(shlex.quote(r) for r in info.requirements)
+    packages = " ".join(shlex.quote(r) for r in wanted)
     return f"RUN python3 -m pip install --no-cache-dir {packages}"
 
 
@@ -145,6 +156,7 @@ def dockerfile(
         text = render(
             "deploy/Dockerfile.build.tmpl",
             **common,
+            build_requirements_run=requirements_run(info, build=True),
             app=app,
             app_in_image=_app_in_image(app, context),
             repogen_requirement=shlex.quote(repogen_requirement),

@@ -103,16 +103,23 @@ class ModelDir:
         A distribution the build shipped inside the version (``packages``, in every tree's lock) is
         the repository's own; the rest (``--packages record``, ``--provided``) the image must install.
         """
-        found: set[str] = set()
+        return tuple(sorted({r for r, shipped in self._requirements() if not shipped}))
+
+    @property
+    def imports(self) -> tuple[str, ...]:
+        """Every ``dist==version`` the payloads import, shipped or not: what building the app needs."""
+        return tuple(sorted({r for r, _ in self._requirements()}))
+
+    def _requirements(self) -> list[tuple[str, bool]]:
+        found = []
         for version in self.versions:
             metadata = self.metadata(version)
             trees = [t for t in (metadata.get(Metadata.PACKAGES) or {}).values() if isinstance(t, dict)]
             locks = [{canonical(str(p.get("name", ""))) for p in t.get("lock") or []} for t in trees]
             shipped = set.intersection(*locks) if locks else set()
-            for requirement in (metadata.get("requirements") or {}).values():
-                if canonical(str(requirement).split("==")[0]) not in shipped:
-                    found.add(str(requirement))
-        return tuple(sorted(found))
+            for requirement in (metadata.get(Metadata.REQUIREMENTS) or {}).values():
+                found.append((str(requirement), canonical(str(requirement).split("==")[0]) in shipped))
+        return found
 
     def instance_count(self, gpus: int = 1) -> int:
         """Instances Triton starts for this model (each Python instance is one stub process).
@@ -226,7 +233,9 @@ class BuiltRepository:
     manifest: dict[str, Any] = field(default_factory=dict)
     """``repogen.manifest.json``; empty for a hand-written repository."""
     requirements: tuple[str, ...] = ()
-    """Every model's third-party requirements (``model.json``), deduplicated and sorted (deterministic output)."""
+    """The third-party requirements the image must install (recorded, not shipped), deduplicated and sorted."""
+    imports: tuple[str, ...] = ()
+    """Every third-party distribution the payloads import, shipped or not (building the app needs them all)."""
 
     @property
     def build(self) -> dict[str, str]:
@@ -269,4 +278,5 @@ def read_repository(path: str | Path) -> BuiltRepository:
                 f"Triton {CONFIG}. Rebuild the repository, or run `repogen validate` on it."
             )
     requirements = tuple(sorted({r for m in models for r in m.requirements}))
-    return BuiltRepository(root, tuple(models), read_manifest(root) or {}, requirements)
+    imports = tuple(sorted({r for m in models for r in m.imports}))
+    return BuiltRepository(root, tuple(models), read_manifest(root) or {}, requirements, imports)

@@ -331,8 +331,11 @@ def test_shipped_packages_need_no_image_of_their_own(repo_with_requirements: Pat
     assert read_repository(repo_with_requirements).requirements == ()
     stock = generate(repo_with_requirements, DeployOptions(kserve=True, storage_uri="s3://b/x"))
     assert KSERVE_FILE in stock.files  # KServe's stock runtime serves it as it is
-    assert "RUN python3 -m pip install" not in _dockerfile(repo_with_requirements, prebuilt=True,
-                                                           context=repo_with_requirements.parent)  # fmt: skip
+    prebuilt = _dockerfile(repo_with_requirements, prebuilt=True, context=repo_with_requirements.parent)
+    assert "RUN python3 -m pip install" not in prebuilt and "ship in the repository" in prebuilt
+    build, serve = _dockerfile(repo_with_requirements, app=QUICKSTART, context=ROOT).split("\nFROM ")[1:]
+    install = "RUN python3 -m pip install --no-cache-dir pandas==2.2.3 scipy==1.14.1"
+    assert install in build and install not in serve  # the app imports them to build; the repository ships them
 
 
 def test_dockerfile_without_requirements_says_so(repo: Path) -> None:
