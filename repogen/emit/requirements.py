@@ -29,6 +29,12 @@ def _distributions() -> dict[str, list[str]]:
     return dict(importlib.metadata.packages_distributions())
 
 
+@functools.cache
+def _files(dist: str) -> frozenset[str]:
+    """The POSIX paths a distribution installed (``RECORD``), to tell which one holds a module."""
+    return frozenset(str(path) for path in importlib.metadata.distribution(dist).files or ())
+
+
 def _distribution(top: str) -> str | None:
     dists = _distributions().get(top)
     if not dists:
@@ -37,16 +43,42 @@ def _distribution(top: str) -> str | None:
     return f"{dist}=={importlib.metadata.version(dist)}"
 
 
+def _owner(module: str) -> tuple[str, str] | None:
+    """(the module's key, ``dist==version``) for a module under a namespace several distributions share.
+
+    ``google`` is protobuf's, google-auth's and googleapis-common-protos'; ``nvidia`` is every CUDA
+    wheel's. The distribution whose files hold the module's own directory (or file) is the one to
+    record and ship, keyed by the two-level name (``google.protobuf``).
+    """
+    parts = module.split(".")
+    if len(parts) < 2:
+        return None
+    prefix = "/".join(parts[:2])
+    for dist in sorted(set(_distributions().get(parts[0], ()))):
+        if any(path == f"{prefix}.py" or path.startswith(f"{prefix}/") for path in _files(dist)):
+            return ".".join(parts[:2]), f"{dist}=={importlib.metadata.version(dist)}"
+    return None
+
+
 def third_party(modules: Iterable[str]) -> dict[str, str]:
-    """Top-level module → ``distribution==version`` for what the server must have installed."""
-    found = {}
-    for module in sorted({m.split(".")[0] for m in modules}):
-        if module in _PROVIDED or is_stdlib(module) or module.startswith("_"):
+    """Module → ``distribution==version`` for what the server must have: top-level modules, and the
+    two-level name under a namespace that several installed distributions share (``google.protobuf``)."""
+    found: dict[str, str] = {}
+    shared: set[str] = set()  # namespaces several distributions share, with a module resolved to its owner
+    for module in sorted(set(modules)):
+        top = module.split(".")[0]
+        if top in _PROVIDED or is_stdlib(top) or top.startswith("_"):
             continue
-        dist = _distribution(module)
+        if len(set(_distributions().get(top, ()))) > 1:
+            owned = _owner(module)
+            if owned:
+                found[owned[0]] = owned[1]
+                shared.add(top)
+                continue
+        dist = _distribution(top)
         if dist:
-            found[module] = dist
-    return found
+            found.setdefault(top, dist)
+    return {module: dist for module, dist in found.items() if module not in shared}
 
 
 def account(

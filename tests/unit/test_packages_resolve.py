@@ -76,3 +76,16 @@ def test_a_distribution_installed_from_a_directory_cannot_ship(monkeypatch, tmp_
     packager = Packager(PackageOptions(), resolve_targets(), tmp_path)
     with pytest.raises(BuildError, match=r"installed from /home/me/mylib \(not from a package index\)"):
         packager.ship("model 'M'", {"mylib": "mylib==0.1"})
+
+
+def test_a_namespace_several_distributions_share_records_the_one_that_holds_the_module(monkeypatch):
+    from repogen.emit import requirements
+
+    owners = {"protobuf": ["google/protobuf/message.py"], "google-auth": ["google/auth/__init__.py"]}
+    monkeypatch.setattr(
+        requirements, "_distributions", lambda: {"google": ["google-auth", "protobuf"], "yaml": ["PyYAML"]}
+    )
+    monkeypatch.setattr(requirements, "_files", lambda dist: frozenset(owners.get(dist, [])))
+    monkeypatch.setattr(requirements.importlib.metadata, "version", lambda dist: {"PyYAML": "6.0.2"}.get(dist, "1.0"))
+    found = requirements.third_party(["google", "google.protobuf", "google.protobuf.message", "yaml", "numpy"])
+    assert found == {"google.protobuf": "protobuf==1.0", "yaml": "PyYAML==6.0.2"}  # not google-auth, sorted first
