@@ -43,9 +43,7 @@ def requirements_run(info: BuiltRepository, build: bool = False) -> str:
         if build:
             return f"# No third-party distribution imported (<model>/<version>/{METADATA})."
         if info.imports:
-            return (
-                "# The third-party packages the models import ship in the repository (<model>/<version>/packages)."
-            )
+            return "# The third-party packages the models import ship in the repository (<model>/<version>/packages)."
         return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
     packages = " ".join(shlex.quote(r) for r in wanted)
     return f"RUN python3 -m pip install --no-cache-dir {packages}"

@@ -1,8 +1,10 @@
-"""A model repository on disk, after the build: reading it, ``validate``, ``inspect``, ``diff``.
+"""The model repository on disk: written atomically, merged by ``--version``, read, checked, reported on.
 
-:mod:`repogen.ondisk.repository` is the one reader of a built repository (configs, versions,
-``model.json``, the manifest); ``serve`` and ``deploy`` read through it too. These modules read any
-repository, generated or hand-written, and never import the user's code, so they work in CI on a
-checked-out repository without the build environment. The ``repogen`` commands in
-``repogen.commands`` are thin click wrappers over them.
+:mod:`~repogen.ondisk.writer` swaps a build into place under a lock and :mod:`~repogen.ondisk.merge`
+adds a version beside the others; :mod:`~repogen.ondisk.repository` is the one reader of a built
+repository (configs, versions, ``model.json``, the manifest), which ``serve`` and ``deploy`` read
+through too; :mod:`~repogen.ondisk.integrity` says whether it is still what the build wrote; and
+``validate``, ``inspect`` (describe, mermaid) and ``diff`` report on it. The readers work on any
+repository, generated or hand-written, without importing the user's code, so they run in CI on a
+checked-out repository. The ``repogen`` commands in ``repogen.commands`` are thin wrappers over them.
 """
