@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hashing import sha256_file
-from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of, tree_digest, tree_files
+from ..runtime.packages import PACKAGES_DIR, tree_differences
 from ..runtime.records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
 
 
@@ -74,11 +74,6 @@ def changed_files(output: Path, listed: dict[str, str]) -> list[tuple[str, str |
     return changed
 
 
-def tree_changed(root: Path, expected_digest: object) -> bool:
-    """Whether a package tree on disk differs from the digest recorded for it."""
-    return tree_digest(str(root)) != expected_digest
-
-
 def tree_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Path, str]]:
     """(path, what is wrong) for each shipped package tree that is not the one the build recorded."""
     problems = []
@@ -87,19 +82,14 @@ def tree_problems(version_dir: Path, metadata: dict[str, Any]) -> list[tuple[Pat
         if not root.is_dir():
             problems.append((root, f"missing: {METADATA_FILE} lists this package tree; copy the whole model directory"))
             continue
-        found = tree_files(str(root))
-        if digest_of(found.items()) == entry.get("digest"):
+        _, differences = tree_differences(str(root), entry.get("digest"))
+        if differences is None:
             continue
-        listing_path = Path(str(root) + LISTING_SUFFIX)
-        try:
-            expected = dict(json.loads(listing_path.read_text(encoding="utf-8")))
-        except (OSError, TypeError, ValueError):
-            expected = {}
-        changed = [p for p in sorted(found) if p in expected and expected[p] != found[p]]
-        missing = [p for p in sorted(expected) if p not in found]
-        added = [p for p in sorted(found) if p not in expected]
-        for label, paths in (("changed after the build", changed), ("missing", missing), ("not from the build", added)):
-            problems += [(root / p, f"{label}: the runtime refuses this package tree; rebuild") for p in paths[:20]]
-        if not (changed or missing or added):
+        labels = {"changed": "changed after the build", "missing": "missing", "added": "not from the build"}
+        for kind, paths in differences.items():
+            problems += [
+                (root / p, f"{labels[kind]}: the runtime refuses this package tree; rebuild") for p in paths[:20]
+            ]
+        if not any(differences.values()):
             problems.append((root, f"digest differs from {METADATA_FILE}'s; rebuild"))
     return problems

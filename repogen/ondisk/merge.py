@@ -20,12 +20,12 @@ from google.protobuf import text_format
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..runtime.packages import tree_files
+from ..runtime.packages import tree_differences
 from ..runtime.records import Manifest
 from ..runtime.records import dumps as to_json
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
-from .integrity import changed_files, read_manifest_files, read_manifest_packages, tree_changed, unlisted_files
+from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
 
 #: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
@@ -112,12 +112,14 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
     trees = {d: r for d, r in read_manifest_packages(output).items() if keep(d + "/")}
     carried: dict[str, Path] = {}
     for directory, record in trees.items():
-        if tree_changed(output / directory, record.get("digest") if isinstance(record, dict) else None):
+        digest = record.get("digest") if isinstance(record, dict) else None
+        found, differences = tree_differences(str(output / directory), digest)
+        if differences is not None:
             raise BuildError(
                 f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST} "
                 "records (a file was changed, removed or added); rebuild the whole repository (without --version)"
             )
-        carried.update({f"{directory}/{p}": output / directory / p for p in tree_files(str(output / directory))})
+        carried.update({f"{directory}/{p}": output / directory / p for p in found})  # hashed once, above
     return trees, carried
 
 

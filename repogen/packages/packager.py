@@ -11,6 +11,7 @@ index, never by reading the files again.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..errors import BuildError
 from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
+from ..runtime.records import dumps
 from ..triton.releases import RELEASES
 from ..triton.targets import Targets
 from . import resolve, wheels
@@ -36,12 +38,16 @@ class ShippedTree:
     pins: tuple[Pin, ...]
     files: dict[str, str]  # path in the tree -> cache file
     listing: dict[str, str]  # path in the tree -> sha256
-    size: int
     bytecode: bool
-    sizes: dict[str, int]  # cache file -> bytes, for the build's summary
+    sizes: dict[str, int]  # cache file -> bytes
 
     @property
+    def size(self) -> int:
+        return sum(self.sizes.values())
+
+    @functools.cached_property
     def digest(self) -> str:
+        """Sorted over thousands of paths: computed once, though model.json and the manifest both record it."""
         return digest_of(self.listing.items())
 
     def record(self) -> dict[str, Any]:
@@ -83,14 +89,13 @@ class Packager:
         if not wanted:
             return {}
         if wanted not in self._shipped:
-            for requirement in wanted:
-                origin = resolve.local_origin(requirement.split("==")[0])
+            for name in (requirement.split("==")[0] for requirement in wanted):
+                origin = resolve.local_origin(name)
                 if origin:
                     raise BuildError(
-                        f"{what} imports distribution {requirement.split('==')[0]}, installed from {origin} (not from "
-                        "a package index), so the build cannot fetch it for the container. Move its modules under the "
-                        "app directory (they ship as source), or pass --provided "
-                        f"{requirement.split('==')[0]} and install it in your image"
+                        f"{what} imports distribution {name}, installed from {origin} (not from a package index), so "
+                        "the build cannot fetch it for the container. Move its modules under the app directory (they "
+                        f"ship as source), or pass --provided {name} and install it in your image"
                     )
             self._shipped[wanted] = {t.tag: self._tree(what, wanted, t) for t in self.targets}
         return self._shipped[wanted]
@@ -120,7 +125,7 @@ class Packager:
                     files[relative] = f"{base}/{relative}"
                     listing[relative] = str(digest)
                     sizes[files[relative]] = int(str(length))
-        return ShippedTree(target, pins, files, listing, sum(sizes.values()), interpreter is not None, sizes)
+        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes)
 
     def _interpreter(self, python: str) -> Path | None:
         """A Python of the container's minor to compile bytecode with; without one, the server compiles into /tmp."""
@@ -146,7 +151,7 @@ class Packager:
                 self.links[f"{directory}/{relative}"] = source
             self.trees[directory] = tree.record()
             listings[directory + LISTING_SUFFIX] = tree.listing
-        return {path: _json(listing) for path, listing in listings.items()}
+        return {path: dumps(listing) for path, listing in listings.items()}
 
     def summary(self) -> str | None:
         """One line for the build: the bytes the packages add per target (each file counted once)."""
@@ -162,9 +167,3 @@ class Packager:
             f"Shipped {len(dists)} distribution(s) into {len(self.trees)} tree(s): {', '.join(parts)} "
             "(hard-linked: each file once on disk)"
         )
-
-
-def _json(data: Any) -> bytes:
-    import json
-
-    return (json.dumps(data, indent=0, sort_keys=True) + "\n").encode("utf-8")

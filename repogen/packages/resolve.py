@@ -147,7 +147,7 @@ def _failure(output: str, wanted: list[str], target: WheelTarget, constraints: d
     missing = _NOT_FOUND.search(output)
     if missing:
         name, version, listed = missing.groups()
-        return head + ": " + _no_wheel(name, version, [v.strip() for v in listed.split(",") if v.strip()], target)
+        return head + ": " + _no_wheel(name, version, _versions(listed), target)
     for name, version in _CONSTRAINT.findall(output):
         if canonical(name) == "numpy":
             cause = _conflict(output)
@@ -182,7 +182,7 @@ def _available(name: str, target: WheelTarget) -> list[str]:
            "--target", tempfile.gettempdir() + "/repogen-none", *target.pip_args(), f"{name}==0.0.0.dev0"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True)
     found = _NOT_FOUND.search(proc.stdout + proc.stderr)
-    return [v.strip() for v in found.group(3).split(",") if v.strip()] if found else []
+    return _versions(found.group(3)) if found else []
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -199,17 +199,19 @@ def nearest(version: str, available: list[str]) -> str | None:
 
 def _no_wheel(name: str, version: str, available: list[str], target: WheelTarget) -> str:
     close = nearest(version, available)
-    fix = (
-        f"install {name}=={close} where you build (`pip install '{name}=={close}'`) and build again"
-        if close
-        else (f"no version of {name} has a wheel for it")
-    )
+    head = f"{name} {version} (the version installed where the build runs) has no wheel for {target.describe()}"
+    if close is None:
+        return (
+            f"{head}, and no version of {name} has a wheel for it. Build with --triton-version for a container whose "
+            f"Python it supports, or pass --provided {name} if your image has it"
+        )
     return (
-        f"{name} {version} (the version installed where the build runs) has no wheel for {target.describe()}. "
-        f"The nearest version that has one is {close}: {fix}; or build with --triton-version for a container whose "
-        f"Python it supports, or pass --provided {name} if your image has it"
-        if close
-        else f"{name} {version} (the version installed where the build runs) has no wheel for {target.describe()}, "
-        f"and {fix}. Build with --triton-version for a container whose Python it supports, or pass --provided {name} "
-        "if your image has it"
+        f"{head}. The nearest version that has one is {close}: install {name}=={close} where you build (`pip install "
+        f"'{name}=={close}'`) and build again; or build with --triton-version for a container whose Python it "
+        f"supports, or pass --provided {name} if your image has it"
     )
+
+
+def _versions(listed: str) -> list[str]:
+    """pip's ``(from versions: 1.0, 1.1)`` as a list."""
+    return [v.strip() for v in listed.split(",") if v.strip()]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..runtime.packages import tree_tag
+from ..runtime.packages import abi_tag, tree_tag
 from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets, python_key
 
@@ -33,14 +33,13 @@ class WheelTarget:
 
     @property
     def abi(self) -> str:
-        return "cp" + self.python.replace(".", "")
+        return abi_tag(self.python)
 
     def platforms(self) -> list[str]:
         newest = int(self.glibc.split(".")[1])
         legacy = [f"{name}_{self.machine}" for minor, name in _LEGACY[self.machine] if minor <= newest]
-        return legacy + [
-            f"manylinux_2_{minor}_{self.machine}" for minor in range(5 if self.machine == "x86_64" else 17, newest + 1)
-        ]
+        oldest = _LEGACY[self.machine][0][0]  # the oldest glibc the machine's manylinux tags name
+        return legacy + [f"manylinux_2_{minor}_{self.machine}" for minor in range(oldest, newest + 1)]
 
     def pip_args(self) -> list[str]:
         platforms = [arg for platform in self.platforms() for arg in ("--platform", platform)]

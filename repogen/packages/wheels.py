@@ -24,10 +24,10 @@ from filelock import FileLock
 
 from ..errors import BuildError
 from ..hashing import sha256_file
+from ..runtime.packages import abi_tag
 from .resolve import Pin
 from .targets import WheelTarget
 
-INDEX = "index.json"
 _COMPILER = Path(__file__).with_name("compile_bytecode.py")
 
 
@@ -106,22 +106,25 @@ def _intact(root: Path, index: dict[str, list[object]]) -> bool:
     return True
 
 
+def _current(root: Path, index_path: Path) -> dict[str, list[object]] | None:
+    """The index of ``root`` when the tree is there as indexed, else None."""
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError):
+        return None
+    return dict(index) if _intact(root, index) else None
+
+
 def _cached_tree(root: Path, make: object) -> dict[str, list[object]]:
     """The index of ``root``, (re)making the tree with ``make(tmp)`` when absent or altered."""
     index_path = root.with_name(root.name + ".json")
-    try:
-        index = json.loads(index_path.read_text())
-        if _intact(root, index):
-            return dict(index)
-    except (OSError, ValueError):
-        pass
+    index = _current(root, index_path)
+    if index is not None:
+        return index
     with _locked(root.parent.parent, root.name):
-        try:  # another build may have made it while this one waited for the lock
-            index = json.loads(index_path.read_text())
-            if _intact(root, index):
-                return dict(index)
-        except (OSError, ValueError):
-            pass
+        index = _current(root, index_path)  # another build may have made it while this one waited
+        if index is not None:
+            return index
         tmp = Path(tempfile.mkdtemp(prefix=f".{root.name}-", dir=root.parent))
         try:
             make(tmp)  # type: ignore[operator]
@@ -169,7 +172,7 @@ def bytecode(
     trees: Sequence[tuple[str, Path]], python: str, interpreter: Path, cache: Path
 ) -> dict[str, tuple[Path, dict[str, list[object]]]]:
     """sha256 -> the ``__pycache__`` overlay of that unpacked tree for ``python``, compiled by ``interpreter``."""
-    abi = "cp" + python.replace(".", "")
+    abi = abi_tag(python)
     overlays: dict[str, tuple[Path, dict[str, list[object]]]] = {}
     (cache / "bytecode").mkdir(parents=True, exist_ok=True)
     for sha256, tree in trees:

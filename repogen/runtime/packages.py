@@ -30,10 +30,15 @@ PYCACHE_DIR = "repogen-pycache"  # under the temp directory, where no shipped tr
 LISTING_SUFFIX = ".files.json"  # packages/<tag>.files.json: every file's sha256, to name what changed
 
 
+def abi_tag(python: str) -> str:
+    """``cp310`` for CPython 3.10: its wheels' ABI tag."""
+    major, minor = python.split(".")[:2]
+    return f"cp{major}{minor}"
+
+
 def tree_tag(python: str, machine: str) -> str:
     """``cp310-x86_64``: the directory of one (container Python, machine) tree."""
-    major, minor = python.split(".")[:2]
-    return f"cp{major}{minor}-{machine}"
+    return f"{abi_tag(python)}-{machine}"
 
 
 def running_tag() -> str:
@@ -68,8 +73,23 @@ def tree_files(root: str) -> dict[str, str]:
     return found
 
 
-def tree_digest(root: str) -> str:
-    return digest_of(tree_files(root).items())
+def tree_differences(root: str, digest: Any) -> tuple[dict[str, str], dict[str, list[str]] | None]:
+    """The tree's files (path -> sha256), and None when their digest is ``digest``; else the paths
+    ``changed``, ``missing`` and ``added`` against the listing the build wrote beside the tree
+    (all empty when that listing is gone or unreadable)."""
+    found = tree_files(root)
+    if digest_of(found.items()) == digest:
+        return found, None
+    try:
+        with open(root + LISTING_SUFFIX, encoding="utf-8") as handle:
+            expected = dict(json.load(handle))
+    except (OSError, ValueError, TypeError):
+        expected = {}
+    return found, {
+        "changed": sorted(p for p in found if p in expected and found[p] != expected[p]),
+        "missing": sorted(p for p in expected if p not in found),
+        "added": sorted(p for p in found if p not in expected),
+    }
 
 
 def activate(meta: Mapping[str, Any], model: str, version_dir: str) -> str | None:
@@ -97,7 +117,7 @@ def activate(meta: Mapping[str, Any], model: str, version_dir: str) -> str | Non
             f"model '{model}': {root} is missing, but model.json lists it with its packages "
             f"({', '.join(_locked(entry))}); copy the whole model directory, or rebuild with `repogen build`"
         )
-    _verify(model, root, entry, root + LISTING_SUFFIX)
+    _verify(model, root, entry)
     if sys.path[:1] != [root]:
         sys.path.insert(0, root)
     if not entry.get("bytecode"):  # compile once per container into /tmp, never into the model directory
@@ -110,21 +130,14 @@ def _locked(entry: Mapping[str, Any]) -> list[str]:
     return [f"{pin.get('name')}=={pin.get('version')}" for pin in entry.get("lock") or []]
 
 
-def _verify(model: str, root: str, entry: Mapping[str, Any], listing: str) -> None:
-    found = tree_files(root)
-    if digest_of(found.items()) == entry.get("digest"):
+def _verify(model: str, root: str, entry: Mapping[str, Any]) -> None:
+    _, differences = tree_differences(root, entry.get("digest"))
+    if differences is None:
         return
-    try:
-        with open(listing, encoding="utf-8") as handle:
-            expected = dict(json.load(handle))
-    except (OSError, ValueError, TypeError):
-        expected = {}
-    changed = sorted(p for p in found if p in expected and found[p] != expected[p])
-    missing = sorted(p for p in expected if p not in found)
-    added = sorted(p for p in found if p not in expected)
+    labels = {"changed": "changed:", "missing": "missing:", "added": "not from the build:"}
     parts = [
-        f"{label} {', '.join(paths[:3])}{' and more' if len(paths) > 3 else ''}"
-        for label, paths in (("changed:", changed), ("missing:", missing), ("not from the build:", added))
+        f"{labels[kind]} {', '.join(paths[:3])}{' and more' if len(paths) > 3 else ''}"
+        for kind, paths in differences.items()
         if paths
     ]
     raise PayloadError(
