@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ..ir.spec import EnsembleSpec, ModelSpec, VersionSpec
-from ..runtime.records import Metadata
+from ..runtime.records import Metadata, dumps
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
-from .payloads import PAYLOAD, Payload, Payloads, pickle_payload, to_json
+from .payloads import PAYLOAD, Payload, Payloads, pickle_payload
 from .templates import cloudpickle_files, render, runtime_files
 
 ENSEMBLE_PLACEHOLDER = ".keep"
@@ -73,7 +73,7 @@ def version_files(
     files = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD}": payload.data,
-        f"{base}/{METADATA}": to_json(metadata),
+        f"{base}/{METADATA}": dumps(metadata),
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }

@@ -20,7 +20,7 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
-from ..runtime.records import METADATA_FORMAT, Metadata, dumps
+from ..runtime.records import METADATA_FORMAT, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
@@ -38,9 +38,6 @@ def build_environment() -> dict[str, str]:
         "numpy": np.__version__,
         "python": "{}.{}".format(*sys.version_info[:2]),
     }
-
-
-to_json = dumps  # the records' one encoding (repogen.runtime.records)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from ..hashing import sha256_bytes
 from ..ir.spec import RepositorySpec
-from ..runtime.records import MANIFEST_FORMAT, Manifest
+from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
 from ..triton.layout import MANIFEST
 from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model
 from .fused import emit_fused
-from .payloads import Payloads, build_environment, to_json
+from .payloads import Payloads, build_environment
 
 if TYPE_CHECKING:
     from ..packages import Packager
@@ -52,7 +52,7 @@ def emit_repository(
         files.update(emit_fused(fused, payloads) if fused is not None else emit_ensemble(ensemble))
         if progress is not None:
             progress(done, total, ensemble.name)
-    files[MANIFEST] = to_json(
+    files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),
             Manifest.FILES: {path: sha256_bytes(data) for path, data in sorted(files.items())},

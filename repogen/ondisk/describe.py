@@ -130,7 +130,8 @@ def describe_model(model: ModelDir) -> dict[str, Any]:
     calls = sorted({c for v in model.versions for c in bls_calls(model, v)})
     if calls:
         described["bls_calls"] = calls
-    packages = {str(v): shipped_packages(model, v) for v in model.versions if shipped_packages(model, v)}
+    shipped = {str(v): shipped_packages(model, v) for v in model.versions}
+    packages = {version: trees for version, trees in shipped.items() if trees}
     if packages:
         described["packages"] = packages
     return described

@@ -21,8 +21,7 @@ from google.protobuf import text_format
 from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..runtime.packages import tree_differences
-from ..runtime.records import Manifest
-from ..runtime.records import dumps as to_json
+from ..runtime.records import Manifest, dumps
 from ..triton.layout import CONFIG, MANIFEST, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
@@ -104,7 +103,7 @@ def _manifest(
     trees = {**trees, **(data.get(Manifest.PACKAGES) or {})}
     if trees:
         data[Manifest.PACKAGES] = dict(sorted(trees.items()))
-    return to_json(data)
+    return dumps(data)
 
 
 def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, dict[str, object]], dict[str, Path]]:
