@@ -3,7 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export REPOGEN_CACHE_DIR ?= $(CURDIR)/.cache
+# One cache for make and the CLI: servers, venvs and wheels go where `repogen serve` puts them
+# ($REPOGEN_CACHE_DIR, else ~/.cache/repogen: repogen.server.provision.install.default_cache_dir).
+CACHE_DIR = $(shell $(PY) -c 'from repogen.server.provision.install import default_cache_dir as d; print(d())')
 
 .PHONY: install lint format test unit integration demo proto golden clean check-pythons
 
@@ -107,7 +109,7 @@ BENCH_ARGS ?=
 $(BENCH_VENV)/.installed: | $(VENV)/.installed
 	$$($(PY) -c 'import sys; print(sys._base_executable)') -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-		--find-links $(REPOGEN_CACHE_DIR)/wheels 'nvidia-pytriton==0.7.0' matplotlib
+		--find-links $(CACHE_DIR)/wheels 'nvidia-pytriton==0.7.0' matplotlib
 	touch $@
 
 bench: install $(BENCH_VENV)/.installed

@@ -2,7 +2,8 @@
 
 The new repository is written into a hidden staging directory beside the output and swapped into
 place with ``renameat2(RENAME_EXCHANGE)``, so a reader (or a build killed at any moment) sees either
-the old repository or the new one, never a mix. A file lock serializes builds into one output, and
+the old repository or the new one, never a mix. A lock on the output's parent directory (``flock``
+of the directory itself, so no lock file is created or left behind) serializes builds into it, and
 everything that reads the previous repository (the "files we did not write" check, a ``--version``
 merge) happens under that lock, so concurrent builds cannot lose each other's work.
 
@@ -17,20 +18,19 @@ before the swap, so the message can say that the previous repository is untouche
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import errno
-import hashlib
+import fcntl
 import os
 import re
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-
-from filelock import FileLock
 
 from ..errors import BuildError
 from ..runtime.records import MANIFEST_FILE as MANIFEST
@@ -81,11 +81,15 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(a))
 
 
-def _lock_path(output: Path) -> Path:
-    """Locks live in the temp directory, keyed by the output's path, so the user's tree stays clean."""
-    locks = Path(tempfile.gettempdir()) / "repogen-locks"
-    locks.mkdir(exist_ok=True)
-    return locks / (hashlib.sha256(str(output).encode()).hexdigest()[:32] + ".lock")
+@contextlib.contextmanager
+def _directory_lock(directory: Path) -> Iterator[None]:
+    """Hold ``flock`` on the directory itself: released when the process ends however it ends."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def staging_pattern(output: Path) -> re.Pattern[str]:
@@ -229,7 +233,7 @@ def write_repository(
 
 def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(_lock_path(output))):
+    with _directory_lock(output.parent):
         checkpoint("locked")
         remove_stale_staging(output)
         plan = WritePlan(files)

@@ -178,9 +178,10 @@ def _conflict(output: str) -> str:
 
 def _available(name: str, target: WheelTarget) -> list[str]:
     """The versions of ``name`` with a wheel for ``target`` (pip lists them when asked for one that is not)."""
-    cmd = [*_PIP, "install", "--dry-run", "--ignore-installed", "--no-deps", *_QUIET, "--only-binary=:all:",
-           "--target", tempfile.gettempdir() + "/repogen-none", *target.pip_args(), f"{name}==0.0.0.dev0"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with tempfile.TemporaryDirectory(prefix="repogen-none-") as nowhere:  # --dry-run installs nothing there
+        cmd = [*_PIP, "install", "--dry-run", "--ignore-installed", "--no-deps", *_QUIET, "--only-binary=:all:",
+               "--target", nowhere, *target.pip_args(), f"{name}==0.0.0.dev0"]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
     found = _NOT_FOUND.search(proc.stdout + proc.stderr)
     return _versions(found.group(3)) if found else []
 

@@ -1,7 +1,7 @@
 """pytest fixtures that serve model repositories with a real, stock tritonserver.
 
 * ``triton_install`` (session): the serving pairing under test, installed once into
-  ``$REPOGEN_CACHE_DIR`` (default ``<rootdir>/.cache``): tritonserver ``$REPOGEN_TRITON_VERSION``
+  ``$REPOGEN_CACHE_DIR`` (default ``~/.cache/repogen``, the CLI's): tritonserver ``$REPOGEN_TRITON_VERSION``
   (default 2.51.0) and a numpy-only venv of Python ``$REPOGEN_SERVER_PYTHON`` (default: the
   release's NGC container Python, 3.10 up to 24.11). A missing interpreter is an error naming what
   to install, never a silent fallback to the Python running pytest (a pairing no container has).
@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from repogen.server.provision.install import ServerInstall, VenvInfo, ensure_server, ensure_server_venv, venv_info
+from repogen.server.provision.install import (
+    ServerInstall,
+    VenvInfo,
+    default_cache_dir,
+    ensure_server,
+    ensure_server_venv,
+    venv_info,
+)
 from repogen.server.provision.pythons import find_python, require_python
 from repogen.server.running.process import TritonServer
 from repogen.testing.releases import pairing_under_test
@@ -72,10 +78,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 @pytest.fixture(scope="session")
-def repogen_cache_dir(pytestconfig: pytest.Config) -> Path:
-    """``$REPOGEN_CACHE_DIR``, else ``<rootdir>/.cache``: servers, server and builder venvs live there."""
-    cache_env = os.environ.get("REPOGEN_CACHE_DIR")
-    return Path(cache_env) if cache_env else pytestconfig.rootpath / ".cache"
+def repogen_cache_dir() -> Path:
+    """The CLI's cache (``$REPOGEN_CACHE_DIR``, else ``~/.cache/repogen``): servers, server and builder venvs."""
+    return default_cache_dir()
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from repogen.server.provision.install import default_cache_dir
 from repogen.server.running.process import free_ports
 from repogen.testing.pytest_plugin import TritonInstallation
 
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("REPOGEN_CACHE_DIR", str(ROOT / ".cache"))
+    env.setdefault("REPOGEN_CACHE_DIR", str(default_cache_dir()))  # the cache the tests' servers came from
     env.pop("REPOGEN_URL", None)
     env.pop("REPOGEN_PROTOCOL", None)
     env.update(extra)

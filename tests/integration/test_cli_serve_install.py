@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from serve_cli import ROOT, ServeProcess, cli_env
+from serve_cli import ServeProcess, cli_env
 
+from repogen.server.provision.install import default_cache_dir
 from repogen.server.running.process import free_ports
 from repogen.testing.pytest_plugin import TritonInstallation
 
@@ -29,7 +30,7 @@ def local_index(tmp_path: Path, triton_install: TritonInstallation) -> Iterator[
     """A PEP 503 index on 127.0.0.1 holding the release's wheel (http.server sends its Content-Length)."""
     wheel = triton_install.install.release.wheel
     assert wheel is not None
-    source = Path(os.environ.get("REPOGEN_CACHE_DIR", ROOT / ".cache")) / "wheels" / wheel.filename
+    source = default_cache_dir() / "wheels" / wheel.filename
     project = tmp_path / "index" / "simple" / "nvidia-pytriton"
     project.mkdir(parents=True)
     os.symlink(source, project / wheel.filename)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -112,8 +113,11 @@ class TritonServer:
         self.metrics_port = metrics_port or next(ports)
         self.log_verbose = log_verbose
         self.extra_args = tuple(extra_args)
+        self._own_log_dir: Path | None = None  # made here: removed when the ``with`` block ends without error
+        self._final_log: str | None = None
         if log_path is None:
-            log_path = Path(tempfile.mkdtemp(prefix="repogen-tritonserver-")) / "tritonserver.log"
+            self._own_log_dir = Path(tempfile.mkdtemp(prefix="repogen-tritonserver-"))
+            log_path = self._own_log_dir / "tritonserver.log"
         self.log_path = Path(log_path)
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_file: BinaryIO | None = None
@@ -278,11 +282,17 @@ class TritonServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+        if exc_type is None and self._own_log_dir is not None:  # after an error, the log stays for its reader
+            self._final_log = self.log_text()
+            shutil.rmtree(self._own_log_dir, ignore_errors=True)
+            self._own_log_dir = None
 
     # ------------------------------------------------------------------ logs
 
     def log_text(self) -> str:
         """Everything the server has written so far."""
+        if self._final_log is not None:
+            return self._final_log
         if self._log_file is not None:
             self._log_file.flush()
         try:

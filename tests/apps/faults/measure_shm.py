@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import tritonclient.grpc as grpcclient
 
-from repogen.server.provision.install import ensure_server, ensure_server_venv, venv_info
+from repogen.server.provision.install import default_cache_dir, ensure_server, ensure_server_venv, venv_info
 from repogen.server.provision.pythons import require_python
 from repogen.server.running.process import TritonServer
 from repogen.triton.releases import get_release
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--python", default="3.10")
     options = parser.parse_args()
     release = get_release(options.release)
-    cache = Path(os.environ.get("REPOGEN_CACHE_DIR", HERE.parents[2] / ".cache"))
+    cache = default_cache_dir()
     install = ensure_server(release, cache_dir=cache)
     venv = venv_info(ensure_server_venv(python=require_python(options.python), numpy=release.numpy, cache_dir=cache))
     with tempfile.TemporaryDirectory() as tmp:

@@ -11,7 +11,9 @@ build ships them. ``expected.py`` computes the answers with the builder's own pa
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -72,7 +74,9 @@ def _graph_file() -> str:
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
     onnx.checker.check_model(model)
-    path = os.path.join(tempfile.mkdtemp(prefix="repogen-onnx-"), "affine.onnx")
+    directory = tempfile.mkdtemp(prefix="repogen-onnx-")
+    atexit.register(shutil.rmtree, directory, True)  # the build has copied it by then
+    path = os.path.join(directory, "affine.onnx")
     onnx.save(model, path)
     return path
 
