@@ -58,3 +58,7 @@ class InferError(RepogenError):
 
 class BuildWithError(RepogenError, RuntimeError):
     """``repogen build`` failed under another Python (the tests' builders); the message carries its output."""
+
+
+class TuneError(RepogenError):
+    """``repogen tune``: Model Analyzer could not run, or found nothing to recommend."""

@@ -24,7 +24,7 @@ import numpy as np
 from .infer import ModelClient, is_decoupled, prepare
 from .values import InferError, sample_value
 
-__all__ = ["PerfOptions", "input_data", "perf_command", "run_perf"]
+__all__ = ["PerfOptions", "input_data", "parse_shapes", "perf_command", "run_perf"]
 
 Echo = Callable[[str], None]
 
@@ -43,7 +43,7 @@ class PerfOptions:
     extra: tuple[str, ...] = field(default=())
 
 
-def _parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
+def parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
     parsed = {}
     for text in shapes:
         name, sep, dims = text.partition(":")
@@ -132,7 +132,7 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
         raise InferError(
             f"--batch-size {options.batch_size}: model {options.model!r} does not batch (max_batch_size 0)."
         )
-    data, shape_args = input_data(metadata, metadata["arrays"], _parse_shapes(options.shapes))
+    data, shape_args = input_data(metadata, metadata["arrays"], parse_shapes(options.shapes))
     data_file = workdir / "input-data.json"
     data_file.write_text(json.dumps(data))
     cache = default_cache_dir()

@@ -1,0 +1,87 @@
+"""``repogen tune``: Model Analyzer on the embedded server, its answer printed as ModelConfig arguments."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..errors import ServeError, TuneError
+from ..ondisk.repository import require_directory
+from ..server.client.perf import parse_shapes
+from ..server.running.reload import AppBuild
+from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
+from ..tuning import SearchBudget, TuneOptions
+from ..tuning import tune as run_tune
+from ..tuning.results import describe
+from .params import TritonRelease
+
+
+@click.command()
+@click.argument("target")
+@click.option("--model", "models", multiple=True, metavar="NAME", help="Tune this model (repeatable). Default: "
+              "every model but ensembles.")  # fmt: skip
+@click.option("--reports", type=click.Path(file_okay=False, path_type=Path), default=Path("tune-reports"),
+              show_default=True, help="Where Model Analyzer's reports, logs and configs are kept.")  # fmt: skip
+@click.option("--max-instances", type=click.IntRange(1), default=2, show_default=True,
+              help="Search instance counts 1..N per model.")  # fmt: skip
+@click.option("--max-batch-size", type=click.IntRange(1), default=8, show_default=True,
+              help="Search max_batch_size 1, 2, 4, ... up to N (batching models).")  # fmt: skip
+@click.option("--max-concurrency", type=click.IntRange(1), default=4, show_default=True,
+              help="Measure each config at concurrency 1, 2, 4, ... up to N.")  # fmt: skip
+@click.option("--search", type=click.Choice(["brute", "quick"]), default="brute", show_default=True,
+              help="brute: every combination of the ranges above; quick: Model Analyzer's hill climbing.")  # fmt: skip
+@click.option("--timeout", type=click.IntRange(1), metavar="SECONDS", help="Stop the search after this long "
+              "(everything it started is stopped; nothing is recommended).")  # fmt: skip
+@click.option("--shape", "shapes", multiple=True, metavar="NAME:D1,D2",
+              help="Dimensions of a variable-size input (no batch dimension); default 1 for each -1.")  # fmt: skip
+@click.option("--triton-version", type=TritonRelease(), help=f"Embedded tritonserver release (default "
+              f"{DEFAULT_RELEASE.tritonserver}; {', '.join(r.tritonserver for r in EMBEDDED)}).")  # fmt: skip
+@click.option("--server-python", metavar="X.Y", help="Python the server runs models with (default: the release's "
+              "NGC container Python).")  # fmt: skip
+def tune(
+    target: str, models: tuple[str, ...], reports: Path, max_instances: int, max_batch_size: int,
+    max_concurrency: int, search: str, timeout: int | None, shapes: tuple[str, ...],
+    triton_version: Release | None, server_python: str | None,
+) -> None:  # fmt: skip
+    """Tune instance counts and batching with NVIDIA Model Analyzer; print what to write in app.py.
+
+    TARGET is an app (path/app.py:models, built first) or a built repository. Model Analyzer (from PyPI,
+    installed into the cache on first use) runs the embedded tritonserver on 127.0.0.1, measures each
+    config with perf_analyzer, and ranks them by throughput; the top one is printed as the ModelConfig
+    arguments that differ from today's, beside today's numbers. Ctrl+C stops everything it started.
+    """
+    release = triton_version or DEFAULT_RELEASE
+    if release not in EMBEDDED:
+        raise click.UsageError(
+            f"--triton-version {release.tritonserver}: tune runs the embedded server, which ships only "
+            f"{', '.join(r.tritonserver for r in EMBEDDED)}."
+        )
+    budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
+    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout)
+    scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
+    try:
+        if ":" in target and not Path(target).is_dir():
+            build = AppBuild(target, scratch / "model_repository")
+            click.echo(f"Building {target}...")
+            failure = build.run()
+            if failure is not None:
+                raise ServeError(failure.removeprefix("Error: "))
+            repository = build.output
+        else:
+            repository = require_directory(target)
+        found = run_tune(repository, reports.resolve(), options, click.echo)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if not found:
+        raise TuneError("Model Analyzer measured nothing.")
+    for recommendation in found:
+        click.echo("")
+        for line in describe(recommendation):
+            click.echo(line)
+    click.echo(f"\nModel Analyzer's reports, logs and every measured config.pbtxt: {reports}")
+
+
+COMMANDS = [tune]

@@ -1,0 +1,90 @@
+"""``repogen tune``: NVIDIA Model Analyzer on a built repository, its answer as ``ModelConfig`` arguments.
+
+:mod:`plan` writes Model Analyzer's config (the embedded server, its environment, inputs from each
+model's config), :mod:`run` runs it and stops everything it started, :mod:`results` reads its
+ranking and turns the top config into what to write in app.py. Model Analyzer itself comes from PyPI
+on first use, into a venv of its own (:mod:`repogen.server.provision.model_analyzer`).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..server.provision.install import ensure_server, ensure_server_venv, venv_info
+from ..server.provision.model_analyzer import VERSION as MA_VERSION
+from ..server.provision.model_analyzer import ensure_model_analyzer, model_analyzer_installed
+from ..server.provision.perf_analyzer import ensure_perf_analyzer
+from ..server.provision.pythons import container_python_or_current, require_python
+from ..triton.releases import Release, pairing_label
+from .plan import SearchBudget, plan_tuning, skipped
+from .results import Recommendation, read_recommendation
+from .run import run_model_analyzer
+
+__all__ = ["Recommendation", "SearchBudget", "TuneOptions", "tune"]
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    release: Release
+    server_python: str | None = None
+    models: tuple[str, ...] = ()
+    shapes: dict[str, list[int]] = field(default_factory=dict)
+    budget: SearchBudget = SearchBudget()
+    timeout_s: float | None = None
+
+
+def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> list[Recommendation]:
+    """Profile ``repository``'s models with Model Analyzer; its reports and each config measured land in ``reports``."""
+    if options.server_python:
+        python, version, note = require_python(options.server_python), options.server_python, None
+    else:
+        python, version, note = container_python_or_current(options.release)
+    if note:
+        echo(note)
+    install = ensure_server(options.release)
+    venv = venv_info(ensure_server_venv(python=python, numpy=options.release.numpy))
+    perf = ensure_perf_analyzer()
+    if not model_analyzer_installed():
+        echo(f"Installing Model Analyzer {MA_VERSION} into the cache (once, ~600 MB)...")
+    analyzer = ensure_model_analyzer()
+    if not options.models:
+        for name, why in skipped(repository):
+            echo(f"Skipping {name}: it {why}")
+    # A directory no command line of the user's names: everything that mentions it was started by this run.
+    workdir = Path(tempfile.mkdtemp(prefix="repogen-tune-"))
+    try:
+        plan = plan_tuning(repository, workdir, install, venv, perf, options.budget, options.models, options.shapes)
+        budget = options.budget
+        echo(
+            f"Tuning {', '.join(plan.models)} with Model Analyzer ({budget.mode} search: up to {budget.max_instances} "
+            f"instances, max batch size up to {budget.max_batch_size}, concurrency up to {budget.max_concurrency}) "
+            f"on {pairing_label(options.release, version)}..."
+        )
+        try:
+            run_model_analyzer(analyzer.executable, plan, echo, reports, options.timeout_s)
+        finally:
+            _keep(plan.workdir, reports)
+        return [read_recommendation(reports, reports / "configs", repository, name) for name in plan.models]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _keep(workdir: Path, reports: Path) -> None:
+    """Model Analyzer's reports, logs and config, and each measured variant's config.pbtxt (not its files)."""
+    if reports.exists():
+        shutil.rmtree(reports)
+    if (workdir / "reports").is_dir():
+        shutil.copytree(workdir / "reports", reports)
+    reports.mkdir(parents=True, exist_ok=True)
+    for name in ("model-analyzer.yaml", "model-analyzer.log", "tritonserver.log"):
+        if (workdir / name).is_file():
+            shutil.copy2(workdir / name, reports / name)
+    for config in sorted((workdir / "variants").glob("*/config.pbtxt")):
+        (reports / "configs" / config.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(config, reports / "configs" / config.parent.name / "config.pbtxt")

@@ -1,0 +1,179 @@
+"""What Model Analyzer is told: one YAML config naming the embedded server, its environment and inputs.
+
+Model Analyzer launches tritonserver itself (local mode) and runs perf_analyzer against each config
+variant it writes. Three things a user otherwise finds by failing (measured on 2.51 + Python 3.10):
+the server's environment (the stub's libpython and the numpy-only venv) must be in Model Analyzer's
+own environment, since its first launch does not apply ``triton_server_environment``; perf_analyzer
+inherits that same environment, so its libraries (libcudart, libb64) go on the one
+``LD_LIBRARY_PATH``; and every input needs data with concrete shapes, written here from each model's
+config as ``repogen perf`` writes them. Everything listens on 127.0.0.1, on ports picked free.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from google.protobuf import json_format
+
+from ..errors import InferError, TuneError
+from ..ondisk.repository import ModelDir, model_dirs, parse_config
+from ..runtime.records import Metadata
+from ..server.client.perf import input_data
+from ..server.provision.install import ServerInstall, VenvInfo
+from ..server.provision.perf_analyzer import PerfAnalyzer
+from ..server.running.process import HOST, TritonServer, free_ports
+from ..triton.dtypes import wire_name
+from ..triton.proto import model_config_pb2 as mc
+
+__all__ = ["SearchBudget", "TunePlan", "plan_tuning", "skipped"]
+
+
+@dataclass(frozen=True)
+class SearchBudget:
+    """How much Model Analyzer may try: the config space (brute search) and the load per config."""
+
+    max_instances: int = 2
+    max_batch_size: int = 8
+    max_concurrency: int = 4
+    mode: str = "brute"
+
+
+@dataclass(frozen=True)
+class TunePlan:
+    workdir: Path
+    config_file: Path
+    environment: dict[str, str]
+    models: tuple[str, ...]
+    variants: Path = field(init=False)
+    reports: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variants", self.workdir / "variants")
+        object.__setattr__(self, "reports", self.workdir / "reports")
+
+
+def _metadata(model: ModelDir) -> dict[str, Any]:
+    """What ``repogen perf`` reads from a running server, read from the built config instead."""
+    config, error = parse_config(model.path / "config.pbtxt")
+    if config is None:
+        raise TuneError(f"model {model.name!r}: {error}")
+    as_dict = json_format.MessageToDict(config, preserving_proto_field_name=True)
+    batch = [-1] if config.max_batch_size > 0 else []
+    inputs = [
+        {"name": i.name, "datatype": wire_name(mc.DataType.Name(i.data_type)), "shape": [*batch, *i.dims]}
+        for i in config.input
+    ]
+    return {"name": model.name, "inputs": inputs, "config": as_dict}
+
+
+def _choose(repository: Path, names: tuple[str, ...]) -> list[ModelDir]:
+    found = {m.name: m for m in model_dirs(repository) if m.has_config}
+    unknown = [n for n in names if n not in found]
+    if unknown:
+        raise TuneError(
+            f"{repository} has no model {', '.join(map(repr, unknown))}; it has {', '.join(sorted(found))}. "
+            "Pass --model with one of those."
+        )
+    for name in names:
+        why = _untunable(found[name])
+        if why:
+            raise TuneError(f"model {name!r} {why}")
+    chosen = [found[n] for n in names] if names else [m for m in found.values() if not _untunable(m)]
+    if not chosen:
+        raise TuneError(f"{repository} has no model Model Analyzer can tune on its own: {_WHY}")
+    return chosen
+
+
+_WHY = (
+    "ensembles and BLS models depend on other models, which Model Analyzer does not load beside the one it "
+    "measures, and decoupled models answer in streams its searches do not measure. Tune the models they call."
+)
+
+
+def skipped(repository: Path) -> list[tuple[str, str]]:
+    """The models a default run leaves out, and why (printed, so nobody wonders)."""
+    return [(m.name, why) for m in model_dirs(repository) if m.has_config and (why := _untunable(m))]
+
+
+def _untunable(model: ModelDir) -> str | None:
+    """Why Model Analyzer cannot measure ``model`` alone (None: it can)."""
+    if model.is_ensemble:
+        return "is an ensemble: tune its steps (Model Analyzer loads only the model it measures)."
+    if model.config is not None and model.config.model_transaction_policy.decoupled:
+        return "is decoupled: Model Analyzer's searches measure request/response models; use `repogen perf`."
+    calls = [c for v in model.versions for c in model.metadata(v).get(Metadata.CALLS, [])]
+    if calls:
+        return (
+            f"calls {', '.join(sorted(set(calls)))} through BLS, which Model Analyzer does not load beside it: "
+            "tune those models."
+        )
+    return None
+
+
+def plan_tuning(
+    repository: Path,
+    workdir: Path,
+    install: ServerInstall,
+    venv: VenvInfo,
+    perf: PerfAnalyzer,
+    budget: SearchBudget,
+    names: tuple[str, ...] = (),
+    shapes: dict[str, list[int]] | None = None,
+) -> TunePlan:
+    """Write the inputs and Model Analyzer's config for ``repository`` under ``workdir``."""
+    models = _choose(repository, names)
+    server = TritonServer(repository, install, venv)  # never started: its command and environment only
+    http, grpc, metrics = free_ports(3)
+    environment = perf.environment(server.environment())  # one LD_LIBRARY_PATH for server and perf_analyzer
+    profile: dict[str, Any] = {}
+    for model in models:
+        try:
+            data, shape_args = input_data(_metadata(model), {}, shapes or {})
+        except InferError as exc:
+            raise TuneError(str(exc)) from None
+        data_file = workdir / "inputs" / f"{model.name}.json"
+        data_file.parent.mkdir(parents=True, exist_ok=True)
+        data_file.write_text(json.dumps(data))
+        flags: dict[str, Any] = {"input-data": str(data_file)}
+        if shape_args:
+            flags["shape"] = [a.removeprefix("--shape=") for a in shape_args]
+        profile[model.name] = {"cpu_only": not model.uses_gpu, "perf_analyzer_flags": flags}
+    # Model Analyzer's server and the stubs name the repository on their command lines: seen through a link in
+    # the run's directory, every process of the run names that directory, and is found by it (run.py).
+    linked = workdir / "repository"
+    linked.symlink_to(repository.resolve(), target_is_directory=True)
+    config = {
+        "model_repository": str(linked),
+        "profile_models": profile,
+        "triton_launch_mode": "local",
+        "triton_server_path": str(install.binary),
+        "triton_server_flags": {
+            "backend-directory": str(install.backend_directory(venv.python_version)),
+            "cache-directory": str(install.cache_directory),
+            "http-address": HOST,
+            "grpc-address": HOST,
+            "metrics-address": HOST,
+        },
+        "triton_server_environment": {k: environment[k] for k in ("LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV")},
+        "triton_http_endpoint": f"{HOST}:{http}",
+        "triton_grpc_endpoint": f"{HOST}:{grpc}",
+        "triton_metrics_url": f"http://{HOST}:{metrics}/metrics",
+        "triton_output_path": str(workdir / "tritonserver.log"),
+        "perf_analyzer_path": str(perf.binary),
+        "output_model_repository_path": str(workdir / "variants"),
+        "override_output_model_repository": True,
+        "checkpoint_directory": str(workdir / "checkpoints"),
+        "export_path": str(workdir / "reports"),
+        "run_config_search_mode": budget.mode,
+        "run_config_search_max_instance_count": budget.max_instances,
+        "run_config_search_max_model_batch_size": budget.max_batch_size,
+        "run_config_search_max_concurrency": budget.max_concurrency,
+        "collect_cpu_metrics": True,
+    }
+    config_file = workdir / "model-analyzer.yaml"
+    config_file.write_text(yaml.safe_dump(config, sort_keys=True))
+    return TunePlan(workdir, config_file, environment, tuple(m.name for m in models))

@@ -1,0 +1,100 @@
+"""`repogen tune` (issue 24): Model Analyzer on the embedded server with a tiny search; its answer is one
+of the configs it measured, printed as ModelConfig arguments that rebuild into that config; Ctrl+C
+leaves no server, stub or perf_analyzer behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from google.protobuf import text_format
+from serve_cli import ROOT, cli_env
+
+from repogen.server.provision.install import default_cache_dir
+from repogen.server.provision.model_analyzer import ensure_model_analyzer
+from repogen.testing.releases import pairing_under_test
+from repogen.triton.proto import model_config_pb2 as mc
+from repogen.tuning import SearchBudget, TuneOptions, tune
+from repogen.tuning.run import processes_naming
+
+pytestmark = pytest.mark.integration
+
+APP = "tests/apps/tune/app.py:models"
+TUNED_FIELDS = ("max_batch_size", "instance_group", "dynamic_batching")
+
+
+def _tuned(path: Path) -> dict[str, object]:
+    config = text_format.Parse(path.read_text(), mc.ModelConfig())
+    groups = [(g.count or 1, mc.ModelInstanceGroup.Kind.Name(g.kind)) for g in config.instance_group]
+    batching = config.dynamic_batching if config.HasField("dynamic_batching") else None
+    return {
+        "max_batch_size": config.max_batch_size,
+        "instance_group": groups,
+        "dynamic_batching": None if batching is None else text_format.MessageToString(batching),
+    }
+
+
+def _tune_processes() -> list[int]:
+    return processes_naming(Path(tempfile.gettempdir()) / "repogen-tune-")
+
+
+@pytest.fixture(scope="module")
+def analyzer():
+    return ensure_model_analyzer()  # ~600 MB from PyPI on a fresh machine, once
+
+
+def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, cli_build, tmp_path):
+    pairing = pairing_under_test()
+    repo = tmp_path / "repo"
+    cli_build(APP, repo)
+    lines: list[str] = []
+    options = TuneOptions(pairing.release, pairing.python, ("Scale",), budget=SearchBudget(2, 1, 1, "brute"))
+    (found,) = tune(repo, tmp_path / "reports", options, lines.append)
+    # default, then max_batch_size 1 with 1 and 2 instances, each at concurrency 1
+    assert found.measured[0] != found.measured[-1] and len(found.measured) == 3
+    assert found.best.config in found.measured and found.today.config == "Scale_config_default"
+    assert found.best.throughput > 0 and found.today.throughput > 0
+    measured = tmp_path / "reports" / "configs" / found.best.config / "config.pbtxt"
+    assert (tmp_path / "reports" / "results" / "metrics-model-inference.csv").is_file()
+    if found.best.config == "Scale_config_default":
+        assert found.arguments == {}
+        return
+    assert found.arguments["max_batch_size"] == "1"  # every variant searched has 1
+    printed = ", ".join(f"{k}={v}" for k, v in found.arguments.items())
+    rebuilt = tmp_path / "rebuilt"
+    env = {**os.environ, "TUNED_ARGUMENTS": printed}
+    subprocess.run([sys.executable, "-m", "repogen", "build", APP, "-o", str(rebuilt)], cwd=ROOT, env=env, check=True)
+    assert _tuned(rebuilt / "Scale" / "config.pbtxt") == _tuned(measured)
+    assert not _tune_processes()
+
+
+def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path):
+    pairing = pairing_under_test()
+    cmd = [sys.executable, "-m", "repogen", "tune", APP, "--max-instances", "2", "--max-batch-size", "2",
+           "--max-concurrency", "2", "--reports", str(tmp_path / "reports"),
+           "--triton-version", pairing.release.tritonserver, "--server-python", pairing.python]  # fmt: skip
+    env = cli_env(REPOGEN_CACHE_DIR=str(default_cache_dir()))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if "Profiling Scale_config_default" in line:
+            break
+    else:
+        pytest.fail("".join(seen))
+    assert _tune_processes(), "Model Analyzer's server and perf_analyzer should be running now"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
+    stopped = time.monotonic() - started
+    assert proc.returncode != 0, "".join(seen) + rest
+    assert not _tune_processes(), "".join(seen) + rest
+    assert not list(Path(tempfile.gettempdir()).glob("repogen-tune-*/variants"))
+    assert stopped < 30, f"Ctrl+C took {stopped:.1f}s"
