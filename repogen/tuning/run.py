@@ -13,6 +13,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -67,43 +68,60 @@ def run_model_analyzer(
     """``model-analyzer profile`` with the plan's config; its progress lines echoed, its logs named in ``kept``."""
     log_path = plan.workdir / "model-analyzer.log"
     cmd = [str(executable), "profile", "-f", str(plan.config_file)]
-    deadline = time.monotonic() + timeout_s if timeout_s else None
     with log_path.open("w") as log:
         proc = subprocess.Popen(
             cmd, env=plan.environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True, cwd=plan.workdir,
         )  # fmt: skip
+        # The deadline ends Model Analyzer from a timer, so a silent stretch of its output cannot outlast it.
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            _end(proc)
+
+        timer = threading.Timer(timeout_s, expire) if timeout_s else None
         try:
+            if timer is not None:
+                timer.start()
             assert proc.stdout is not None
             for line in proc.stdout:
                 log.write(line)
                 text = line.rstrip()
                 if text.startswith(_PREFIX) and _worth_showing(text):
                     echo(f"  {text.removeprefix(_PREFIX)}")
-                if deadline is not None and time.monotonic() > deadline:
-                    raise TuneError(
-                        f"Model Analyzer ran past --timeout {timeout_s:.0f}s and was stopped; nothing was "
-                        f"recommended. Narrow the search (--max-instances, --max-batch-size, --max-concurrency, "
-                        f"--model) or allow more time. Its log: {kept / log_path.name}"
-                    )
             code = proc.wait()
         finally:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGINT)
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            if timer is not None:
+                timer.cancel()
+            _end(proc)
             stop_processes(plan.workdir)
+    if expired.is_set():
+        raise TuneError(
+            f"Model Analyzer ran past --timeout {timeout_s:.0f}s and was stopped; nothing was recommended. Narrow "
+            f"the search (--max-instances, --max-batch-size, --max-concurrency, --model) or allow more time. Its "
+            f"log: {kept / log_path.name}"
+        )
     if code != 0:
         tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-8:]
         raise TuneError(
             f"Model Analyzer failed (exit {code}). Last lines of {kept / log_path.name}:\n" + "\n".join(tail) + "\n"
             f"The server's log: {kept / 'tritonserver.log'}"
         )
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    """SIGINT Model Analyzer's group; SIGKILL it when it has not exited 5 s later."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _worth_showing(text: str) -> bool:
