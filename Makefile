@@ -12,6 +12,7 @@ CACHE_DIR = $(shell $(PY) -c 'from repogen.server.provision.install import defau
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip uninstall --quiet --yes repogen 2>/dev/null || true  # the distribution's name before triton-repogen
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 

@@ -37,8 +37,6 @@ from .params import RELEASE_HELP, TritonRelease
     show_default=True,
     help="Docker build context: the project directory that `docker build` gets.",
 )
-@click.option("--repogen-requirement", default=None, help="Docker: what pip installs as repogen in the build stage "
-              "(default repogen==<this version>; a path under the context or a git URL also work).")  # fmt: skip
 @click.option("--name", help="Kubernetes object name (default: REPOSITORY's directory name).")
 @click.option(
     "--image", help="Image to run (default <name>:latest). KServe: serve this image instead of --storage-uri."
@@ -56,14 +54,12 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
 @click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
-def deploy(repository: Path, output: Path | None, repogen_requirement: str | None, **options: object) -> None:
+def deploy(repository: Path, output: Path | None, **options: object) -> None:
     """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
 
     One machine: `repogen serve DIR`. A container: --docker, then `docker build`. A cluster:
     --k8s (Deployment + Service) or --kserve (InferenceService) running that image.
     """
-    if repogen_requirement:
-        options["repogen_requirement"] = repogen_requirement
     result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
@@ -80,6 +76,9 @@ def deploy(repository: Path, output: Path | None, repogen_requirement: str | Non
     for name, text in result.files.items():
         (output / name).write_text(text, encoding="utf-8")
         click.echo(f"Wrote {output / name}")
+    for name, data in result.binaries.items():
+        (output / name).write_bytes(data)
+        click.echo(f"Wrote {output / name} (repogen itself, which the Docker build stage installs)")
 
 
 COMMANDS = [deploy]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..emit.templates import render
 from ..errors import DeployError
@@ -23,7 +23,7 @@ from ..version import __version__
 from .probe import healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
-__all__ = ["DockerFiles", "dockerfile", "python_mismatch", "requirements_run"]
+__all__ = ["DockerFiles", "context_path", "dockerfile", "python_mismatch", "requirements_run"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _python_note(info: BuiltRepository, target: Release) -> str:
     )
 
 
-def _relative_to_context(path: Path, context: Path, what: str) -> str:
+def context_path(path: Path, context: Path, what: str) -> str:
     try:
         relative = path.resolve().relative_to(context.resolve())
     except ValueError:
@@ -103,7 +103,7 @@ def _app_in_image(app: str, context: Path) -> str:
         )
     if not target.endswith(".py"):  # a module path (package.module:attr) resolves from /src
         return app
-    relative = _relative_to_context(Path(target), context, "app file")
+    relative = context_path(Path(target), context, "app file")
     return f"/src/{relative}:{attr}"
 
 
@@ -116,7 +116,7 @@ def dockerfile(
     context: Path,
     dockerfile_path: str,
     tag: str,
-    repogen_requirement: str,
+    repogen_wheel: str | None,
     gpus: int = 1,
 ) -> DockerFiles:
     """Render the Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``."""
@@ -142,7 +142,7 @@ def dockerfile(
         text = render(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
-            repository=_relative_to_context(info.path, context, "repository"),
+            repository=context_path(info.path, context, "repository"),
             python_note=_python_note(info, target),
         )
     else:
@@ -157,6 +157,7 @@ def dockerfile(
             build_requirements_run=requirements_run(info, build=True),
             app=app,
             app_in_image=_app_in_image(app, context),
-            repogen_requirement=shlex.quote(repogen_requirement),
+            repogen_wheel=repogen_wheel,
+            repogen_wheel_name=PurePosixPath(repogen_wheel or "").name,
         )
     return DockerFiles(text.decode(), render("deploy/dockerignore.tmpl", repogen_version=__version__).decode())

@@ -15,6 +15,7 @@ from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
 from . import docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
+from .wheel import wheel_bytes, wheel_name
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
 
@@ -49,7 +50,6 @@ class DeployOptions:
     shm_size: str | None = None
     gpus: int | None = None
     storage_uri: str | None = None
-    repogen_requirement: str = f"repogen=={__version__}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,8 @@ class DeployOutput:
     files: dict[str, str]
     """File name → content, in the order they should be printed."""
     warnings: tuple[str, ...]
+    binaries: dict[str, bytes] = field(default_factory=dict)
+    """Written beside the files, never printed: repogen's own wheel, which the Docker build stage installs."""
 
 
 def dump_yaml(*documents: dict[str, Any]) -> str:
@@ -121,10 +123,21 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
     image = options.image or f"{name}:latest"
     files: dict[str, str] = {}
+    binaries: dict[str, bytes] = {}
     warnings: list[str] = []
     if options.docker:
         out_dir = options.output_dir
         dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
+        repogen_wheel = None
+        if not options.prebuilt and options.app:
+            if out_dir is None:
+                raise DeployError(
+                    "building the repository inside the image installs repogen from a wheel written beside the "
+                    "Dockerfile, inside the build context; expected -o DIR (under --context). Or pass --prebuilt to "
+                    "copy the repository built here."
+                )
+            repogen_wheel = docker.context_path(out_dir / wheel_name(), options.context, "the deployment directory")
+            binaries[wheel_name()] = wheel_bytes()
         built = docker.dockerfile(
             info,
             target,
@@ -133,7 +146,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             context=options.context,
             dockerfile_path=dockerfile_path,
             tag=image,
-            repogen_requirement=options.repogen_requirement,
+            repogen_wheel=repogen_wheel,
             gpus=max(options.gpus or 0, 1),
         )
         files[DOCKERFILE] = built.dockerfile
@@ -185,4 +198,4 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT),
             )  # fmt: skip
             files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
-    return DeployOutput(files, tuple(warnings))
+    return DeployOutput(files, tuple(warnings), binaries)

@@ -11,7 +11,7 @@ from pathlib import Path
 _PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
-def _templates_dir() -> Path:
+def templates_dir() -> Path:
     checkout = _PACKAGE_DIR.parent / "model_repository_templates"
     if checkout.is_dir():  # source checkout or editable install
         return checkout
@@ -20,7 +20,7 @@ def _templates_dir() -> Path:
 
 @functools.cache
 def _template(name: str) -> string.Template:
-    return string.Template((_templates_dir() / name).read_text(encoding="utf-8"))
+    return string.Template((templates_dir() / name).read_text(encoding="utf-8"))
 
 
 def render(name: str, **values: object) -> bytes:

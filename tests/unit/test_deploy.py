@@ -265,6 +265,7 @@ def test_autoscaling_on_cpu(repo: Path) -> None:
 
 def _dockerfile(repo: Path, **options: object) -> str:
     options.setdefault("context", ROOT)
+    options.setdefault("output_dir", ROOT / "deploy")  # inside the context, where the wheel would be written
     return generate(repo, DeployOptions(docker=True, **options)).files[DOCKERFILE]  # type: ignore[arg-type]
 
 
@@ -288,7 +289,9 @@ def test_dockerfile_builds_inside_the_image_by_default(repo: Path) -> None:
     assert "COPY . /src" in lines
     assert "RUN repogen build /src/examples/quickstart/app.py:models -o /models" in lines
     assert "COPY --from=build /models /models" in lines
-    assert any(line.startswith("RUN python3 -m pip install --no-cache-dir repogen==") for line in lines)
+    assert "COPY deploy/triton_repogen-0.1.0-py3-none-any.whl /tmp/wheels/" in lines  # never by name from an index
+    assert "RUN python3 -m pip install --no-cache-dir /tmp/wheels/triton_repogen-0.1.0-py3-none-any.whl \\" in lines
+    assert not any("pip install" in line and " repogen" in line for line in lines)
     assert "EXPOSE 8000 8001 8002" in lines
     assert lines[-1] == 'CMD ["tritonserver", "--model-repository=/models"]'
     assert "USER 1000:1000" in lines and not any(line.startswith("ENTRYPOINT") for line in lines)
@@ -412,3 +415,14 @@ def test_commands_are_registered() -> None:
     out = subprocess.run([sys.executable, "-m", "repogen", "--help"], capture_output=True, text=True, check=True).stdout
     for command in ("serve", "infer", "deploy"):
         assert re.search(rf"^\s+{command}\s", out, flags=re.MULTILINE), out
+
+
+def test_building_in_the_image_needs_the_wheel_in_the_context(repo: Path, tmp_path: Path) -> None:
+    with pytest.raises(DeployError, match=r"expected -o DIR \(under --context\). Or pass --prebuilt"):
+        generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT))
+    with pytest.raises(DeployError, match="the deployment directory .* is outside the Docker build context"):
+        generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT, output_dir=tmp_path))
+    out = generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT, output_dir=ROOT / "deploy"))
+    assert list(out.binaries) == ["triton_repogen-0.1.0-py3-none-any.whl"]
+    again = generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT, output_dir=ROOT / "deploy"))
+    assert again.binaries == out.binaries  # deterministic: rewriting the files changes nothing

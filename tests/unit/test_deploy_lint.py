@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,16 +54,17 @@ def _deploy(repo: Path, out: Path, *args: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def written(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def written(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     base = tmp_path_factory.mktemp("deploy-out")
-    return {
-        "built": _deploy(repo, base / "built", "--docker", "--k8s", "--app", QUICKSTART, "--storage-uri", "s3://b/q",
-                         "--kserve"),
+    yield {
+        "built": _deploy(repo, ROOT / "build" / "deploy-lint", "--docker", "--k8s", "--app", QUICKSTART,
+                         "--storage-uri", "s3://b/q", "--kserve"),  # under the context: the wheel is written there
         "prebuilt": _deploy(repo, base / "prebuilt", "--docker", "--prebuilt", "--context", str(repo.parent),
                             "--triton-version", "25.01"),
         "scaled": _deploy(repo, base / "scaled", "--k8s", "--kserve", "--image", "registry.example.com/q:1",
                           "--replicas", "2", "--max-replicas", "5", "--gpus", "1", "--name", "quickstart"),
     }  # fmt: skip
+    shutil.rmtree(ROOT / "build" / "deploy-lint", ignore_errors=True)
 
 
 def test_dockerfiles_pass_hadolint(written: dict[str, Path]) -> None:

@@ -25,7 +25,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
-    text = generate(repo, DeployOptions(docker=True, app=APP)).files[DOCKERFILE]
+    options = DeployOptions(docker=True, app=APP, context=ROOT, output_dir=ROOT / "deploy")
+    text = generate(repo, options).files[DOCKERFILE]
     lines = text.splitlines()
     assert [line for line in lines if line.startswith("ARG TRITON_IMAGE")] == [
         "ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3"
