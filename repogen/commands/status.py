@@ -9,30 +9,20 @@ import click
 
 from ..deploy.probe import probe_for
 from ..deploy.probe_check import check
+from ..server.client.counts import fetch_metrics, served_counts
 from ..server.client.infer import ModelClient
 from ..server.client.states import model_states
+from ..triton.endpoints import DEFAULT_PORTS, METRICS_PATH
+from ..triton.known_issues import error_responses_count_as_success
 from .infer import URL_ENV, URL_HELP
-
-
-def _served(stats: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(model, version) → request counts and mean request time, from the statistics extension."""
-    found = {}
-    for entry in stats:
-        inference = entry.get("inference_stats", {})
-        success = inference.get("success", {})
-        count = int(success.get("count", 0))
-        mean_us = int(success.get("ns", 0)) / count / 1000 if count else 0.0
-        found[(entry.get("name", ""), str(entry.get("version", "")))] = {
-            "requests": count,
-            "failed": int(inference.get("fail", {}).get("count", 0)),
-            "mean_request_us": round(mean_us, 1),
-        }
-    return found
 
 
 @click.command()
 @click.option("--url", envvar=URL_ENV, help=URL_HELP)
 @click.option("--protocol", type=click.Choice(["http", "grpc"]), default="http", envvar="REPOGEN_PROTOCOL")
+@click.option("--metrics-url", envvar="REPOGEN_METRICS_URL", metavar="URL",
+              help="The server's metrics endpoint (default http://<host of --url>:8002/metrics), where the runtime "
+              "counts failed requests that 2.51+ statistics count as successes.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list: name, version, state, reason, counts.")
 @click.option(
     "--probe/--no-probe",
@@ -40,8 +30,8 @@ def _served(stats: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]
     show_default=True,
     help="Send each READY model one small real request (over HTTP) and say which do not answer.",
 )
-def status(url: str | None, protocol: str, as_json: bool, probe: bool) -> None:
-    """List the models of a running Triton server: state, failure reason, requests served.
+def status(url: str | None, protocol: str, metrics_url: str | None, as_json: bool, probe: bool) -> None:
+    """List the models of a running Triton server: state, failure reason, requests served and failed.
 
     A model that failed to load shows its error in one line (the traceback is in the server log). A
     READY model whose backend stub died still shows READY on 2.51: the probe (the request the
@@ -50,7 +40,10 @@ def status(url: str | None, protocol: str, as_json: bool, probe: bool) -> None:
     with ModelClient(protocol, url) as client:
         client.check_live()
         states = model_states(client.index())
-        served = _served(client.statistics())
+        version = client.server_version()
+        metrics_url = metrics_url or f"http://{client.url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}{METRICS_PATH}"
+        metrics = fetch_metrics(metrics_url)
+        served = served_counts(client.statistics(), version, metrics)
         ready = client.client.is_server_ready()
         silent = _silent(client, states) if probe and protocol == "http" else None
     rows = []
@@ -73,6 +66,9 @@ def status(url: str | None, protocol: str, as_json: bool, probe: bool) -> None:
             click.echo(f"    {row['reason']}")
         if row["answers"] is False:
             click.echo(f"    does not answer: {row['no_answer']}")
+    if metrics is None and error_responses_count_as_success(version):
+        click.echo(f"FAILED counts only what tritonserver {version} counts: no metrics at {metrics_url}, where the "
+                   "runtime counts its error responses (pass --metrics-url).")  # fmt: skip
     if silent:
         click.echo(f"{len(silent)} READY model(s) do not answer: {', '.join(sorted(silent))} (restart the server)")
 

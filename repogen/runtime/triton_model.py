@@ -27,6 +27,7 @@ from .decorator_base import then
 from .errors import InferenceError, PyTritonUnrecoverableError
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
+from .metrics import FailureCounter
 from .payload import config_drift, load_payload
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
@@ -64,6 +65,7 @@ class TritonPythonModel:
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self._batch_call = None
         self._stub = current()  # after configure, which resets it
+        self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         self._report_environment(version_dir, args)
 
     def configure(self, args: dict[str, str], funcs: list[Any], strict: bool) -> None:
@@ -88,6 +90,7 @@ class TritonPythonModel:
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
+        self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self._stopped: str | None = None  # the message of an unrecoverable error, once raised
         self._batch_call = specializable(self._infer) if batched and not self._decoupled else None
 
@@ -114,7 +117,7 @@ class TritonPythonModel:
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
-                return [self._failure(exc)] * len(requests)
+                return [self._failure(exc, len(requests))] * len(requests)
             return [self._response(result) for result in results]
         finally:
             executing(None)
@@ -143,7 +146,7 @@ class TritonPythonModel:
                 split = then(outputs, lambda result: split_outputs(result, sizes, self._model))
                 results = self._results(split, len(sizes))
         except BaseException as exc:  # as in execute
-            return [self._failure(exc)] * len(sizes)
+            return [self._failure(exc, len(sizes))] * len(sizes)
         return [self._response(result) for result in results]
 
     def _finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
@@ -177,7 +180,7 @@ class TritonPythonModel:
                 for sender, result in zip(senders, step, strict=True):
                     sender.send(self._response(result))
         except BaseException as exc:  # as in execute
-            error = self._failure(exc)
+            error = self._failure(exc, len(senders))
             for sender in senders:
                 sender.send(error, flags=final)
             return None
@@ -310,9 +313,11 @@ class TritonPythonModel:
         found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
         return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
 
-    def _failure(self, exc: BaseException) -> Any:
-        """The error response for ``exc``; the first unrecoverable error also stops the server."""
+    def _failure(self, exc: BaseException, requests: int = 1) -> Any:
+        """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
         self._log_failure(exc)
+        if self._failures is not None:
+            self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self._stopped is None:
             self._stopped = _error_message(exc)
             self._stop_server()
@@ -351,6 +356,8 @@ class TritonPythonModel:
         error = _error_response(
             f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self._stopped}; {after}"
         )
+        if self._failures is not None:
+            self._failures.add(len(requests))
         if not self._decoupled:
             return [error] * len(requests)
         for request in requests:

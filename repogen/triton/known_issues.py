@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .releases import Release, get_release, version_tuple
 
-__all__ = ["BLS_STREAM_WITHOUT_GIL", "KnownIssue"]
+__all__ = ["BLS_STREAM_WITHOUT_GIL", "KnownIssue", "error_responses_count_as_success"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +41,15 @@ BLS_STREAM_WITHOUT_GIL = KnownIssue(
         "state: SIGSEGV, after which every request gets \"Stub process '<model>_0_0' is not healthy\"."
     ),
 )
+
+
+#: The first release measured to count a Python model's error response as a *successful* request in
+#: its statistics and ``nv_inference_request_failure`` (2.39 and 2.41 count it as failed; releases
+#: between 2.41 and 2.51 were not measured). The runtime's ``repogen_inference_request_failure``
+#: counts them on every release (repogen/runtime/metrics.py).
+ERROR_RESPONSES_COUNT_AS_SUCCESS_FROM = "2.51.0"
+
+
+def error_responses_count_as_success(server_version: str) -> bool:
+    """Whether tritonserver ``server_version`` (``"2.51.0"``) counts an error response as a success."""
+    return version_tuple(server_version) >= version_tuple(ERROR_RESPONSES_COUNT_AS_SUCCESS_FROM)

@@ -79,6 +79,10 @@ class ModelClient:
         call = getattr(self.client, method)
         return call(*args) if self.protocol == "http" else call(*args, as_json=True)
 
+    def server_version(self) -> str:
+        """tritonserver's version (``"2.51.0"``), from the server metadata."""
+        return str(self._json("get_server_metadata").get("version", ""))
+
     def check_live(self) -> None:
         try:
             live = self.client.is_server_live()

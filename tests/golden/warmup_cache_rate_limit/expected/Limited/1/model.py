@@ -82,7 +82,7 @@ class TritonPythonModel(_Runtime):
         try:
             result = call(x=in0)
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self._failure(exc)] * len(requests)
+            return [self._failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 1:
             return self._finish_batch(result, sizes)
         out0 = result.get('y')

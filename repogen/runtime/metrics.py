@@ -1,0 +1,39 @@
+"""A Prometheus counter of the requests a model's callable failed, on every release.
+
+Measured with a hand-written model beside ours: tritonserver 2.39 and 2.41 count an error response
+as a failed request (statistics ``fail``, ``nv_inference_request_failure``), but 2.51 counts it as a
+success, so a model whose callable fails every request shows no failure where alerts look. Raising
+from ``execute`` would be counted, but fails every request of the batch with one message. So each
+instance counts its error responses in ``repogen_inference_request_failure{model, version}`` through
+the Python backend's custom metrics API, served on Triton's own metrics endpoint; instances of one
+model add to the same series. ``repogen status`` reads it beside the statistics extension.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+FAILURE_METRIC = "repogen_inference_request_failure"
+FAILURE_HELP = "Number of failed inference requests: the model's callable raised, or its result was refused"
+
+
+class FailureCounter:
+    """Counts error responses; does nothing where the backend has no custom metrics (``repogen.local``)."""
+
+    def __init__(self, pb_utils: Any, model: str, version: str):
+        self._family: Any = None
+        self._metric: Any = None
+        family = getattr(pb_utils, "MetricFamily", None)
+        if family is None:
+            return
+        try:  # kept: a Metric outlived by its family fails on increment
+            self._family = family(name=FAILURE_METRIC, description=FAILURE_HELP, kind=family.COUNTER)
+            self._metric = self._family.Metric(labels={"model": model, "version": version})
+        except Exception:  # metrics disabled (--allow-metrics=false): serving goes on uncounted
+            self._family = self._metric = None
+
+    def add(self, requests: int) -> None:
+        if self._metric is not None:
+            with contextlib.suppress(Exception):  # never turn a counted failure into a crashed request
+                self._metric.increment(requests)
