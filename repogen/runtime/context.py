@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import inspect
 import json
 import os
@@ -131,11 +132,11 @@ class TritonContext:
         """Absolute path of a file shipped with ``files=[...]`` at build time."""
         path = os.path.join(self.files_dir, name)
         if not os.path.exists(path):
-            shipped = sorted(os.listdir(self.files_dir)) if os.path.isdir(self.files_dir) else []
-            raise FileNotFoundError(
-                f"model '{self.model_name}' has no shipped file '{name}'; shipped: {shipped}. "
-                "List it in files=[...] when binding the model"
-            )
+            shipped = _shipped(self.files_dir)
+            close = difflib.get_close_matches(name, shipped, n=1)
+            fix = f"Did you mean '{close[0]}'?" if close else "List it in files=[...] when binding the model"
+            missing = f"model '{self.model_name}' has no shipped file '{name}'"
+            raise FileNotFoundError(f"{missing}; shipped: {shipped}. {fix}")
         return path
 
     @property
@@ -226,3 +227,11 @@ def reset_context() -> None:
     """Forget the process's context (tests)."""
     global _current
     _current = None
+
+
+def _shipped(files_dir: str) -> list[str]:
+    """Every shipped file's path relative to ``files/`` (``assets/greeting.txt``), sorted."""
+    found = []
+    for root, _, names in os.walk(files_dir):
+        found += [os.path.relpath(os.path.join(root, n), files_dir).replace(os.sep, "/") for n in names]
+    return sorted(found)

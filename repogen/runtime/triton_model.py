@@ -40,13 +40,33 @@ UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
 
 
 def _error_message(exc: BaseException) -> str:
-    """``"<Type>: <message>"``, never a traceback: the client sees no server paths, even for ``SystemExit``."""
+    """``"<Type>: <message> (at app.py:13, in f)"``: never a traceback, and no server path, even for ``SystemExit``.
+
+    The place is the innermost frame of the user's own code: shipped sources compile under the relative
+    path the user wrote (``app.py``, ``pkg/helpers.py``), while the runtime's, the model.py's and the
+    packages' files have absolute paths.
+    """
     name = type(exc).__name__
     try:
         text = str(exc)
     except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
         text = "<the exception's message could not be printed>"
-    return f"{name}: {text}" if text else name
+    message = f"{name}: {text}" if text else name
+    place = user_frame(exc)
+    return f"{message} (at {place})" if place else message
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """``app.py:13, in checked`` for the innermost traceback frame in a shipped source, else None."""
+    found = None
+    try:
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if filename and not os.path.isabs(filename) and not filename.startswith("<"):
+                found = f"{filename}:{line}, in {frame.f_code.co_name}"
+    except Exception:  # a traceback that cannot be walked: the message alone
+        return None
+    return found
 
 
 class TritonPythonModel:
@@ -365,11 +385,17 @@ class TritonPythonModel:
         return None
 
     def _log_failure(self, exc: BaseException) -> None:
+        """The failure in one line, then its traceback one log record per line.
+
+        2.51's logger writes a record's newlines as ``\\n``, which leaves a multi-line traceback unreadable.
+        """
         try:
-            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
         except Exception:  # a hostile __str__ or __traceback__: the type still says what happened
-            text = type(exc).__name__
-        _log("log_error", f"model '{self._model}': infer_func raised\n{text}")
+            lines = [type(exc).__name__]
+        _log("log_error", f"model '{self._model}': infer_func raised {_error_message(exc)}; traceback:")
+        for line in lines:
+            _log("log_error", f"model '{self._model}' | {line}")
 
 
 def _error_response(message: str) -> Any:

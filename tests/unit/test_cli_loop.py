@@ -28,6 +28,11 @@ def test_reason_line_from_the_index_and_from_a_failed_load() -> None:
         == "failed to read text proto from /m/config.pbtxt"
     )
     assert reason_line("") == "no reason given (see the server log)"
+    inside = (
+        "Internal: FileNotFoundError: no 'scales.npy'\n\nAt:\n  /m/1/repogen/runtime/context.py(135): path\n"
+        "  app.py(9): __init__\n"
+    )
+    assert reason_line(inside) == "FileNotFoundError: no 'scales.npy' (at app.py(9): __init__)"
 
 
 def test_failed_models_from_the_repository_index() -> None:

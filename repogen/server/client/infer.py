@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import queue
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,20 @@ class InferResult:
     model: str
     version: str
     outputs: tuple[InferOutput, ...]
+
+
+# The runtime's answer when the callable failed ends "(at app.py:13, in f)" (runtime.triton_model); 2.51 also
+# answers it 500 / INTERNAL, where the server's own refusals (shape, dtype, batch size) are 400 / INVALID_ARGUMENT.
+_FAILED_AT = re.compile(r"\(at [^()]+:\d+, in [\w<>.]+\)$")
+_SERVER_ERRORS = ("500", "StatusCode.INTERNAL")
+
+
+def error_line(model: str, message: str, status: str) -> str:
+    """Words that match what happened: the model failed the request, or the server refused it."""
+    message = message.strip()
+    if _FAILED_AT.search(message) or status in _SERVER_ERRORS:
+        return f"model {model!r} failed the request: {message}. The server log has the traceback."
+    return f"model {model!r} refused the request: {message}"
 
 
 class ModelClient:
@@ -138,7 +153,7 @@ class ModelClient:
         try:
             result = self.client.infer(model, tensors, outputs=requested)
         except InferenceServerException as exc:
-            raise InferError(f"model {model!r} rejected the request: {exc.message()}") from exc
+            raise InferError(error_line(model, exc.message(), str(exc.status()))) from exc
         return _result(model, result, self.protocol)
 
     def stream(

@@ -40,7 +40,8 @@ def reason_line(reason: str) -> str:
 
     ``load failed for model 'M': version 1 is at UNAVAILABLE state: Internal: RuntimeError: x`` (a
     failed ``load_model``) and ``Internal: RuntimeError: x\\n\\nAt:\\n  app.py(16): __init__`` (the index)
-    both become ``RuntimeError: x (at app.py(16): __init__)``.
+    both become ``RuntimeError: x (at app.py(16): __init__)``: the innermost frame of the user's code,
+    not of repogen's runtime (``/.../repogen/runtime/context.py(135): path`` when a shipped file is missing).
     """
     lines = [line.strip() for line in reason.splitlines() if line.strip()]
     if not lines:
@@ -50,7 +51,9 @@ def reason_line(reason: str) -> str:
         first = first.split(" state: ", 1)[1]
     first = _STATUS_PREFIX.sub("", first)
     if "At:" in lines[1:-1]:
-        first += f" (at {lines[lines.index('At:') + 1]})"
+        frames = lines[lines.index("At:") + 1 :]  # innermost first
+        mine = [f for f in frames if not f.startswith("/")]  # shipped sources have the relative path the user wrote
+        first += f" (at {(mine or frames)[0]})"
     return first
 
 
