@@ -58,7 +58,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
         read_inputs=read_inputs(inputs, rows=False),
         calls=", ".join(calls) + ("," if len(calls) == 1 else ""),
         steps="\n".join(steps),
-        check_outputs="\n".join(o.check(f"[self._response({answer})]", source="", rows=False) for o in finals),
+        check_outputs="\n".join(o.check(f"[self.response({answer})]", source="", rows=False) for o in finals),
         tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in finals),
         answer=answer,
     )
@@ -88,13 +88,13 @@ def _step_code(
 ) -> str:
     """Call step ``index``, check its outputs, bind the ensemble tensors it makes; ``names`` gains them."""
     arguments = [(name, names[tensor] + (".copy()" if tensor in shared else "")) for name, tensor in input_map]
-    fallback = f"self._finish_fused({_pool(names, sorted(names))}, {index}, result, rows)"
+    fallback = f"self.finish_fused({_pool(names, sorted(names))}, {index}, result, rows)"
     lines = [
         f"# step {index}: '{model}'",
         "try:",
         f"    result = call{index}({call_arguments(arguments)})",
         "except BaseException as exc:  # the step's failure is this request's answer",
-        "    return [self._failure(exc)]",
+        "    return [self.failure(exc)]",
         f"rows = {names[input_map[0][1]]}.shape[0]",  # request_size: the first input, by name
         f"if type(result) is not dict or len(result) != {len(outputs)}:",
         f"    return {fallback}",

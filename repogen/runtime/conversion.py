@@ -79,6 +79,23 @@ class OutputPlan:
         offset = 1 if batched else 0
         self.fixed = tuple((i + offset, d) for i, d in enumerate(self.dims) if d != -1)
 
+    def accepts(self, value: Any, rows: int | None = None) -> bool:
+        """The fast lane's one rule: ``value`` goes out as it is, with no conversion and no check left.
+
+        An ndarray of the declared dtype, C-contiguous, with a batch axis, of ``rows`` rows (when given),
+        and, for a strict model, the declared rank and every fixed dimension. The ``execute`` that
+        emit/model_source.py writes inline checks exactly this (tests/unit/test_fast_lane.py holds them
+        together); fused.py asks it of each step's outputs. Anything else takes the general path.
+        """
+        if type(value) is not np.ndarray or value.dtype != self.dtype or not value.flags.c_contiguous:
+            return False
+        if self.strict:
+            if value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed):
+                return False
+        elif value.ndim == 0:
+            return False
+        return rows is None or value.shape[0] == rows
+
     def convert(self, value: Any) -> np.ndarray:
         if type(value) is np.ndarray and value.dtype == self.dtype and value.flags.c_contiguous:
             # Fast path (numeric output of the declared dtype): only the strict shape check remains.

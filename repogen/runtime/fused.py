@@ -41,12 +41,9 @@ class _Step:
         self.outputs = sorted(output_map.items())  # (step output, ensemble tensor)
         self.shared: frozenset[str] = frozenset()  # ensemble tensors read again after this step: copied for it
 
-        self.call = model._batch_call  # the function under @batch, when the step can take the straight line
-        # (output, ensemble tensor, dtype, rank or None when not strict, fixed (axis, size) pairs)
-        self.checks = [
-            (plan.name, dict(self.outputs).get(plan.name), plan.dtype, plan.ndim if plan.strict else None, plan.fixed)
-            for plan in model._outputs
-        ]
+        self.call = model.batch_call  # the function under @batch, when the step can take the straight line
+        # (output, ensemble tensor, its plan): the plan's accepts() is the fast lane's rule
+        self.checks = [(plan.name, dict(self.outputs).get(plan.name), plan) for plan in model.output_plans]
 
     def data(self, pool: dict[str, Any]) -> dict[str, Any]:
         """This step's inputs from the request's tensors ``pool``."""
@@ -67,16 +64,9 @@ class _Step:
         """Add what this step's ``@batch`` function returned for a request of ``rows`` rows to ``pool``, or fail."""
         if type(result) is dict and len(result) == len(self.checks):
             ready = []
-            for name, tensor, dtype, rank, fixed in self.checks:  # OutputPlan's and @batch's fast lanes, inline
+            for name, tensor, plan in self.checks:
                 value = result.get(name)
-                if (
-                    type(value) is not np.ndarray
-                    or value.dtype != dtype
-                    or not value.flags.c_contiguous
-                    or value.ndim == 0
-                    or value.shape[0] != rows
-                    or (rank is not None and (value.ndim != rank or any(value.shape[i] != d for i, d in fixed)))
-                ):
+                if not plan.accepts(value, rows):
                     break
                 ready.append((tensor, value))
             else:
@@ -85,7 +75,7 @@ class _Step:
                         pool[tensor] = value
                 return None
         try:  # whatever the lane above does not take: the general path, from this result on
-            (converted,) = self.model._batch_results(result, rows)
+            (converted,) = self.model.batch_results(result, rows)
         except BaseException as exc:
             return StepFailure(exc)
         converted = self._converted(converted)
@@ -99,26 +89,26 @@ class _Step:
         """The step's converted outputs per request (a dict), or a StepFailure for each it failed."""
         model = self.model
         try:
-            call = model._batch_call
+            call = model.batch_call
             if call is not None and len(requests) == 1:  # @batch over a function: call it, as model.py would
                 data = requests[0]
-                results = model._batch_results(call(**data), request_size(data))
+                results = model.batch_results(call(**data), request_size(data))
             else:
-                results = model._results(model._infer(requests), len(requests))
+                results = model.checked_results(model.infer_func(requests), len(requests))
         except BaseException as exc:  # the step's failure is each of these requests' answer (logged there)
             return [StepFailure(exc)] * len(requests)
         return [self._converted(result) for result in results]
 
     def _converted(self, result: Any) -> Any:
         """One request's outputs as the step's response would carry them, or its StepFailure."""
-        plans = self.model._outputs
+        plans = self.model.output_plans
         if type(result) is dict and len(result) == len(plans):
             try:  # exactly the declared outputs: the common case
                 return {plan.name: plan.convert(result[plan.name]) for plan in plans}
             except Exception:  # a name is off or a value does not convert: the checks below say which
                 pass
         try:
-            return {plan.name: plan.convert(value) for plan, value in self.model._pairs(result)}
+            return {plan.name: plan.convert(value) for plan, value in self.model.output_pairs(result)}
         except BaseException as exc:  # as the step's own response would fail
             return StepFailure(exc)
 

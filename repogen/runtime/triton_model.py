@@ -6,6 +6,12 @@ hands the list to the user's callable and turns each result into a response. Wha
 callable raises (``SystemExit`` and ``KeyboardInterrupt`` too) becomes an error response
 ``"<Type>: <message>"`` and the model keeps serving; only ``PyTritonUnrecoverableError`` stops
 it, and with it the server (PyTriton's contract).
+
+Generated ``model.py`` files subclass it and runtime/fused.py drives step models through it, so its
+fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_plans``, ``stopped``,
+``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``, ``finish_fused``,
+``response`` and ``failure`` (tests/unit/test_fast_path_surface.py checks that generated files use
+nothing else). Whether an output takes the fast lane is ``OutputPlan.accepts``, one rule.
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ class TritonPythonModel:
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel)]
         self.configure(args, funcs, strict=bool(meta.get("strict", False)))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
-            self._batch_call = None
+            self.batch_call = None
         self._stub = current()  # after configure, which resets it
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         self._report_environment(version_dir, args)
@@ -95,24 +101,24 @@ class TritonPythonModel:
         context = TritonContext.from_args(args)
         target = funcs[context.instance_index % len(funcs)]
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
-        self._infer = instantiate(target, context)
+        self.infer_func = instantiate(target, context)
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
         parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
         self._cpu_inputs = inputs_on_cpu(parameters)
-        self._outputs = [
+        self.output_plans = [
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
         ]
-        self._declared = frozenset(plan.name for plan in self._outputs)
-        self._output_count = len(self._outputs)
+        self._declared = frozenset(plan.name for plan in self.output_plans)
+        self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
-        self._stopped: str | None = None  # the message of an unrecoverable error, once raised
-        self._batch_call = specializable(self._infer) if batched and not self._decoupled else None
+        self.stopped: str | None = None  # the message of an unrecoverable error, once raised
+        self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
 
     def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
         """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
@@ -125,7 +131,7 @@ class TritonPythonModel:
             _log("log_warn" if low else "log_info", line)
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
-        if self._stopped is not None:
+        if self.stopped is not None:
             return self._refuse(requests)
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
@@ -133,16 +139,16 @@ class TritonPythonModel:
                 self._execute_decoupled(requests)
                 return None
             try:
-                results = self._results(self._infer([self._request(r) for r in requests]), len(requests))
+                results = self.checked_results(self.infer_func([self._request(r) for r in requests]), len(requests))
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
-                return [self._failure(exc, len(requests))] * len(requests)
-            return [self._response(result) for result in results]
+                return [self.failure(exc, len(requests))] * len(requests)
+            return [self.response(result) for result in results]
         finally:
             executing(None)
 
-    def _results(self, results: Any, count: int) -> Any:
+    def checked_results(self, results: Any, count: int) -> Any:
         """The callable's list of results, awaited if need be, checked to hold one per request."""
         if type(results) is not list:  # a list is the common case; inspect.isawaitable costs ~1 µs
             if inspect.isawaitable(results):
@@ -153,7 +159,7 @@ class TritonPythonModel:
             raise InferenceError(self._shape_of_results_message(results, count))
         return results
 
-    def _finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
+    def finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
         """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
 
         ``outputs`` is what the ``@batch`` function returned for requests of ``sizes`` rows each;
@@ -161,25 +167,25 @@ class TritonPythonModel:
         """
         try:
             if len(sizes) == 1:
-                results = self._batch_results(outputs, sizes[0])
+                results = self.batch_results(outputs, sizes[0])
             else:
                 split = then(outputs, lambda result: split_outputs(result, sizes, self._model))
-                results = self._results(split, len(sizes))
+                results = self.checked_results(split, len(sizes))
         except BaseException as exc:  # as in execute
-            return [self._failure(exc, len(sizes))] * len(sizes)
-        return [self._response(result) for result in results]
+            return [self.failure(exc, len(sizes))] * len(sizes)
+        return [self.response(result) for result in results]
 
-    def _finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
+    def finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
         """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
-        return [self._response(self._infer.resume(pool, index, result, rows))]
+        return [self.response(self.infer_func.resume(pool, index, result, rows))]
 
-    def _batch_results(self, outputs: Any, rows: int) -> Any:
+    def batch_results(self, outputs: Any, rows: int) -> Any:
         """What ``@batch`` and ``_results`` make of the ``@batch`` function's ``outputs`` for one request."""
         if type(outputs) is dict and all(
             type(v) is np.ndarray and v.ndim and v.shape[0] == rows for v in outputs.values()
         ):
             return [outputs]
-        return self._results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
+        return self.checked_results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
 
     def _execute_decoupled(self, requests: list[Any], senders: list[Any] | None = None) -> None:
         """Each step of a generator is one response per request; FINAL closes every stream."""
@@ -190,7 +196,7 @@ class TritonPythonModel:
                 batch = [self._request(r) for r in requests]
             except EmptyBatchError:
                 return self._execute_decoupled_apart(requests, senders)
-            results = self._infer(batch)
+            results = self.infer_func(batch)
             if inspect.isawaitable(results):
                 results = self._run(results)
             steps = [results] if isinstance(results, (list, tuple)) else self._steps(results)
@@ -198,9 +204,9 @@ class TritonPythonModel:
                 if not isinstance(step, (list, tuple)) or len(step) != len(requests):
                     raise InferenceError(self._shape_of_results_message(step, len(requests)))
                 for sender, result in zip(senders, step, strict=True):
-                    sender.send(self._response(result))
+                    sender.send(self.response(result))
         except BaseException as exc:  # as in execute
-            error = self._failure(exc, len(senders))
+            error = self.failure(exc, len(senders))
             for sender in senders:
                 sender.send(error, flags=final)
             return None
@@ -219,8 +225,8 @@ class TritonPythonModel:
         yield from results
 
     def finalize(self) -> None:
-        close = getattr(self._infer, "finalize", None) or getattr(self._infer, "close", None)
-        if callable(close) and not inspect.isclass(self._infer):
+        close = getattr(self.infer_func, "finalize", None) or getattr(self.infer_func, "close", None)
+        if callable(close) and not inspect.isclass(self.infer_func):
             close()
         if self._loop is not None:
             self._loop.close()
@@ -239,19 +245,21 @@ class TritonPythonModel:
             data[name] = array
         return data
 
-    def _response(self, result: Any) -> Any:
+    def response(self, result: Any) -> Any:
         try:
             if type(result) is dict and len(result) == self._output_count:
                 try:  # the hot path: exactly the declared outputs
-                    tensors = [pb_utils.Tensor(plan.name, plan.convert(result[plan.name])) for plan in self._outputs]
+                    tensors = [
+                        pb_utils.Tensor(plan.name, plan.convert(result[plan.name])) for plan in self.output_plans
+                    ]
                     return pb_utils.InferenceResponse(output_tensors=tensors)
                 except Exception:  # a name is off or a value does not convert: the slow path says which
                     pass
             if type(result) is StepFailure:  # a fused pipeline's step failed this request
-                return self._failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self._pairs(result)]
+                return self.failure(result.exc)
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
         except BaseException as exc:  # as in execute
-            return self._failure(exc)
+            return self.failure(exc)
         return pb_utils.InferenceResponse(output_tensors=tensors)
 
     @staticmethod
@@ -262,7 +270,7 @@ class TritonPythonModel:
         except Exception as exc:  # e.g. an object array of ints for a BYTES output
             raise plan.unconvertible(value, exc) from None
 
-    def _pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
+    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
         if isinstance(result, dict):
             if self._strict and not result.keys() <= self._declared:
                 extra = sorted(set(result) - self._declared)
@@ -271,7 +279,7 @@ class TritonPythonModel:
                     f"{sorted(self._declared)} (strict=True)"
                 )
             pairs = []
-            for plan in self._outputs:
+            for plan in self.output_plans:
                 if plan.name not in result:
                     raise InferenceError(
                         f"model '{self._model}' did not return output '{plan.name}'; it returned {sorted(result)}"
@@ -279,12 +287,12 @@ class TritonPythonModel:
                 pairs.append((plan, result[plan.name]))
             return pairs
         if isinstance(result, (list, tuple)):
-            if len(result) != len(self._outputs):
+            if len(result) != len(self.output_plans):
                 raise InferenceError(
                     f"model '{self._model}' returned {len(result)} outputs as a sequence; expected "
-                    f"{len(self._outputs)} in the declared order {[p.name for p in self._outputs]}"
+                    f"{len(self.output_plans)} in the declared order {[p.name for p in self.output_plans]}"
                 )
-            return list(zip(self._outputs, result, strict=True))
+            return list(zip(self.output_plans, result, strict=True))
         raise InferenceError(
             f"model '{self._model}' returned {type(result).__name__} for a request; expected a dict of "
             "output name to array"
@@ -304,7 +312,7 @@ class TritonPythonModel:
         errors = [self._empty_batch(r) for r in requests]
         kept = [r for r, error in zip(requests, errors, strict=True) if error is None]
         served = iter((self.execute(kept) if kept else None) or [])
-        return [next(served) if error is None else self._failure(error) for error in errors]
+        return [next(served) if error is None else self.failure(error) for error in errors]
 
     def _execute_decoupled_apart(self, requests: list[Any], senders: list[Any]) -> None:
         """The decoupled form of :meth:`_execute_apart`: an empty-batch request's stream ends with its error."""
@@ -315,7 +323,7 @@ class TritonPythonModel:
                 kept.append(request)
                 kept_senders.append(sender)
             else:
-                sender.send(self._failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                sender.send(self.failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         if kept:
             self._execute_decoupled(kept, kept_senders)
 
@@ -333,13 +341,13 @@ class TritonPythonModel:
         found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
         return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
 
-    def _failure(self, exc: BaseException, requests: int = 1) -> Any:
+    def failure(self, exc: BaseException, requests: int = 1) -> Any:
         """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
         self._log_failure(exc)
         if self._failures is not None:
             self._failures.add(requests)
-        if isinstance(exc, PyTritonUnrecoverableError) and self._stopped is None:
-            self._stopped = _error_message(exc)
+        if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
+            self.stopped = _error_message(exc)
             self._stop_server()
         return _error_response(_error_message(exc))
 
@@ -356,14 +364,14 @@ class TritonPythonModel:
         if not stub.server_alive():
             _log(
                 "log_error",
-                f"model '{self._model}': {self._stopped}; tritonserver (pid {stub.server_pid}) cannot "
+                f"model '{self._model}': {self.stopped}; tritonserver (pid {stub.server_pid}) cannot "
                 "be signalled, ending this instance's stub instead",
             )
             threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, os._exit, (1,)).start()
             return
         _log(
             "log_error",
-            f"model '{self._model}': {self._stopped}; shutting tritonserver (pid {stub.server_pid}) "
+            f"model '{self._model}': {self.stopped}; shutting tritonserver (pid {stub.server_pid}) "
             "down with SIGTERM, as PyTriton does, so that its supervisor restarts it",
         )
         timer = threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, stub.stop_server)
@@ -374,7 +382,7 @@ class TritonPythonModel:
         """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
         after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
         error = _error_response(
-            f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self._stopped}; {after}"
+            f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
         )
         if self._failures is not None:
             self._failures.add(len(requests))

@@ -106,7 +106,7 @@ def _chain(faulty: int, fault, strict: bool) -> Repository:
 @pytest.mark.parametrize("strict", [False, True])
 def test_every_step_and_fault_answers_as_the_general_path(fault, faulty, strict, tmp_path):
     models = _load(_chain(faulty, FAULTS[fault], strict), tmp_path)
-    assert models[0]._infer.calls is not None
+    assert models[0].infer_func.calls is not None
     x = np.arange(6, dtype=F32).reshape(2, 3)
     answers = _same(models, _request(x=x))
     if fault == "none":
@@ -116,8 +116,8 @@ def test_every_step_and_fault_answers_as_the_general_path(fault, faulty, strict,
 
 def test_the_straight_line_is_taken(tmp_path, monkeypatch):
     specialized, _ = _load(_chain(0, FAULTS["none"], True), tmp_path)
-    monkeypatch.setattr(TritonPythonModel, "_finish_fused", lambda *a: pytest.fail("left the straight line"))
-    monkeypatch.setattr(TritonPythonModel, "_response", lambda *a: pytest.fail("left the straight line"))
+    monkeypatch.setattr(TritonPythonModel, "finish_fused", lambda *a: pytest.fail("left the straight line"))
+    monkeypatch.setattr(TritonPythonModel, "response", lambda *a: pytest.fail("left the straight line"))
     (answer,) = specialized.execute([_request(x=np.ones((1, 2), F32))])
     assert _answer(answer) == {"y": ("<f4", [[4.0, 4.0]])}
 
@@ -187,7 +187,7 @@ def test_what_a_specialized_model_py_would_not_serve_keeps_the_general_template(
     assert "its steps written out" in (tmp_path / "repo" / "Fused" / "1" / "model.py").read_text()
     assert "its steps written out" not in (tmp_path / "repo" / "WithClass" / "1" / "model.py").read_text()
     models = _load(repo, tmp_path / "again", name="WithClass")
-    assert models[0]._infer.calls is None
+    assert models[0].infer_func.calls is None
     _same(models, _request(x=np.ones((2, 2), F32)))
 
 

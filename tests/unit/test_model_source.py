@@ -100,7 +100,7 @@ def test_the_straight_line_is_taken_and_a_failure_is_that_requests_answer(tmp_pa
         return {"y": x * 2}
 
     _, (specialized, _general) = _models(f, tmp_path, strict=True)
-    assert specialized._batch_call is f.__wrapped__
+    assert specialized.batch_call is f.__wrapped__
     x = np.ones((1, 4), np.float32)
     (answer,) = specialized.execute([_request(x=x)])
     assert _answer(answer) == {"y": ("<f4", [[2.0] * 4])}

@@ -33,8 +33,8 @@ _DTYPE_0 = np.dtype('<f4')
 
 class TritonPythonModel(_Runtime):
     def execute(self, requests):
-        call = self._batch_call
-        if call is None or self._stopped is not None:
+        call = self.batch_call
+        if call is None or self.stopped is not None:
             return _Runtime.execute(self, requests)
         if len(requests) != 1:
             return self._execute_many(requests, call)
@@ -48,9 +48,9 @@ class TritonPythonModel(_Runtime):
         try:
             result = call(v=in0)
         except BaseException as exc:  # the callable's failure is this request's answer
-            return [self._failure(exc)]
+            return [self.failure(exc)]
         if type(result) is not dict or len(result) != 1:
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
         out0 = result.get('score')
         if (
             type(out0) is not _ndarray
@@ -59,11 +59,11 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('score', out0)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -82,9 +82,9 @@ class TritonPythonModel(_Runtime):
         try:
             result = call(v=in0)
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self._failure(exc, len(requests))] * len(requests)
+            return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 1:
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         out0 = result.get('score')
         if (
             type(out0) is not _ndarray
@@ -93,7 +93,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         responses = []
         start = 0
         try:
@@ -102,5 +102,5 @@ class TritonPythonModel(_Runtime):
                 responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('score', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         return responses

@@ -34,8 +34,8 @@ _DTYPE_0 = np.dtype('<f4')
 
 class TritonPythonModel(_Runtime):
     def execute(self, requests):
-        calls = self._infer.calls
-        if calls is None or len(requests) != 1 or self._stopped is not None:
+        calls = self.infer_func.calls
+        if calls is None or len(requests) != 1 or self.stopped is not None:
             return _Runtime.execute(self, requests)
         tensors = requests[0].inputs()
         if len(tensors) != 1:
@@ -48,10 +48,10 @@ class TritonPythonModel(_Runtime):
         try:
             result = call0(x=in0)
         except BaseException as exc:  # the step's failure is this request's answer
-            return [self._failure(exc)]
+            return [self.failure(exc)]
         rows = in0.shape[0]
         if type(result) is not dict or len(result) != 1:
-            return self._finish_fused({'x': in0}, 0, result, rows)
+            return self.finish_fused({'x': in0}, 0, result, rows)
         s0_0 = result.get('y')
         if (
             type(s0_0) is not _ndarray
@@ -60,15 +60,15 @@ class TritonPythonModel(_Runtime):
             or s0_0.ndim != 2
             or s0_0.shape[0] != rows
         ):
-            return self._finish_fused({'x': in0}, 0, result, rows)
+            return self.finish_fused({'x': in0}, 0, result, rows)
         # step 1: 'Square'
         try:
             result = call1(x=s0_0)
         except BaseException as exc:  # the step's failure is this request's answer
-            return [self._failure(exc)]
+            return [self.failure(exc)]
         rows = s0_0.shape[0]
         if type(result) is not dict or len(result) != 1:
-            return self._finish_fused({'Scale_y': s0_0, 'x': in0}, 1, result, rows)
+            return self.finish_fused({'Scale_y': s0_0, 'x': in0}, 1, result, rows)
         s1_0 = result.get('y')
         if (
             type(s1_0) is not _ndarray
@@ -77,15 +77,15 @@ class TritonPythonModel(_Runtime):
             or s1_0.ndim == 0
             or s1_0.shape[0] != rows
         ):
-            return self._finish_fused({'Scale_y': s0_0, 'x': in0}, 1, result, rows)
+            return self.finish_fused({'Scale_y': s0_0, 'x': in0}, 1, result, rows)
         if (
             type(s1_0) is not _ndarray
             or s1_0.dtype != _DTYPE_0
             or not s1_0.flags.c_contiguous
             or s1_0.ndim != 2
         ):
-            return [self._response({'y': s1_0})]
+            return [self.response({'y': s1_0})]
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', s1_0)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return [self._response({'y': s1_0})]
+            return [self.response({'y': s1_0})]

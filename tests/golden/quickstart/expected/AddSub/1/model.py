@@ -34,8 +34,8 @@ _DTYPE_1 = np.dtype('<f4')
 
 class TritonPythonModel(_Runtime):
     def execute(self, requests):
-        call = self._batch_call
-        if call is None or self._stopped is not None:
+        call = self.batch_call
+        if call is None or self.stopped is not None:
             return _Runtime.execute(self, requests)
         if len(requests) != 1:
             return self._execute_many(requests, call)
@@ -51,9 +51,9 @@ class TritonPythonModel(_Runtime):
         try:
             result = call(a=in0, b=in1)
         except BaseException as exc:  # the callable's failure is this request's answer
-            return [self._failure(exc)]
+            return [self.failure(exc)]
         if type(result) is not dict or len(result) != 2:
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
         out0 = result.get('add')
         if (
             type(out0) is not _ndarray
@@ -62,7 +62,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim != 2
             or out0.shape[0] != rows
         ):
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
         out1 = result.get('sub')
         if (
             type(out1) is not _ndarray
@@ -71,11 +71,11 @@ class TritonPythonModel(_Runtime):
             or out1.ndim != 2
             or out1.shape[0] != rows
         ):
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('add', out0), pb_utils.Tensor('sub', out1)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self._finish_batch(result, [rows])
+            return self.finish_batch(result, [rows])
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -99,9 +99,9 @@ class TritonPythonModel(_Runtime):
         try:
             result = call(a=in0, b=in1)
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self._failure(exc, len(requests))] * len(requests)
+            return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 2:
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         out0 = result.get('add')
         if (
             type(out0) is not _ndarray
@@ -110,7 +110,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim != 2
             or out0.shape[0] != rows
         ):
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         out1 = result.get('sub')
         if (
             type(out1) is not _ndarray
@@ -119,7 +119,7 @@ class TritonPythonModel(_Runtime):
             or out1.ndim != 2
             or out1.shape[0] != rows
         ):
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         responses = []
         start = 0
         try:
@@ -128,5 +128,5 @@ class TritonPythonModel(_Runtime):
                 responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('add', out0[start:end]), pb_utils.Tensor('sub', out1[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self._finish_batch(result, sizes)
+            return self.finish_batch(result, sizes)
         return responses

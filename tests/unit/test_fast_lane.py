@@ -1,0 +1,57 @@
+"""One rule for "this output goes out as it is": ``OutputPlan.accepts``. The inline check that
+emit/model_source.py writes into a specialized ``execute`` must decide exactly as it does, for every
+kind of value, strict or not, fixed or variable dims; fused steps call it directly."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from repogen.emit.model_source import INDENT, OutputCode
+from repogen.ir.spec import TensorSpec
+from repogen.runtime.conversion import OutputPlan
+
+TENSORS = [
+    TensorSpec("y", "TYPE_FP32", (3,)),
+    TensorSpec("y", "TYPE_FP32", (-1,)),
+    TensorSpec("y", "TYPE_INT64", (2, -1)),
+]
+VALUES = [
+    np.zeros((2, 3), np.float32),
+    np.zeros((2, 4), np.float32),
+    np.zeros((3, 3), np.float32),
+    np.zeros((2, 3), np.float64),
+    np.zeros((2, 3, 1), np.float32),
+    np.zeros((2,), np.float32),
+    np.float32(1.0),
+    np.zeros((), np.float32),
+    np.zeros((3, 2), np.float32).T,
+    np.zeros((2, 2, 5), np.int64),
+    np.zeros((2, 3, 5), np.int64),
+    np.zeros((2, 2, 5), np.int64)[:, :, ::2],
+    [[1.0, 2.0, 3.0]] * 2,
+    None,
+]
+
+
+def _inline(code: OutputCode):
+    """The generated check as a function: True where it lets the value through."""
+    body = textwrap.dedent(code.check("False", source="outputs"))
+    source = "def check(outputs, rows):\n" + textwrap.indent(body, "    ") + "\n    return True\n"
+    scope = {"_ndarray": np.ndarray, "np": np}
+    exec(compile(f"{code.dtype_constant()}\n{source}", "<inline>", "exec"), scope)  # noqa: S102
+    return scope["check"]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("tensor", TENSORS, ids=lambda t: f"{t.data_type}{list(t.dims)}")
+def test_the_inline_check_is_accepts(tensor, strict):
+    code = OutputCode(0, tensor, strict)
+    inline = _inline(code)
+    plan = OutputPlan("M", "y", tensor.data_type, list(tensor.dims), True, strict)
+    for value in VALUES:
+        for rows in (2, 3):
+            assert inline({"y": value}, rows) is plan.accepts(value, rows), (value, rows)
+    assert INDENT  # the generated code is indented for execute's body; dedented above
