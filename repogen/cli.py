@@ -34,7 +34,23 @@ def _pin_hash_seed() -> None:
 
 
 class _Repogen(click.Group):
-    """The command group; the one place a :class:`RepogenError` becomes ``Error: ...`` and its exit status."""
+    """The command group; the one place a :class:`RepogenError` becomes ``Error: ...`` and its exit status.
+
+    Commands load lazily: ``repogen NAME`` imports ``repogen.commands.NAME`` alone (every module's
+    ``COMMANDS`` only for a name no module is called, and for ``--help``), so an everyday command does not
+    pay for the compiler, protobuf or gRPC that other commands import.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        _load_all(self)
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _command_modules():
+            _load(self, cmd_name)
+        if cmd_name not in self.commands:
+            _load_all(self)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -50,9 +66,19 @@ def cli() -> None:
     """Compile Python inference callables into a static Triton model repository."""
 
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(commands.__path__)):
-    for _command in getattr(importlib.import_module(f"{commands.__name__}.{_module}"), "COMMANDS", ()):
-        cli.add_command(_command)
+def _command_modules() -> list[str]:
+    """The modules of ``repogen.commands``; each may expose ``COMMANDS`` (a module of helpers does not)."""
+    return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+
+
+def _load(group: click.Group, module: str) -> None:
+    for command in getattr(importlib.import_module(f"{commands.__name__}.{module}"), "COMMANDS", ()):
+        group.add_command(command)
+
+
+def _load_all(group: click.Group) -> None:
+    for module in _command_modules():
+        _load(group, module)
 
 
 def main() -> None:

@@ -1,0 +1,86 @@
+"""`repogen NAME` loads one command module, and `repogen infer` over HTTP loads no compiler, protobuf or gRPC.
+
+Timing a command is noisy on a loaded machine; which modules it imports is not, and is what made
+`repogen infer` take ~0.5 s (issue 25): the CLI imported every command, hence the compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import socket
+import subprocess
+import sys
+from importlib import import_module
+from pathlib import Path
+
+import click
+from click.testing import CliRunner
+
+from repogen import commands
+from repogen.cli import cli
+
+# Never needed to send one HTTP request and print its outputs.
+FORBIDDEN = ("grpc", "google.protobuf", "cloudpickle", "tritonclient.grpc", "repogen.emit", "repogen.ir")
+FORBIDDEN += ("repogen.build", "repogen.server.provision", "repogen.server.running")
+
+
+def _declared() -> dict[str, str]:
+    """Every command any module of repogen.commands declares in ``COMMANDS``, name -> module."""
+    found = {}
+    for info in pkgutil.iter_modules(commands.__path__):
+        for command in getattr(import_module(f"{commands.__name__}.{info.name}"), "COMMANDS", ()):
+            found[command.name] = info.name
+    return found
+
+
+def test_every_declared_command_is_listed_and_resolves() -> None:
+    declared = _declared()
+    assert {"build", "infer", "serve", "tune"} <= declared.keys()
+    listing = CliRunner().invoke(cli, ["--help"]).output
+    for name, module in declared.items():
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None and command.name == name, f"{name} (repogen/commands/{module}.py)"
+        assert f"\n  {name} " in listing, name
+    assert cli.get_command(click.Context(cli), "params") is None  # a helper module is not a command
+
+
+# sys.modules when the command exits (importtime does not list what importlib.import_module loads).
+_PROBE = """
+import atexit, os, sys
+atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write("\\n".join(sorted(sys.modules))))
+from repogen.cli import main
+main()
+"""
+
+
+def _imported(tmp_path: Path, *args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    listing = tmp_path / "modules.txt"
+    run = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        env=dict(os.environ, MODULES_OUT=str(listing)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return set(listing.read_text().split()), run
+
+
+def _offending(names: set[str]) -> list[str]:
+    return sorted(n for n in names if any(n == f or n.startswith(f + ".") for f in FORBIDDEN))
+
+
+def test_a_command_named_like_its_module_loads_alone(tmp_path: Path) -> None:
+    names, run = _imported(tmp_path, "infer", "--help")
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert sorted(n for n in names if n.startswith("repogen.commands.")) == ["repogen.commands.infer"]
+
+
+def test_an_http_infer_imports_no_grpc_protobuf_or_compiler(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nobody listens on: the request is built and sent, then refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    names, run = _imported(tmp_path, "infer", "AddSub", "-i", "a=1", "--url", f"127.0.0.1:{port}", "--protocol", "http")
+    assert f"cannot reach a Triton server at 127.0.0.1:{port} over http" in run.stderr
+    assert "tritonclient.http" in names  # the request really went out through the client
+    assert _offending(names) == []
