@@ -10,7 +10,7 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
-from ..server.running.choice import UsageError, check_passthrough, choose_ports, choose_server
+from ..server.running.choice import UsageError, check_passthrough, choose_ports, choose_server, stop_arguments
 from ..server.running.foreground import ServeError, run_server
 from ..server.running.process import HOST
 from ..server.running.reload import AppBuild, Reloader, check_models
@@ -124,7 +124,7 @@ def serve(
         if explicit:
             names = loaded or [m.name for m in model_dirs(repository) if m.has_config]
             extra += ["--model-control-mode=explicit", *(f"--load-model={name}" for name in names)]
-        extra += tritonserver_args
+        extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
             _echo,

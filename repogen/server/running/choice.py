@@ -72,6 +72,17 @@ def choose_ports(http: int | None, grpc: int | None, metrics: int | None) -> tup
     return resolved["http"], resolved["grpc"], resolved["metrics"]
 
 
+# tritonserver waits up to --exit-timeout-secs (default 30) for open HTTP connections before it unloads anything,
+# so one client holding a keep-alive connection made Ctrl+C take 30 s. 3 s leaves the stubs time to unload when
+# no client is connected (~1.2 s measured); the user's own value after `--` wins.
+EXIT_TIMEOUT = "--exit-timeout-secs=3"
+
+
+def stop_arguments(args: tuple[str, ...]) -> list[str]:
+    """The exit timeout ``serve`` passes unless the tritonserver arguments after ``--`` set one."""
+    return [] if any(arg.split("=", 1)[0] == "--exit-timeout-secs" for arg in args) else [EXIT_TIMEOUT]
+
+
 def check_passthrough(args: tuple[str, ...], explicit: bool) -> None:
     managed = dict(_MANAGED, **(_EXPLICIT if explicit else {}))
     for arg in args:

@@ -47,6 +47,9 @@ __all__ = [
     "sample_curl",
 ]
 
+# Once every stub has unloaded, tritonserver only closes its endpoints in 1 s ticks: after this long it is ended.
+UNLOADED_GRACE = 0.2
+
 Echo = Callable[[str], None]
 Tick = Callable[[Echo], None]
 
@@ -226,7 +229,7 @@ def _stop(server: TritonServer, echo: Echo) -> None:
             os.killpg(server.pid, signal.SIGKILL)
 
     with _signals(kill_group):
-        server.stop()
+        server.stop(unloaded_grace=UNLOADED_GRACE)
 
 
 def _answers(call: Callable[[], Any]) -> bool:

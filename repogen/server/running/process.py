@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, BinaryIO
 
 from repogen.errors import TritonServerError
+from repogen.runtime.stub import current
 from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH
@@ -231,28 +232,61 @@ class TritonServer:
         """Live PIDs of the server and the backend stubs it spawned."""
         return _group_pids(self.pid) if self._proc is not None else []
 
-    def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGINT (graceful unload), SIGKILL after ``timeout`` s, then kill leftover stubs.
+    def stop(self, timeout: float = 30.0, unloaded_grace: float | None = None) -> int | None:
+        """SIGINT (graceful unload), SIGKILL after ``timeout`` s, then kill leftover stubs and free their shm.
 
+        ``unloaded_grace``: once every backend stub has exited (its models unloaded, ``finalize`` run), the
+        server gets this long before SIGKILL; what it does then is close its endpoints in 1 s ticks, a
+        second or two of ``repogen serve``'s Ctrl+C. A stub killed here, or left running by a server that
+        gave up on its exit timeout, keeps its ``/dev/shm`` region: it is removed once the group is gone.
         Returns the server's exit code (``None`` if it was never started).
         """
         proc = self._proc
         if proc is None:
             return None
+        regions = self._stub_regions()
         if proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGINT)
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
+            if not self._wait_stopped(proc, timeout, regions if unloaded_grace is not None else {}, unloaded_grace):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
         self._kill_group_leftovers(proc.pid)
+        for region in regions.values():
+            with contextlib.suppress(OSError):
+                os.unlink(region)
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
         return proc.returncode
+
+    def _stub_regions(self) -> dict[int, str]:
+        """The server's backend stubs now, pid -> the ``/dev/shm`` region each names on its command line."""
+        found = {}
+        for pid in self.process_group_pids():
+            stub = current(f"/proc/{pid}/cmdline")
+            if stub is not None:
+                found[pid] = stub.region_path
+        return found
+
+    @staticmethod
+    def _wait_stopped(
+        proc: subprocess.Popen[bytes], timeout: float, stubs: dict[int, str], grace: float | None
+    ) -> bool:
+        """Whether the server exited by itself within ``timeout`` (or ``grace`` after its ``stubs`` all exited)."""
+        deadline = time.monotonic() + timeout
+        unloaded_at: float | None = None
+        while proc.poll() is None:
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if grace is not None and stubs and not any(pid_alive(pid) for pid in stubs):
+                unloaded_at = unloaded_at or now
+                if now - unloaded_at >= grace:
+                    return False
+            time.sleep(0.02)
+        return True
 
     def _kill_group_leftovers(self, pgid: int, timeout: float = 10.0) -> None:
         """Stubs live in the server's process group; make sure none outlives the server."""
