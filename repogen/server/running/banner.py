@@ -11,14 +11,23 @@ from ..client.infer import sample_value
 from ..client.states import model_states
 from .process import TritonServer, http_client
 
-__all__ = ["ready_banner", "sample_curl"]
+__all__ = ["ready_banner", "sample_curl", "sample_infer"]
+
+
+def _sample_shape(tensor: dict[str, Any]) -> list[int]:
+    """The input's shape as the metadata gives it (batch dimension included), each -1 as 1."""
+    return [1 if int(d) < 0 else int(d) for d in tensor["shape"]]
+
+
+def _nested(value: Any, shape: list[int]) -> Any:
+    return value if not shape else [_nested(value, shape[1:]) for _ in range(shape[0])]
 
 
 def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
     """A real request for ``model`` built from its metadata: every input, shape with -1 as 1."""
     inputs = []
     for tensor in metadata.get("inputs", []):
-        shape = [1 if int(d) < 0 else int(d) for d in tensor["shape"]]
+        shape = _sample_shape(tensor)
         count = 1
         for dim in shape:
             count *= dim
@@ -28,10 +37,15 @@ def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
     return f"curl -s {http_url}{infer_path(model)} -d {shlex.quote(body)}"
 
 
-def _sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
+def sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
+    """The same request as ``repogen infer`` takes it: each value a nested list of the input's full shape.
+
+    A scalar would do for a ``[-1, 1]`` input only; ``x=1.0`` fails for a ``[-1, 3]`` one, so every
+    value is written out in full (fixed dims as declared, variable ones and the batch dimension as 1).
+    """
     parts = ["repogen", "infer", model]
     for tensor in metadata.get("inputs", []):
-        value = json.dumps(sample_value(tensor["datatype"]))
+        value = json.dumps(_nested(sample_value(tensor["datatype"]), _sample_shape(tensor)), separators=(",", ":"))
         parts += ["--input", f"{tensor['name']}={value}"]
     if http_port != HTTP_PORT:
         parts += ["--url", f"127.0.0.1:{http_port}"]
@@ -80,7 +94,7 @@ def ready_banner(server: TritonServer, version: str) -> list[str]:
         lines += [
             "Try:",
             f"  {sample_curl(server.http_url, model, metadata)}",
-            f"  {_sample_infer(model, metadata, server.http_port)}",
+            f"  {sample_infer(model, metadata, server.http_port)}",
         ]
     lines.append("Press Ctrl+C to stop.")
     return lines
