@@ -56,6 +56,10 @@ class InferError(RepogenError):
     """A request could not be made or was refused; the message says what to change."""
 
 
+class ModelControlError(RepogenError):
+    """``repogen load``/``unload``: the server refused to load or unload a model; the message quotes why."""
+
+
 class BuildWithError(RepogenError, RuntimeError):
     """``repogen build`` failed under another Python (the tests' builders); the message carries its output."""
 

@@ -37,6 +37,9 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
               "the models whose files changed, in place, without restarting the server.")  # fmt: skip
 @click.option("--model", "models", multiple=True, metavar="NAME", help="Load only this model (repeatable; explicit "
               "model control). Default: every model.")  # fmt: skip
+@click.option("--model-control-mode", "control", type=click.Choice(["none", "explicit"]), help="explicit: load every "
+              "model (or --model's) and let `repogen load`/`unload` change them while serving, as tritonserver's "
+              "flag; --model and --reload imply it. Default none.")  # fmt: skip
 @click.option("-o", "--output", type=click.Path(file_okay=False, path_type=Path),
               help="TARGET an app: the directory to build it into (default: a temporary one).")  # fmt: skip
 @click.option("--app-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -73,6 +76,7 @@ def serve(
     tritonserver_args: tuple[str, ...],
     reload: bool,
     models: tuple[str, ...],
+    control: str | None,
     output: Path | None,
     app_dir: Path | None,
     triton_version: Release | None,
@@ -100,7 +104,9 @@ def serve(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
             "repogen serve path/app.py:models --reload"
         )
-    explicit = reload or bool(models)
+    if control == "none" and (reload or models):
+        raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
+    explicit = reload or bool(models) or control == "explicit"
     try:
         check_passthrough(tritonserver_args, explicit)
         ports = choose_ports(http_port, grpc_port, metrics_port)

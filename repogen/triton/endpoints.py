@@ -14,6 +14,7 @@ __all__ = [
     "HTTP_PORT",
     "METRICS_PORT",
     "METRICS_PATH",
+    "NOT_EXPLICIT_ANSWER",
     "infer_path",
 ]
 
@@ -26,6 +27,10 @@ HEALTH_READY = "/v2/health/ready"
 HEALTH_LIVE = "/v2/health/live"
 """200 while the server process answers."""
 METRICS_PATH = "/metrics"
+
+NOT_EXPLICIT_ANSWER = "explicit model load / unload is not allowed"
+"""How tritonserver answers a load or unload request unless started with ``--model-control-mode=explicit``
+(503 / UNAVAILABLE, "... if polling is enabled" even in mode NONE, where nothing polls)."""
 
 
 def infer_path(model: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 __all__ = ["ModelState", "failed", "failure_lines", "model_states", "reason_line"]
 
+_FRAME = re.compile(r"\(\d+\): ")  # a traceback frame, "app.py(16): __init__" (not load_model's closing ";")
 _STATUS_PREFIX = re.compile(r"^(?:Internal|Invalid argument|Unavailable|Not found|Unknown|Unsupported): ")
 
 
@@ -51,9 +52,10 @@ def reason_line(reason: str) -> str:
         first = first.split(" state: ", 1)[1]
     first = _STATUS_PREFIX.sub("", first)
     if "At:" in lines[1:-1]:
-        frames = lines[lines.index("At:") + 1 :]  # innermost first
-        mine = [f for f in frames if not f.startswith("/")]  # shipped sources have the relative path the user wrote
-        first += f" (at {(mine or frames)[0]})"
+        frames = [f for f in lines[lines.index("At:") + 1 :] if _FRAME.search(f)]  # innermost first
+        mine = [f for f in frames if not f.startswith(("/", "<"))]  # shipped sources: the relative path the user wrote
+        if frames:
+            first += f" (at {(mine or frames)[0]})"
     return first
 
 
