@@ -13,6 +13,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip uninstall --quiet --yes repogen 2>/dev/null || true  # the distribution's name before triton-repogen
+	rm -rf repogen.egg-info  # its stale metadata, which `python -m ...` in the checkout would still find
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $@
 

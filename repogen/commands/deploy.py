@@ -26,9 +26,11 @@ from .params import RELEASE_HELP, TritonRelease
     show_default=True,
     help=f"The release of {IMAGE_REPOSITORY}:<release>-py3 to serve on: {RELEASE_HELP}.",
 )
-@click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY as built, instead of building in the image.")
+@click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY into the image as built (the default).")
 @click.option(
-    "--app", help="Docker: the APP:ATTR `repogen build` takes, rebuilt inside the image (path under --context)."
+    "--app",
+    help="Docker: rebuild the repository inside the image from the APP:ATTR `repogen build` takes (a path under "
+    "--context), with the image's Python, instead of copying REPOSITORY; needs -o under --context.",
 )
 @click.option(
     "--context",
@@ -78,7 +80,7 @@ def deploy(repository: Path, output: Path | None, **options: object) -> None:
         click.echo(f"Wrote {output / name}")
     for name, data in result.binaries.items():
         (output / name).write_bytes(data)
-        click.echo(f"Wrote {output / name} (repogen itself, which the Docker build stage installs)")
+        click.echo(f"Wrote {output / name} (repogen itself, which the image's build stage installs)")
 
 
 COMMANDS = [deploy]

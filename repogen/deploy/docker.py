@@ -1,10 +1,11 @@
 """Dockerfiles that serve a repository on the stock NGC ``tritonserver`` image.
 
-Two modes. By default the repository is built *inside* the target image (the user's project is
-copied in and ``repogen build`` runs there, next to the packages the models import).
-``prebuilt`` copies a repository built on the host instead: a portable build (the default) loads
-on the image's Python whatever Python built it, a ``--pin-python`` build only on its own.
-Either way the third-party packages the build recorded are installed into the image.
+Two modes. By default the repository built here is copied into the image: it is the whole
+deployment (a portable build, the default, loads on the image's Python whatever Python built it, and
+ships the third-party packages its models import), so the image serves what ``repogen serve`` serves.
+With ``--app`` the repository is rebuilt *inside* the image instead (the project is copied in, and
+repogen, from a wheel of itself written into the build context, runs there beside the packages the
+app imports): for a ``--pin-python`` build, whose payloads load only under the Python that wrote them.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def requirements_run(info: BuiltRepository, build: bool = False) -> str:
     return f"RUN python3 -m pip install --no-cache-dir {packages}"
 
 
-_PREBUILT_FIX = "Drop --prebuilt to build inside the image"
+_PREBUILT_FIX = "Pass --app APP:ATTR to rebuild it inside the image, with the image's Python"
 
 
 def python_mismatch(info: BuiltRepository, target: Release, fix: str = _PREBUILT_FIX) -> str | None:
@@ -112,14 +113,13 @@ def dockerfile(
     target: Release,
     *,
     app: str | None,
-    prebuilt: bool,
     context: Path,
     dockerfile_path: str,
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
 ) -> DockerFiles:
-    """Render the Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``."""
+    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image."""
     shm = format_quantity(shm_size_bytes(info, gpus))
     common = {
         "repogen_version": __version__,
@@ -138,19 +138,19 @@ def dockerfile(
         "healthcheck": healthcheck(info, HTTP_PORT),
         "requirements_run": requirements_run(info),
     }
-    if prebuilt:
+    if app is None:
+        repository = context_path(info.path, context, "repository")
         text = render(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
-            repository=context_path(info.path, context, "repository"),
+            repository=repository,
             python_note=_python_note(info, target),
         )
+        keep = (
+            "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
+            f"!{'' if repository == '.' else repository + '/'}**"
+        )
     else:
-        if not app:
-            raise DeployError(
-                "building inside the image needs the app: pass --app APP:ATTR (what you gave `repogen build`), "
-                "or --prebuilt to copy the already built repository into the image."
-            )
         text = render(
             "deploy/Dockerfile.build.tmpl",
             **common,
@@ -160,4 +160,6 @@ def dockerfile(
             repogen_wheel=repogen_wheel,
             repogen_wheel_name=PurePosixPath(repogen_wheel or "").name,
         )
-    return DockerFiles(text.decode(), render("deploy/dockerignore.tmpl", repogen_version=__version__).decode())
+        keep = "# --app: the build stage writes its own repository."
+    ignore = render("deploy/dockerignore.tmpl", repogen_version=__version__, keep_repository=keep)
+    return DockerFiles(text.decode(), ignore.decode())

@@ -33,7 +33,9 @@ class DeployOptions:
     triton_version: str | Release = DEFAULT_RELEASE.ngc
     """Any spelling of a release in :data:`repogen.triton.releases.RELEASES` (``24.10``, ``2.51.0``, ...)."""
     prebuilt: bool = False
+    """Docker: copy the repository as built, the default without ``app`` (kept for the ``--prebuilt`` flag)."""
     app: str | None = None
+    """Docker: rebuild the repository inside the image from this ``APP:ATTR`` instead of copying it."""
     context: Path = field(default_factory=Path)
     output_dir: Path | None = None
     """Where the files will be written; the Dockerfile's `docker build -f` hint points there."""
@@ -58,7 +60,7 @@ class DeployOutput:
     """File name → content, in the order they should be printed."""
     warnings: tuple[str, ...]
     binaries: dict[str, bytes] = field(default_factory=dict)
-    """Written beside the files, never printed: repogen's own wheel, which the Docker build stage installs."""
+    """Written beside the files, never printed: repogen's own wheel, which an ``--app`` build stage installs."""
 
 
 def dump_yaml(*documents: dict[str, Any]) -> str:
@@ -129,20 +131,24 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         out_dir = options.output_dir
         dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
         repogen_wheel = None
-        if not options.prebuilt and options.app:
+        if options.prebuilt and options.app:
+            raise DeployError(
+                f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
+                "image; expected one of them. Leave --app out to copy the repository (the default)."
+            )
+        if options.app:
             if out_dir is None:
                 raise DeployError(
-                    "building the repository inside the image installs repogen from a wheel written beside the "
-                    "Dockerfile, inside the build context; expected -o DIR (under --context). Or pass --prebuilt to "
-                    "copy the repository built here."
+                    "rebuilding the repository inside the image (--app) installs repogen from a wheel written beside "
+                    "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
+                    "to copy the repository built here."
                 )
             repogen_wheel = docker.context_path(out_dir / wheel_name(), options.context, "the deployment directory")
             binaries[wheel_name()] = wheel_bytes()
         built = docker.dockerfile(
             info,
             target,
-            app=options.app,
-            prebuilt=options.prebuilt,
+            app=options.app or None,
             context=options.context,
             dockerfile_path=dockerfile_path,
             tag=image,
@@ -151,7 +157,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         )
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
-        if options.prebuilt:
+        if not options.app:
             mismatch = docker.python_mismatch(info, target)
             if mismatch and not info.portable:  # pinned to another Python: it cannot load there
                 raise DeployError(f"{mismatch} Nothing was written.")

@@ -44,20 +44,35 @@ def _package_files() -> dict[str, bytes]:
     return found
 
 
-def _dist_info() -> dict[str, bytes]:
-    try:
-        dist = importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+def _metadata() -> tuple[str, str]:
+    """The core metadata and entry points of the installed distribution (its ``METADATA``, or ``PKG-INFO``).
+
+    Not simply ``distribution(DISTRIBUTION)``: that is the first match on ``sys.path``, and ``python -m
+    repogen`` in a checkout puts the checkout first, where setuptools leaves ``triton_repogen.egg-info``
+    (a ``PKG-INFO``, no ``METADATA``); a wheel made from it would install without its dependencies.
+    """
+    found = []
+    for dist in importlib.metadata.distributions(name=DISTRIBUTION):
+        text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
+        if text and dist.version == __version__:
+            found.append((dist.read_text("METADATA") is None, text, dist.read_text("entry_points.txt") or ""))
+    if not found:
         raise DeployError(
-            f"repogen runs without its distribution metadata ({DISTRIBUTION} is not installed), so no wheel of it "
-            "can be made for the image. Install it (pip install -e . in a checkout), or pass --prebuilt to copy a "
-            "repository built here instead."
-        ) from None
+            f"repogen {__version__} runs without its distribution metadata ({DISTRIBUTION} {__version__} is not "
+            "installed), so no wheel of it can be made for the image. Install it (`make install`, or pip install "
+            "-e . in a checkout), or leave --app out to copy the repository built here instead."
+        )
+    _, metadata, entry_points = min(found, key=lambda item: item[0])  # a dist-info before an egg-info
+    return metadata, entry_points
+
+
+def _dist_info() -> dict[str, bytes]:
+    metadata, entry_points = _metadata()
     info = f"{DISTRIBUTION.replace('-', '_')}-{__version__}.dist-info"
     wheel = "Wheel-Version: 1.0\nGenerator: repogen deploy\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     return {
-        f"{info}/METADATA": (dist.read_text("METADATA") or "").encode(),
-        f"{info}/entry_points.txt": (dist.read_text("entry_points.txt") or "").encode(),
+        f"{info}/METADATA": metadata.encode(),
+        f"{info}/entry_points.txt": entry_points.encode(),
         f"{info}/WHEEL": wheel.encode(),
     }
 
