@@ -37,6 +37,13 @@ FAST_EXIT = ("--exit-timeout-secs=5",)  # a dead stub (2.51) holds the shutdown 
 X = np.array([[1.0, 2.0]], dtype=np.float32)
 
 
+def _at(needle: str, function: str) -> str:
+    """Where the app raises: the location a callable's error names (its innermost frame in the user's source)."""
+    lines = (ROOT / APP).read_text().splitlines()
+    (number,) = [i for i, line in enumerate(lines, 1) if needle in line]
+    return f"(at app.py:{number}, in {function})"
+
+
 def _message(call) -> str:
     with pytest.raises(InferenceServerException) as info:
         call()
@@ -74,14 +81,20 @@ def test_a_batch_with_a_row_too_many_fails_naming_the_output_and_the_counts(serv
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize(
-    ("code", "expected"), [(1, "SystemExit: 3"), (2, "KeyboardInterrupt: stop"), (3, "GeneratorExit: closed")]
+    ("code", "expected", "raised"),
+    [
+        (1, "SystemExit: 3", "raise SystemExit(3)"),
+        (2, "KeyboardInterrupt: stop", 'raise KeyboardInterrupt("stop")'),
+        (3, "GeneratorExit: closed", 'raise GeneratorExit("closed")'),
+    ],
 )
-def test_system_exit_and_friends_are_that_request_s_error(server, protocol, code, expected):
+def test_system_exit_and_friends_are_that_request_s_error(server, protocol, code, expected, raised):
     x = np.full((1, 2), code, np.float32)
-    assert _message(lambda: infer(protocol, server, "Exits", {"x": x})) == expected  # no traceback, no path
+    text = _message(lambda: infer(protocol, server, "Exits", {"x": x}))
+    assert text == f"{expected} {_at(raised, 'exits')}"  # one line: no traceback, no absolute path
     calm = np.full((1, 2), 5.0, np.float32)
     np.testing.assert_array_equal(infer(protocol, server, "Exits", {"x": calm})["y"], calm)  # and it keeps serving
-    saw = f'"{expected}", then the next request answers'
+    saw = f'"{text}", then the next request answers'
     record(f"callable raises {expected.split(':')[0]} ({protocol})", 2, 1, 0, saw)
 
 
@@ -193,9 +206,8 @@ def test_unrecoverable_error_answers_then_shuts_the_server_down(protocol, cli_bu
     server = triton_server(repo, extra_args=FAST_EXIT)
     assert infer(protocol, server, "Bystander", {"x": X})["y"].tolist() == X.tolist()
     minus = -np.ones((2,), np.float32)
-    assert _message(lambda: infer(protocol, server, "Doomed", {"x": minus})) == (
-        "PyTritonUnrecoverableError: weights are corrupt"
-    )
+    error = f"PyTritonUnrecoverableError: weights are corrupt {_at('weights are corrupt', 'doomed_model')}"
+    assert _message(lambda: infer(protocol, server, "Doomed", {"x": minus})) == error
     start = time.monotonic()
     while server.is_running() and time.monotonic() - start < 20:
         time.sleep(0.1)
@@ -203,7 +215,7 @@ def test_unrecoverable_error_answers_then_shuts_the_server_down(protocol, cli_bu
     assert not server.is_running(), log[-3000:]
     assert server.stop() == 0  # a graceful exit: Kubernetes restarts the container, Docker with --restart=always
     assert (
-        f"model 'Doomed': PyTritonUnrecoverableError: weights are corrupt; shutting tritonserver (pid {server.pid}) "
+        f"model 'Doomed': {error}; shutting tritonserver (pid {server.pid}) "
         "down with SIGTERM, as PyTriton does, so that its supervisor restarts it" in log
     )
     assert "Signal (15) received." in log
