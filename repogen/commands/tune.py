@@ -11,6 +11,7 @@ import click
 from ..errors import ServeError, TuneError
 from ..ondisk.repository import require_directory
 from ..server.client.perf import parse_shapes
+from ..server.running.foreground import find_tritonserver
 from ..server.running.reload import AppBuild
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
@@ -41,18 +42,28 @@ from .params import TritonRelease
               f"{DEFAULT_RELEASE.tritonserver}; {', '.join(r.tritonserver for r in EMBEDDED)}).")  # fmt: skip
 @click.option("--server-python", metavar="X.Y", help="Python the server runs models with (default: the release's "
               "NGC container Python).")  # fmt: skip
+@click.option("--tritonserver", "tritonserver_path", metavar="PATH", help="Run this tritonserver (e.g. "
+              "/opt/tritonserver/bin/tritonserver in an NGC container) with its own backends and Python, "
+              "instead of the embedded one.")  # fmt: skip
 def tune(
     target: str, models: tuple[str, ...], reports: Path, max_instances: int, max_batch_size: int,
     max_concurrency: int, search: str, timeout: int | None, shapes: tuple[str, ...],
-    triton_version: Release | None, server_python: str | None,
+    triton_version: Release | None, server_python: str | None, tritonserver_path: str | None,
 ) -> None:  # fmt: skip
     """Tune instance counts and batching with NVIDIA Model Analyzer; print what to write in app.py.
 
     TARGET is an app (path/app.py:models, built first) or a built repository. Model Analyzer (from PyPI,
-    installed into the cache on first use) runs the embedded tritonserver on 127.0.0.1, measures each
-    config with perf_analyzer, and ranks them by throughput; the top one is printed as the ModelConfig
-    arguments that differ from today's, beside today's numbers. Ctrl+C stops everything it started.
+    installed into the cache on first use) runs the embedded tritonserver (or --tritonserver) on
+    127.0.0.1, measures each config with perf_analyzer, and ranks them by throughput; the top one is
+    printed as the ModelConfig arguments that differ from today's, beside today's numbers. Ctrl+C
+    stops everything it started.
     """
+    if tritonserver_path and (triton_version or server_python):
+        raise click.UsageError(
+            "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+            "select the embedded server. Pass one or the other."
+        )
+    given = find_tritonserver(tritonserver_path) if tritonserver_path else None
     release = triton_version or DEFAULT_RELEASE
     if release not in EMBEDDED:
         raise click.UsageError(
@@ -60,7 +71,7 @@ def tune(
             f"{', '.join(r.tritonserver for r in EMBEDDED)}."
         )
     budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
-    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout)
+    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
     try:
         if ":" in target and not Path(target).is_dir():

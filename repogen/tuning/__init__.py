@@ -20,7 +20,7 @@ from ..server.provision.model_analyzer import ensure_model_analyzer, model_analy
 from ..server.provision.perf_analyzer import ensure_perf_analyzer
 from ..server.provision.pythons import container_python_or_current, require_python
 from ..triton.releases import Release, pairing_label
-from .plan import SearchBudget, plan_tuning, skipped
+from .plan import SearchBudget, ServerLaunch, embedded_launch, given_launch, plan_tuning, skipped
 from .results import Recommendation, read_recommendation
 from .run import run_model_analyzer
 
@@ -37,18 +37,12 @@ class TuneOptions:
     shapes: dict[str, list[int]] = field(default_factory=dict)
     budget: SearchBudget = SearchBudget()
     timeout_s: float | None = None
+    tritonserver: Path | None = None  # a tritonserver of the user's instead of the embedded one
 
 
 def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> list[Recommendation]:
     """Profile ``repository``'s models with Model Analyzer; its reports and each config measured land in ``reports``."""
-    if options.server_python:
-        python, version, note = require_python(options.server_python), options.server_python, None
-    else:
-        python, version, note = container_python_or_current(options.release)
-    if note:
-        echo(note)
-    install = ensure_server(options.release)
-    venv = venv_info(ensure_server_venv(python=python, numpy=options.release.numpy))
+    server, label = _server(options, echo)
     perf = ensure_perf_analyzer()
     if not model_analyzer_installed():
         echo(f"Installing Model Analyzer {MA_VERSION} into the cache (once, ~600 MB)...")
@@ -59,12 +53,12 @@ def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> l
     # A directory no command line of the user's names: everything that mentions it was started by this run.
     workdir = Path(tempfile.mkdtemp(prefix="repogen-tune-"))
     try:
-        plan = plan_tuning(repository, workdir, install, venv, perf, options.budget, options.models, options.shapes)
+        plan = plan_tuning(repository, workdir, server, perf, options.budget, options.models, options.shapes)
         budget = options.budget
         echo(
             f"Tuning {', '.join(plan.models)} with Model Analyzer ({budget.mode} search: up to {budget.max_instances} "
             f"instances, max batch size up to {budget.max_batch_size}, concurrency up to {budget.max_concurrency}) "
-            f"on {pairing_label(options.release, version)}..."
+            f"on {label}..."
         )
         try:
             run_model_analyzer(analyzer.executable, plan, echo, reports, options.timeout_s)
@@ -73,6 +67,21 @@ def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> l
         return [read_recommendation(reports, reports / "configs", repository, name) for name in plan.models]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _server(options: TuneOptions, echo: Echo) -> tuple[ServerLaunch, str]:
+    """The user's ``--tritonserver`` as it is, else the embedded release with its container's Python."""
+    if options.tritonserver is not None:
+        return given_launch(options.tritonserver), str(options.tritonserver)
+    if options.server_python:
+        python, version, note = require_python(options.server_python), options.server_python, None
+    else:
+        python, version, note = container_python_or_current(options.release)
+    if note:
+        echo(note)
+    install = ensure_server(options.release)
+    venv = venv_info(ensure_server_venv(python=python, numpy=options.release.numpy))
+    return embedded_launch(install, venv), pairing_label(options.release, version)
 
 
 def _keep(workdir: Path, reports: Path) -> None:

@@ -12,6 +12,7 @@ config as ``repogen perf`` writes them. Everything listens on 127.0.0.1, on port
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from ..server.running.process import HOST, TritonServer, free_ports
 from ..triton.dtypes import wire_name
 from ..triton.proto import model_config_pb2 as mc
 
-__all__ = ["SearchBudget", "TunePlan", "plan_tuning", "skipped"]
+__all__ = ["SearchBudget", "ServerLaunch", "TunePlan", "embedded_launch", "given_launch", "plan_tuning", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,31 @@ class SearchBudget:
     max_batch_size: int = 8
     max_concurrency: int = 4
     mode: str = "brute"
+
+
+@dataclass(frozen=True)
+class ServerLaunch:
+    """The tritonserver Model Analyzer starts: its binary, the flags it needs beyond ports and addresses, and
+    the environment it (and perf_analyzer, which inherits Model Analyzer's) runs with."""
+
+    binary: Path
+    flags: dict[str, str]
+    environment: dict[str, str]
+
+
+def embedded_launch(install: ServerInstall, venv: VenvInfo) -> ServerLaunch:
+    """The embedded server as ``repogen serve`` runs it: the stub's libpython and the numpy-only venv."""
+    server = TritonServer(Path("."), install, venv, log_path=os.devnull)  # never started: its environment only
+    flags = {
+        "backend-directory": str(install.backend_directory(venv.python_version)),
+        "cache-directory": str(install.cache_directory),
+    }
+    return ServerLaunch(install.binary, flags, server.environment())
+
+
+def given_launch(binary: Path) -> ServerLaunch:
+    """A tritonserver of the user's (``--tritonserver``, e.g. in an NGC container): its own backends and Python."""
+    return ServerLaunch(binary, {}, dict(os.environ))
 
 
 @dataclass(frozen=True)
@@ -117,8 +143,7 @@ def _untunable(model: ModelDir) -> str | None:
 def plan_tuning(
     repository: Path,
     workdir: Path,
-    install: ServerInstall,
-    venv: VenvInfo,
+    server: ServerLaunch,
     perf: PerfAnalyzer,
     budget: SearchBudget,
     names: tuple[str, ...] = (),
@@ -126,9 +151,8 @@ def plan_tuning(
 ) -> TunePlan:
     """Write the inputs and Model Analyzer's config for ``repository`` under ``workdir``."""
     models = _choose(repository, names)
-    server = TritonServer(repository, install, venv)  # never started: its command and environment only
     http, grpc, metrics = free_ports(3)
-    environment = perf.environment(server.environment())  # one LD_LIBRARY_PATH for server and perf_analyzer
+    environment = perf.environment(server.environment)  # one LD_LIBRARY_PATH for server and perf_analyzer
     profile: dict[str, Any] = {}
     for model in models:
         try:
@@ -150,15 +174,16 @@ def plan_tuning(
         "model_repository": str(linked),
         "profile_models": profile,
         "triton_launch_mode": "local",
-        "triton_server_path": str(install.binary),
+        "triton_server_path": str(server.binary),
         "triton_server_flags": {
-            "backend-directory": str(install.backend_directory(venv.python_version)),
-            "cache-directory": str(install.cache_directory),
+            **server.flags,
             "http-address": HOST,
             "grpc-address": HOST,
             "metrics-address": HOST,
         },
-        "triton_server_environment": {k: environment[k] for k in ("LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV")},
+        "triton_server_environment": {
+            k: environment[k] for k in ("LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV") if k in environment
+        },
         "triton_http_endpoint": f"{HOST}:{http}",
         "triton_grpc_endpoint": f"{HOST}:{grpc}",
         "triton_metrics_url": f"http://{HOST}:{metrics}/metrics",

@@ -5,6 +5,7 @@ leaves no server, stub or perf_analyzer behind."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,11 +17,13 @@ import pytest
 from google.protobuf import text_format
 from serve_cli import ROOT, cli_env
 
-from repogen.server.provision.install import default_cache_dir
+from repogen.server.provision.install import default_cache_dir, ensure_server, ensure_server_venv, venv_info
 from repogen.server.provision.model_analyzer import ensure_model_analyzer
+from repogen.server.provision.pythons import require_python
 from repogen.testing.releases import pairing_under_test
 from repogen.triton.proto import model_config_pb2 as mc
 from repogen.tuning import SearchBudget, TuneOptions, tune
+from repogen.tuning.plan import embedded_launch
 from repogen.tuning.run import processes_naming
 
 pytestmark = pytest.mark.integration
@@ -74,11 +77,34 @@ def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, c
     assert not _tune_processes()
 
 
-def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path):
+def _container_tritonserver(directory: Path) -> Path:
+    """A tritonserver as an NGC container has one: a command that brings its own backends and Python.
+
+    Here the embedded release under test, behind a script that sets its environment and backend directory.
+    """
     pairing = pairing_under_test()
+    install = ensure_server(pairing.release)
+    venv = venv_info(ensure_server_venv(python=require_python(pairing.python), numpy=pairing.release.numpy))
+    launch = embedded_launch(install, venv)
+    exports = " ".join(f"{k}={shlex.quote(launch.environment[k])}" for k in ("LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV"))
+    flags = " ".join(shlex.quote(f"--{k}={v}") for k, v in sorted(launch.flags.items()))
+    script = directory / "bin" / "tritonserver"
+    script.parent.mkdir(parents=True)
+    script.write_text(f'#!/bin/sh\nexport {exports}\nexec {shlex.quote(str(launch.binary))} {flags} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("server", ["embedded", "--tritonserver"])
+def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server):
+    """Profiling starts only once Model Analyzer's server has loaded the model: with --tritonserver, the user's."""
+    pairing = pairing_under_test()
+    if server == "embedded":
+        choice = ["--triton-version", pairing.release.tritonserver, "--server-python", pairing.python]
+    else:
+        choice = ["--tritonserver", str(_container_tritonserver(tmp_path / "container"))]
     cmd = [sys.executable, "-m", "repogen", "tune", APP, "--max-instances", "2", "--max-batch-size", "2",
-           "--max-concurrency", "2", "--reports", str(tmp_path / "reports"),
-           "--triton-version", pairing.release.tritonserver, "--server-python", pairing.python]  # fmt: skip
+           "--max-concurrency", "2", "--reports", str(tmp_path / "reports"), *choice]  # fmt: skip
     env = cli_env(REPOGEN_CACHE_DIR=str(default_cache_dir()))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
