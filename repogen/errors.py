@@ -24,6 +24,10 @@ class NoSourceError(BuildError):
     """A code object whose source cannot be found or does not match it."""
 
 
+class GraphMismatchError(BuildError):
+    """An exported network's declared tensors disagree with its graph (name, data type or dims)."""
+
+
 class UnknownReleaseError(RepogenError, LookupError):
     """A Triton release that is not in repogen's table (``repogen.triton.releases``)."""
 

@@ -43,6 +43,24 @@ class ModelDefinition:
     files: tuple[Path, ...] = ()  # absolute paths, copied into the version directory
 
 
+#: What ``models.onnx(..., backend=...)`` accepts: Triton's own onnxruntime backend, or the Python backend
+#: running the graph through onnxruntime shipped inside the repository (servers without that backend).
+ONNX_BACKENDS = ("onnxruntime", "python")
+
+
+@dataclasses.dataclass(frozen=True)
+class OnnxDefinition:
+    """An exported ONNX network as declared; its tensors are read from the graph when not declared."""
+
+    name: str
+    path: Path  # absolute
+    inputs: tuple[Tensor, ...] | None
+    outputs: tuple[Tensor, ...] | None
+    config: ModelConfig
+    version: int
+    backend: str
+
+
 LocalRunner = Callable[["Repository"], Any]
 _local_runner: LocalRunner | None = None
 
@@ -59,6 +77,7 @@ class Repository:
     def __init__(self) -> None:
         self._definitions: list[ModelDefinition] = []
         self._ensembles: list[EnsembleDefinition] = []
+        self._networks: list[OnnxDefinition] = []
         self._local: tuple[tuple[int, int], Any] | None = None
 
     @property
@@ -68,6 +87,44 @@ class Repository:
     @property
     def ensembles(self) -> tuple[EnsembleDefinition, ...]:
         return tuple(self._ensembles)
+
+    @property
+    def networks(self) -> tuple[OnnxDefinition, ...]:
+        """Exported networks (``onnx``), served by a backend of their own rather than by a callable."""
+        return tuple(self._networks)
+
+    def onnx(
+        self,
+        model_name: str,
+        path: str | os.PathLike[str],
+        *,
+        inputs: Sequence[Tensor] | None = None,
+        outputs: Sequence[Tensor] | None = None,
+        model_version: int = 1,
+        config: ModelConfig | None = None,
+        backend: str = "onnxruntime",
+    ) -> ModelHandle:
+        """Add an exported ONNX network: ``<model_name>/<model_version>/model.onnx``.
+
+        ``inputs``/``outputs`` default to the graph's (symbolic dims become -1; with
+        ``max_batch_size > 0`` the leading dim, which must be symbolic, is the batch axis and is left
+        out, as in ``bind``). Declared ones must agree with the graph; the build says where they do
+        not. ``backend="onnxruntime"`` is Triton's onnxruntime backend; ``backend="python"`` runs the
+        same graph on the Python backend through onnxruntime, which the build ships inside the
+        repository (for a server that has only the Python backend). ``path`` is relative to the
+        declaring module; the build reads it with protobuf alone (no ``onnx`` package needed).
+        """
+        definition = OnnxDefinition(
+            name=model_name,
+            path=_resolve(path),
+            inputs=None if inputs is None else tuple(inputs),
+            outputs=None if outputs is None else tuple(outputs),
+            config=config if config is not None else ModelConfig(),
+            version=model_version,
+            backend=backend,
+        )
+        self._networks.append(definition)
+        return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def ensemble(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..ir.spec import EnsembleSpec, ModelSpec, VersionSpec
+from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, VersionSpec
 from ..runtime.records import Metadata, dumps
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
@@ -37,12 +37,23 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
         obj = {"infer_funcs": list(version.infer_funcs)}
         funcs = version.infer_funcs
         labels = ["infer_func"] if len(funcs) == 1 else [f"infer_func[{i}]" for i in range(len(funcs))]
-        payload = pickle_payload(what, obj, list(zip(labels, funcs, strict=True)), version.clients, payloads)
+        callables = list(zip(labels, funcs, strict=True))
+        payload = pickle_payload(what, obj, callables, version.clients, payloads, version.imports)
         record = {Metadata.CALLS: list(version.calls)}
         files.update(version_files(model, version, payload, record))
         files.update(payloads.place(f"{model.name}/{version.version}", payload))
         for name, source in model.files:
             files.update(shipped(f"{model.name}/{version.version}/files/{name}", source))
+        for name, source in version.files:
+            files.update(shipped(f"{model.name}/{version.version}/{name}", source))
+    return files
+
+
+def emit_network(network: NetworkSpec) -> dict[str, bytes]:
+    """Triton's standard layout for an exported network: the config, and each version's graph file."""
+    files = {f"{network.name}/{CONFIG}": to_text(model_config(network.model, backend=network.backend)).encode("utf-8")}
+    for version, source in network.graphs:
+        files[f"{network.name}/{version}/{network.filename}"] = source.read_bytes()
     return files
 
 

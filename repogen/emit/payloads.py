@@ -106,14 +106,19 @@ def pickle_payload(
     callables: Sequence[tuple[str, Any]],
     clients: Sequence[ClientSpec],
     payloads: Payloads,
+    imports: Sequence[str] = (),
 ) -> Payload:
-    """Pickle ``obj``; ``callables`` (label, callable) are searched for the culprit when pickling fails."""
+    """Pickle ``obj``; ``callables`` (label, callable) are searched for the culprit when pickling fails.
+
+    ``imports`` are modules the callables import when they run that pickling cannot see (a vendored
+    runtime class's lazy ``import onnxruntime``): recorded and shipped like the ones it finds.
+    """
     pickled = _pickled(what, obj, callables, clients_reducer(clients), payloads)
     if payloads.table is None:
-        needs = requirements.third_party(pickled.modules)
+        needs = requirements.third_party([*pickled.modules, *imports])
     else:
         app_dir = payloads.roots[0] if payloads.roots else "(none: pass roots=(<project dir>,) to build_repository)"
-        needs = requirements.account(pickled.modules, pickled.imports, payloads.targets, what, app_dir)
+        needs = requirements.account(pickled.modules, [*pickled.imports, *imports], payloads.targets, what, app_dir)
     shipped, listed = sources.ship(pickled.sources)
     packages = payloads.packager.ship(what, needs) if payloads.packager is not None else {}
     metadata = {

@@ -16,7 +16,7 @@ from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
 from ..triton.layout import MANIFEST
 from ..triton.targets import Targets
 from ..version import __version__
-from .files import emit_ensemble, emit_model
+from .files import emit_ensemble, emit_model, emit_network
 from .fused import emit_fused
 from .payloads import Payloads, build_environment
 
@@ -42,7 +42,7 @@ def emit_repository(
     """
     files: dict[str, bytes] = {}
     payloads = Payloads.create(targets, roots, packager)
-    total = len(spec.models) + len(spec.ensembles)
+    total = len(spec.models) + len(spec.ensembles) + len(spec.networks)
     for done, model in enumerate(spec.models, start=1):
         files.update(emit_model(model, payloads))
         if progress is not None:
@@ -52,6 +52,10 @@ def emit_repository(
         files.update(emit_fused(fused, payloads) if fused is not None else emit_ensemble(ensemble))
         if progress is not None:
             progress(done, total, ensemble.name)
+    for done, network in enumerate(spec.networks, start=len(spec.models) + len(spec.ensembles) + 1):
+        files.update(emit_network(network))
+        if progress is not None:
+            progress(done, total, network.name)
     files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),

@@ -16,13 +16,14 @@ from typing import Any
 
 from ..dsl.config import ModelConfig
 from ..dsl.handle import ModelHandle
-from ..dsl.repository import EnsembleDefinition, ModelDefinition, Repository
+from ..dsl.repository import EnsembleDefinition, ModelDefinition, OnnxDefinition, Repository
 from ..errors import BuildError
 from .config import lower_config
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
+from .networks import lower_network
 from .references import referenced_handles
-from .spec import ClientSpec, ModelSpec, RepositorySpec
+from .spec import ClientSpec, ModelSpec, NetworkSpec, RepositorySpec
 from .tensors import lower_tensors, max_batch_size
 from .versions import lower_version, lower_version_policy, select_version
 from .wiring import Interface
@@ -46,12 +47,30 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     for definition in repository.definitions:
         _check_model_name(definition.name)
         by_name.setdefault(definition.name, []).append(definition)
-    if not by_name:
-        raise BuildError("the repository declares no model; add one with models.bind(...) or @models.model(...)")
+    exported: dict[str, list[OnnxDefinition]] = {}
+    for network in repository.networks:
+        _check_model_name(network.name)
+        if network.name in by_name:
+            raise BuildError(
+                f"model '{network.name}' is declared both as an ONNX model and with bind/@model; names are "
+                "directory names and must be unique"
+            )
+        exported.setdefault(network.name, []).append(network)
+    if not by_name and not exported:
+        raise BuildError(
+            "the repository declares no model; add one with models.bind(...), @models.model(...) or models.onnx(...)"
+        )
     if version is not None:
         by_name = {name: [select_version(name, defs, version)] for name, defs in by_name.items()}
+        exported = {name: [select_version(name, defs, version)] for name, defs in exported.items()}
     models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
+    lowered = [lower_network(name, defs) for name, defs in sorted(exported.items())]
+    networks = [n for n in lowered if isinstance(n, NetworkSpec)]
+    models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
     interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size, m.decoupled) for m in models}
+    for served in networks:
+        model = served.model
+        interfaces[model.name] = Interface(model.inputs, model.outputs, model.max_batch_size, model.decoupled)
     for ensemble in repository.ensembles:
         _check_model_name(ensemble.name)
         if ensemble.name in interfaces:
@@ -71,7 +90,7 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
     fused = tuple(fuse(e, config[e.name], by_model) for e in ensembles if e.name in config)
-    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused)
+    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks))
 
 
 def _ensemble_interface(definition: EnsembleDefinition) -> Interface:

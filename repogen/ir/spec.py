@@ -98,6 +98,10 @@ class VersionSpec:
     version: int
     infer_funcs: tuple[Any, ...]  # one callable per model instance
     clients: tuple[ClientSpec, ...] = ()
+    # (name in the version directory, source path): a network the callables open (model.onnx)
+    files: tuple[tuple[str, Path], ...] = ()
+    # modules the callables import at run time that pickling cannot see (onnxruntime): shipped, recorded
+    imports: tuple[str, ...] = ()
 
     @property
     def calls(self) -> tuple[str, ...]:
@@ -122,6 +126,24 @@ class ModelSpec:
     versions: tuple[VersionSpec, ...]
     files: tuple[tuple[str, Path], ...] = ()  # (name under <version>/files/, source path)
     warmup: tuple[WarmupSpec, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkSpec:
+    """An exported network Triton serves with a backend of its own (``backend: "onnxruntime"``).
+
+    ``model`` carries the config (its versions hold no callables); ``graphs`` the file each version
+    ships, written as ``<name>/<version>/<filename>``.
+    """
+
+    model: ModelSpec
+    backend: str
+    filename: str
+    graphs: tuple[tuple[int, Path], ...]  # (version, source path), sorted by version
+
+    @property
+    def name(self) -> str:
+        return self.model.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +180,7 @@ class RepositorySpec:
     models: tuple[ModelSpec, ...]  # sorted by name
     ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name; fused ones too (their steps run in-process)
     fused: tuple[FusedSpec, ...] = ()  # each fused ensemble, sorted by name
+    networks: tuple[NetworkSpec, ...] = ()  # exported networks on their own backends, sorted by name
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:
@@ -177,4 +200,5 @@ class RepositorySpec:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(sorted([m.name for m in self.models] + [e.name for e in self.ensembles]))
+        named = [m.name for m in self.models] + [e.name for e in self.ensembles] + [n.name for n in self.networks]
+        return tuple(sorted(named))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TypeVar
 
 from ..dsl.config import VersionPolicy
-from ..dsl.repository import ModelDefinition
+from ..dsl.repository import ModelDefinition, OnnxDefinition
 from ..errors import BuildError
 from .spec import VersionSpec
+
+Declared = TypeVar("Declared", ModelDefinition, OnnxDefinition)
 
 
 def lower_version(where: str, definition: ModelDefinition) -> VersionSpec:
@@ -44,7 +47,7 @@ def lower_version_policy(
     return policy.kind, tuple(policy.versions)
 
 
-def select_version(name: str, definitions: list[ModelDefinition], version: int) -> ModelDefinition:
+def select_version(name: str, definitions: list[Declared], version: int) -> Declared:
     """The one binding ``--version N`` builds, renumbered ``N``, its version policy set aside for the merge."""
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise BuildError(f"--version must be an integer >= 1, found {version!r}")

@@ -79,6 +79,13 @@ def _set_fields(message: Message) -> Iterator[str]:
             yield from _set_fields(item)
 
 
+# The file each backend loads from a version directory unless default_model_filename says otherwise.
+_MODEL_FILES = {
+    "python": (MODEL_FILE, "the file the stub imports"),
+    "onnxruntime": ("model.onnx", "the graph the onnxruntime backend loads"),
+}
+
+
 def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
     config_path = model.path / CONFIG
     problems: list[Problem] = []
@@ -117,15 +124,16 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
                 )
             )
     problems.extend(_check_versions(model))
-    if config is not None and config.backend == "python":
-        filename = config.default_model_filename or MODEL_FILE
+    if config is not None and config.backend in _MODEL_FILES:
+        default, what = _MODEL_FILES[config.backend]
+        filename = config.default_model_filename or default
         for version in model.versions:
             if not (model.path / str(version) / filename).is_file():
                 problems.append(
                     Problem.at(
                         model.path / str(version),
-                        f"python-backend model {model.name!r} version {version} has no {filename}; "
-                        f"expected {model.name}/{version}/{filename} (the file the stub imports)",
+                        f"{config.backend}-backend model {model.name!r} version {version} has no {filename}; "
+                        f"expected {model.name}/{version}/{filename} ({what})",
                     )
                 )
     problems.extend(_check_payloads(model))

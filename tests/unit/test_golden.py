@@ -64,6 +64,7 @@ def test_the_corpus_covers_every_feature_family() -> None:
         "fused",
         "instance_groups",
         "notebook",
+        "onnx",
         "quickstart",
         "sequence",
         "streaming",

@@ -1,4 +1,4 @@
-"""Regenerate ``model_config_pb2.py``/``.pyi`` from ``proto/model_config.proto``.
+"""Regenerate ``model_config_pb2.py``/``.pyi`` and ``onnx_graph_pb2.py``/``.pyi`` from ``proto/``.
 
 Usage: ``python -m repogen.triton.proto.generate [--out DIR] [--proto-dir DIR]`` (what ``make proto`` runs).
 The output depends on the grpcio-tools version, so generate with the pinned one.
@@ -14,17 +14,18 @@ from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROTO_DIR = PACKAGE_DIR.parents[2] / "proto"
-PROTO_FILE = "model_config.proto"
-GENERATED_FILES = ("model_config_pb2.py", "model_config_pb2.pyi")
+PROTO_FILES = ("model_config.proto", "onnx_graph.proto")
+GENERATED_FILES = tuple(f"{Path(p).stem}_pb2{ext}" for p in PROTO_FILES for ext in (".py", ".pyi"))
 
 
 def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[Path]:
-    """Run protoc (from grpcio-tools) on the schema; return the paths of the generated files."""
+    """Run protoc (from grpcio-tools) on the schemas; return the paths of the generated files."""
     from grpc_tools import protoc  # build-time dependency, imported lazily
 
-    proto_path = proto_dir / PROTO_FILE
-    if not proto_path.is_file():
-        raise FileNotFoundError(f"schema not found: {proto_path}")
+    proto_paths = [proto_dir / name for name in PROTO_FILES]
+    for proto_path in proto_paths:
+        if not proto_path.is_file():
+            raise FileNotFoundError(f"schema not found: {proto_path}")
     out_dir.mkdir(parents=True, exist_ok=True)
     # Compiled from the schema's parent so that it registers as "proto/model_config.proto", not
     # "model_config.proto": tritonclient registers a file of that name in the same default pool.
@@ -34,7 +35,7 @@ def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[P
             f"-I{proto_dir.parent}",
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
-            str(proto_path),
+            *(str(p) for p in proto_paths),
         ]
         rc = protoc.main(args)
         if rc != 0:
@@ -47,7 +48,7 @@ def generate(out_dir: Path = PACKAGE_DIR, proto_dir: Path = PROTO_DIR) -> list[P
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m repogen.triton.proto.generate", description=__doc__)
     parser.add_argument("--out", type=Path, default=PACKAGE_DIR, help="output directory (default: %(default)s)")
-    parser.add_argument("--proto-dir", type=Path, default=PROTO_DIR, help="directory holding model_config.proto")
+    parser.add_argument("--proto-dir", type=Path, default=PROTO_DIR, help="directory holding the .proto files")
     ns = parser.parse_args(argv)
     try:
         paths = generate(ns.out, ns.proto_dir)

@@ -1,0 +1,88 @@
+"""Exported ONNX networks as models, served on the Python backend through shipped onnxruntime.
+
+    repogen build tests/apps/onnx/app.py:models -o build/onnx    (needs onnx and onnxruntime installed)
+
+The graphs are made here, at build time, with the ``onnx`` package (nothing is downloaded):
+
+* ``Affine``: relu(x @ W + b), x FP32 [batch, 4] -> y FP32 [batch, 3]; tensors read from the graph,
+  batching (max_batch_size=8: the graph's symbolic leading dim is the batch axis); version 2 beside
+  version 1 with other weights, both served.
+* ``Mixed``: no batching; ``sum = a + b`` on INT64 [2, n] and ``echo = Identity(text)`` on a STRING
+  [n], with declared tensors that agree with the graph (BYTES travel as bytes, onnxruntime sees str).
+
+Both use ``backend="python"``: the PyPI tritonserver has only the Python backend, so the build ships
+onnxruntime into the repository (the third-party-packages capability) and binds repogen's session
+class. ``tests/apps/onnx/expected.py`` runs onnxruntime on the served files for the answers.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from repogen import DynamicBatcher, ModelConfig, Repository, Tensor
+
+models = Repository()
+FEATURES = 4
+_DIRECTORY = tempfile.mkdtemp(prefix="repogen-onnx-app-")
+atexit.register(shutil.rmtree, _DIRECTORY, True)  # the build has copied the graphs by then
+
+
+def _save(model: onnx.ModelProto, name: str) -> str:
+    onnx.checker.check_model(model)
+    path = os.path.join(_DIRECTORY, name)
+    onnx.save(model, path)
+    return path
+
+
+def affine(scale: float) -> str:
+    """relu(x @ W + b) with a symbolic batch dim, as an exporter writes it."""
+    weights = (np.arange(FEATURES * 3, dtype=np.float32).reshape(FEATURES, 3) / 10 - 0.5) * scale
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["pre"]),
+         helper.make_node("Relu", ["pre"], ["y"])],
+        "affine",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", FEATURES])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])],
+        [helper.make_tensor("W", TensorProto.FLOAT, weights.shape, weights.ravel()),
+         helper.make_tensor("b", TensorProto.FLOAT, [3], [0.1, -0.2, 0.3])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return _save(model, f"affine_{scale}.onnx")
+
+
+def mixed() -> str:
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["a", "b"], ["sum"]), helper.make_node("Identity", ["text"], ["echo"])],
+        "mixed",
+        [helper.make_tensor_value_info("a", TensorProto.INT64, [2, "n"]),
+         helper.make_tensor_value_info("b", TensorProto.INT64, [2, "n"]),
+         helper.make_tensor_value_info("text", TensorProto.STRING, ["m"])],
+        [helper.make_tensor_value_info("sum", TensorProto.INT64, [2, "n"]),
+         helper.make_tensor_value_info("echo", TensorProto.STRING, ["m"])],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return _save(model, "mixed.onnx")
+
+
+batched = ModelConfig(max_batch_size=8, batcher=DynamicBatcher(max_queue_delay_microseconds=100))
+models.onnx("Affine", affine(1.0), config=batched, backend="python")
+models.onnx("Affine", affine(2.0), config=batched, backend="python", model_version=2)
+models.onnx(
+    "Mixed",
+    mixed(),
+    inputs=[
+        Tensor(name="a", dtype=np.int64, shape=(2, -1)),
+        Tensor(name="b", dtype=np.int64, shape=(2, -1)),
+        Tensor(name="text", dtype=bytes, shape=(-1,)),
+    ],
+    outputs=[Tensor(name="sum", dtype=np.int64, shape=(2, -1)), Tensor(name="echo", dtype=bytes, shape=(-1,))],
+    config=ModelConfig(max_batch_size=0),
+    backend="python",
+)

@@ -1,0 +1,47 @@
+"""onnxruntime's own answers on the graphs a build wrote, run by the builder's Python (which has it).
+
+    <builder venv>/bin/python tests/apps/onnx/expected.py REPOSITORY OUT.npz
+
+For each (model, version) of ``INPUTS`` it opens ``REPOSITORY/<model>/<version>/model.onnx`` — the
+very file the server runs — in an onnxruntime session, and saves the inputs as
+``<model>.<version>.in.<name>`` and the answers as ``<model>.<version>.out.<name>``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import onnxruntime
+
+TEXT = np.array([b"hello", "d\u00e9j\u00e0 vu".encode(), b""], dtype=object)
+INPUTS = {
+    ("Affine", 1): {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
+    ("Affine", 2): {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0]],
+                                  dtype=np.float32)},
+    ("Mixed", 1): {"a": np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int64),
+                   "b": np.array([[10, 20, 30], [-4, -5, 2**40]], dtype=np.int64), "text": TEXT},
+}  # fmt: skip
+
+
+def main(repository: str, path: str) -> None:
+    arrays = {}
+    for (model, version), inputs in INPUTS.items():
+        session = onnxruntime.InferenceSession(
+            os.path.join(repository, model, str(version), "model.onnx"), providers=["CPUExecutionProvider"]
+        )
+        feed = {
+            k: np.array([s.decode() for s in v], dtype=object) if v.dtype == object else v for k, v in inputs.items()
+        }
+        names = [o.name for o in session.get_outputs()]
+        for name, value in zip(names, session.run(names, feed), strict=True):
+            if value.dtype == object:
+                value = np.array([s.encode() for s in value.ravel()], dtype=object).reshape(value.shape)
+            arrays[f"{model}.{version}.out.{name}"] = value
+        arrays.update({f"{model}.{version}.in.{name}": value for name, value in inputs.items()})
+    np.savez(path, **arrays)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,78 @@
+"""Exported ONNX networks (``models.onnx``) served on a stock server that has only the Python backend.
+
+``tests/apps/onnx`` makes its graphs with ``onnx`` at build time and declares them with
+``backend="python"``: the build (in the third-party-packages builder venv, which has onnx and
+onnxruntime) writes each graph as ``<model>/<version>/model.onnx`` and ships onnxruntime inside the
+repository. The pairing under test serves it from its numpy-only venv; every answer, over HTTP and
+gRPC, equals onnxruntime's own on the same file (``expected.py``, run by the builder's Python).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from repogen.ondisk.validate import validate_repository
+from repogen.testing.builders import checkout_root, ensure_builder_venv
+from repogen.testing.client import PROTOCOLS, infer
+from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, builder_python
+
+pytestmark = pytest.mark.integration
+
+APP = "tests/apps/onnx/app.py:models"
+SERVED = (("Affine", 1), ("Affine", 2), ("Mixed", 1))
+
+
+@pytest.fixture(scope="module")
+def built(repogen_cache_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("onnx")
+    build_packages_app(repogen_cache_dir, root / "repo", app=APP)
+    venv = ensure_builder_venv(builder_python(), repogen_cache_dir, tuple(sorted(BUILDER_PACKAGES)))
+    script = checkout_root() / "tests" / "apps" / "onnx" / "expected.py"
+    subprocess.run([str(venv / "bin" / "python"), str(script), str(root / "repo"), str(root / "expected.npz")],
+                   check=True)  # fmt: skip
+    with np.load(root / "expected.npz", allow_pickle=True) as data:
+        return root / "repo", {key: data[key] for key in data.files}
+
+
+@pytest.fixture(scope="module")
+def server(built, serve):
+    return serve(built[0])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_every_version_answers_as_onnxruntime_does(built, server, protocol):
+    _, expected = built
+    for model, version in SERVED:
+        prefix = f"{model}.{version}."
+        inputs = {k[len(prefix) + 3 :]: v for k, v in expected.items() if k.startswith(prefix + "in.")}
+        answer = infer(protocol, server, model, inputs, model_version=str(version))
+        wanted = {k[len(prefix) + 4 :]: v for k, v in expected.items() if k.startswith(prefix + "out.")}
+        assert sorted(answer) == sorted(wanted), (model, version)
+        for name, value in answer.items():
+            if value.dtype == object:
+                assert value.tolist() == wanted[name].tolist(), (model, version, name)
+            else:
+                assert value.dtype == wanted[name].dtype, (model, version, name)
+                np.testing.assert_array_equal(value, wanted[name], err_msg=f"{model} v{version} {name}")
+    one = expected["Affine.1.out.y"]
+    two = expected["Affine.2.out.y"]
+    assert not np.array_equal(one, two[: len(one)])  # the two versions are different graphs, each served
+
+
+def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
+    repo, _ = built
+    manifest = json.loads((repo / "repogen.manifest.json").read_text())
+    for model, version in SERVED:
+        graph = repo / model / str(version) / "model.onnx"
+        assert graph.is_file()
+        assert f"{model}/{version}/model.onnx" in manifest["files"]
+        lock = {p["name"] for t in json.loads((graph.parent / "model.json").read_text())["packages"].values()
+                for p in t["lock"]}  # fmt: skip
+        assert "onnxruntime" in lock and "onnx" not in lock  # onnx made the graphs at build time only
+    assert "max_batch_size: 8" in (repo / "Affine" / "config.pbtxt").read_text()
+    assert all(m.get("state") == "READY" for m in server.models_status())
+    assert [p for p in validate_repository(repo) if not p.warning] == []
