@@ -145,6 +145,7 @@ def serve(
             loaded=loaded,
             keep_failed=reload,
             tick=reloader.tick if reloader else None,
+            explicit=explicit,
         )
     except RepogenError:
         if log_path.exists():  # serving failed: the error names the log, so keep it (and nothing else)

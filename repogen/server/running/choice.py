@@ -72,9 +72,11 @@ def choose_ports(http: int | None, grpc: int | None, metrics: int | None) -> tup
     return resolved["http"], resolved["grpc"], resolved["metrics"]
 
 
-# tritonserver waits up to --exit-timeout-secs (default 30) for open HTTP connections before it unloads anything,
-# so one client holding a keep-alive connection made Ctrl+C take 30 s. 3 s leaves the stubs time to unload when
-# no client is connected (~1.2 s measured); the user's own value after `--` wins.
+# tritonserver (2.45+) waits up to --exit-timeout-secs (default 30) for open HTTP connections before it unloads
+# anything, so one client holding a keep-alive connection made Ctrl+C take 30 s. 3 s leaves the stubs time to
+# unload when no client is connected (~1.1 s per instance of a model, measured); with a client the wait uses all
+# of it and the server exits without the unload, which serve avoids only under explicit model control (it
+# unloads every model first, see TritonServer.stop). The user's own value after `--` wins.
 EXIT_TIMEOUT = "--exit-timeout-secs=3"
 
 

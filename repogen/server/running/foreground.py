@@ -47,8 +47,10 @@ __all__ = [
     "sample_curl",
 ]
 
-# Once every stub has unloaded, tritonserver only closes its endpoints in 1 s ticks: after this long it is ended.
-UNLOADED_GRACE = 0.2
+# Once every stub has exited (its models unloaded, finalize run), tritonserver only closes its endpoints in 1 s
+# ticks: it is ended then, without a grace period. What Ctrl+C costs (measured on 2.51, docs/deployment.md):
+# the Python backend sleeps 1 s in every instance's unload before it sends the stub its finalize request.
+UNLOADED_GRACE = 0.0
 
 Echo = Callable[[str], None]
 Tick = Callable[[Echo], None]
@@ -221,15 +223,19 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop(signal.Signals(signum).name)
 
 
-def _stop(server: TritonServer, echo: Echo) -> None:
-    """Graceful stop; a further SIGINT/SIGTERM kills the server's whole process group."""
+def _stop(server: TritonServer, echo: Echo, explicit: bool = False) -> None:
+    """Graceful stop; a further SIGINT/SIGTERM kills the server's whole process group.
+
+    ``explicit`` (the server runs with explicit model control): every model is unloaded before the SIGINT,
+    so that its ``finalize`` runs even while a client holds a connection open (see ``TritonServer.stop``).
+    """
 
     def kill_group(signum: int, frame: FrameType | None) -> None:
         with suppress(ProcessLookupError, PermissionError, TritonServerError):
             os.killpg(server.pid, signal.SIGKILL)
 
     with _signals(kill_group):
-        server.stop(unloaded_grace=UNLOADED_GRACE)
+        server.stop(unloaded_grace=UNLOADED_GRACE, unload_first=explicit)
 
 
 def _answers(call: Callable[[], Any]) -> bool:
@@ -286,12 +292,14 @@ def run_server(
     loaded: list[str] | None = None,
     keep_failed: bool = False,
     tick: Tick | None = None,
+    explicit: bool = False,
 ) -> None:
     """Start ``server``, stream its log, print the banner when ready, block until a signal, stop.
 
     ``loaded`` names the models asked for (explicit model control), ``None`` every model. A model that
     fails to load ends the run with one line per failed model, unless ``keep_failed``. ``tick(echo)``
-    runs between polls (``--reload``); its ``echo`` prints after the server's pending log lines.
+    runs between polls (``--reload``); its ``echo`` prints after the server's pending log lines. ``explicit``:
+    the server runs with explicit model control, and a stop unloads every model before the SIGINT.
     Returns after a requested stop; raises :class:`ServeError` if the server fails to start, a model
     fails to load, or the server dies on its own.
     """
@@ -322,7 +330,7 @@ def run_server(
         except (_Stop, KeyboardInterrupt):
             echo("Stopping tritonserver...")
         finally:
-            _stop(server, echo)
+            _stop(server, echo, explicit)
             pump.pump()
             pump.close()
     echo("tritonserver stopped.")

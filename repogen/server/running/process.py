@@ -13,7 +13,10 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -232,12 +235,18 @@ class TritonServer:
         """Live PIDs of the server and the backend stubs it spawned."""
         return _group_pids(self.pid) if self._proc is not None else []
 
-    def stop(self, timeout: float = 30.0, unloaded_grace: float | None = None) -> int | None:
+    def stop(
+        self, timeout: float = 30.0, unloaded_grace: float | None = None, unload_first: bool = False
+    ) -> int | None:
         """SIGINT (graceful unload), SIGKILL after ``timeout`` s, then kill leftover stubs and free their shm.
 
         ``unloaded_grace``: once every backend stub has exited (its models unloaded, ``finalize`` run), the
-        server gets this long before SIGKILL; what it does then is close its endpoints in 1 s ticks, a
-        second or two of ``repogen serve``'s Ctrl+C. A stub killed here, or left running by a server that
+        server gets this long before SIGKILL; all it does then is close its endpoints in 1 s ticks, a second
+        of ``repogen serve``'s Ctrl+C. ``unload_first`` (a server with explicit model control): unload every
+        ready model through model control and wait for the stubs to exit before the SIGINT. tritonserver
+        2.51 spends its whole ``--exit-timeout-secs`` waiting for open HTTP connections before it unloads
+        anything and then exits without waiting for the unload, so a client holding a keep-alive connection
+        would keep every ``finalize`` from running. A stub killed here, or left running by a server that
         gave up on its exit timeout, keeps its ``/dev/shm`` region: it is removed once the group is gone.
         Returns the server's exit code (``None`` if it was never started).
         """
@@ -246,9 +255,12 @@ class TritonServer:
             return None
         regions = self._stub_regions()
         if proc.poll() is None:
+            if unload_first and regions:
+                self._unload_all(regions, timeout)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGINT)
-            if not self._wait_stopped(proc, timeout, regions if unloaded_grace is not None else {}, unloaded_grace):
+            stubs = {pid: region for pid, region in regions.items() if pid_alive(pid)}
+            if not self._wait_stopped(proc, timeout, stubs if unloaded_grace is not None else {}, unloaded_grace):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -260,6 +272,28 @@ class TritonServer:
             self._log_file.close()
             self._log_file = None
         return proc.returncode
+
+    def _unload_all(self, stubs: dict[int, str], timeout: float) -> None:
+        """Ask the server to unload every ready model (each on its own thread, should an answer wait for the
+        unload), then wait until ``stubs`` have exited, each after its ``finalize``, or ``timeout`` s."""
+        try:
+            names = [m["name"] for m in self.models_status() if m.get("state") == "READY"]
+        except Exception:  # no answer: the SIGINT unloads them
+            return
+        threads = [threading.Thread(target=self._unload, args=(name, timeout), daemon=True) for name in names]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + timeout
+        while any(pid_alive(pid) for pid in stubs) and time.monotonic() < deadline and self.is_running():
+            time.sleep(0.02)
+
+    def _unload(self, name: str, timeout: float) -> None:
+        request = urllib.request.Request(
+            f"http://{self.http_url}/v2/repository/models/{urllib.parse.quote(name, safe='')}/unload", data=b"{}",
+            method="POST",
+        )  # fmt: skip
+        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=timeout) as answer:
+            answer.read()
 
     def _stub_regions(self) -> dict[int, str]:
         """The server's backend stubs now, pid -> the ``/dev/shm`` region each names on its command line."""
