@@ -7,11 +7,20 @@ from ``execute`` would be counted, but fails every request of the batch with one
 instance counts its error responses in ``repogen_inference_request_failure{model, version}`` through
 the Python backend's custom metrics API, served on Triton's own metrics endpoint; instances of one
 model add to the same series. ``repogen status`` reads it beside the statistics extension.
+
+The family and its metric are never freed. Freed as the stub exits, they crash it (SIGSEGV in
+``MetricFamily::~MetricFamily`` -> ``Metric::Clear``, which reaches for the stub being destroyed;
+python_backend fixed it in PR #429, after every release we serve), so neither the user's ``atexit``
+handlers nor Python's shutdown would run. Freed earlier, in ``finalize``, they would do worse: the
+server counts references per family object, and every instance has its own family object around one
+shared series, so the first instance to go would remove the series the others (and, during a reload,
+the new instances) still increment. Left alone, the series lives as long as the server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 from typing import Any
 
 FAILURE_METRIC = "repogen_inference_request_failure"
@@ -32,6 +41,9 @@ class FailureCounter:
             self._metric = self._family.Metric(labels={"model": model, "version": version})
         except Exception:  # metrics disabled (--allow-metrics=false): serving goes on uncounted
             self._family = self._metric = None
+            return
+        for kept in (self._family, self._metric):  # never freed: see the module's docstring
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))
 
     def add(self, requests: int) -> None:
         if self._metric is not None:

@@ -2,10 +2,12 @@
 
 ``Closer`` is bound as a class with ``$REPOGEN_TEST_CLOSER_INSTANCES`` instances (read at build time, default 1);
 each one's ``finalize`` writes a file named after its instance into ``$REPOGEN_TEST_FINALIZE_DIR`` (the server's
-environment, passed down to its stubs), proving that it ran before the server was gone. ``Echo`` is a plain
-function beside it.
+environment, passed down to its stubs), proving that it ran before the server was gone, and an ``atexit`` handler
+writes ``atexit-<instance>`` there, proving that the stub's Python shut down normally after it (a stub that
+crashes on its way out runs no ``atexit`` handler). ``Echo`` is a plain function beside it.
 """
 
+import atexit
 import os
 import time
 from pathlib import Path
@@ -21,15 +23,20 @@ INSTANCES = int(os.environ.get("REPOGEN_TEST_CLOSER_INSTANCES", "1"))
 class Closer:
     def __init__(self, context: ModelContext):
         self.name = f"{context.model_name}-{context.instance_name}"
+        atexit.register(self._mark, f"atexit-{self.name}")
 
     @batch
     def __call__(self, x):
         return {"y": x}
 
     def finalize(self):
+        self._mark(self.name)
+
+    @staticmethod
+    def _mark(name: str) -> None:
         folder = os.environ.get("REPOGEN_TEST_FINALIZE_DIR")
         if folder:
-            Path(folder, self.name).write_text(f"{time.time():.6f}\n")
+            Path(folder, name).write_text(f"{time.time():.6f}\n")
 
 
 models.bind(
