@@ -10,6 +10,7 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
+from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import UsageError, check_passthrough, choose_ports, choose_server, stop_arguments
 from ..server.running.foreground import ServeError, run_server
 from ..server.running.process import HOST
@@ -135,6 +136,10 @@ def serve(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
             _echo,
         )  # fmt: skip
+        skipped = unservable(server, repository, loaded)
+        if skipped:  # native-backend models the embedded server cannot load: named, and the rest served
+            loaded = serve_without(server, repository, skipped, loaded, version, _echo)
+            explicit = True
         if reload and app is not None:
             reloader = Reloader(build, server, loaded)
         run_server(

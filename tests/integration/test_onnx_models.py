@@ -10,10 +10,14 @@ gRPC, equals onnxruntime's own on the same file (``expected.py``, run by the bui
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import types
 
 import numpy as np
 import pytest
+from serve_cli import ServeProcess
 
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.builders import checkout_root, ensure_builder_venv
@@ -23,6 +27,7 @@ from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, build
 pytestmark = pytest.mark.integration
 
 APP = "tests/apps/onnx/app.py:models"
+NATIVE = checkout_root() / "tests" / "golden" / "onnx" / "expected"  # backend: "onnxruntime", as built
 SERVED = (("Affine", 1), ("Affine", 2), ("Mixed", 1))
 
 
@@ -76,3 +81,36 @@ def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
     assert "max_batch_size: 8" in (repo / "Affine" / "config.pbtxt").read_text()
     assert all(m.get("state") == "READY" for m in server.models_status())
     assert [p for p in validate_repository(repo) if not p.warning] == []
+
+
+def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built, triton_install, tmp_path):
+    repo, expected = built
+    mixed = tmp_path / "mixed"
+    shutil.copytree(repo, mixed, copy_function=os.link)  # the packages are hard links already
+    shutil.copytree(NATIVE / "text_detection", mixed / "text_detection")
+    served = ServeProcess(mixed, triton_install)
+    try:
+        served.wait_for(r"ready \(pid \d+\)")
+        assert (
+            f"Not serving 1 model(s): text_detection needs backend 'onnxruntime', and this tritonserver "
+            f"({served.release}, embedded) has only the backends python. Serve them on a server with those backends "
+            "(an NGC tritonserver container, or --tritonserver PATH), or build ONNX models with "
+            'models.onnx(..., backend="python") to serve them here. Serving the other 2 under explicit model control.'
+        ) in served.output()
+        served.wait_for(r"not loaded \(--model picks\): text_detection")
+        server = types.SimpleNamespace(http_url=f"127.0.0.1:{served.http}", grpc_url=f"127.0.0.1:{served.grpc}")
+        for protocol in PROTOCOLS:
+            answer = infer(protocol, server, "Mixed", {"a": expected["Mixed.1.in.a"], "b": expected["Mixed.1.in.b"],
+                                                      "text": expected["Mixed.1.in.text"]})  # fmt: skip
+            np.testing.assert_array_equal(answer["sum"], expected["Mixed.1.out.sum"])
+    finally:
+        assert served.stop() == 0
+
+    only_native = ServeProcess(NATIVE, triton_install)
+    try:
+        assert only_native.wait_exit(120) == 1
+    finally:
+        only_native.stop()
+    assert (
+        f"Error: no model of {NATIVE} can be served here: text_detection, text_recognition need backend 'onnxruntime'"
+    ) in only_native.output()
