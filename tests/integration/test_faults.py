@@ -144,15 +144,18 @@ def test_sigkilled_stub_under_load(server):
     tally, release = load.tally, server.install.release.tritonserver
     assert tally.wrong == 0 and tally.ok_before_mark > 0 and tally.failed_before_mark == 0, tally
     if release_at_least("2.51.0"):
+        assert server.is_running(), f"2.51 should keep serving without the stub: {tally}\n{server.log_tail()}"
         assert tally.lost == 0 and tally.failed_last and tally.ok_after_mark <= 3, tally  # answers already on their way
         assert set(tally.messages) == {"Stub process 'Victim_0_0' is not healthy."}, tally.messages
         probes = [_status(server, p) for p in ("/v2/health/live", "/v2/health/ready", "/v2/models/Victim/ready")]
         assert probes == [200, 200, 200]
         saw = "\"Stub process 'Victim_0_0' is not healthy.\" forever; live/ready probes 200"
-    elif not server.is_running():  # 2.41, about half the trials: a segfault in the backend after the restart
-        assert "Signal (11) received." in server.log_text(), server.log_tail()
+    elif not server.is_running():  # 2.41, about half the trials: the backend crashes after the restart
+        log = server.log_text()
+        crashed = ("Signal (11) received.", "boost::interprocess::lock_exception")  # a segfault, or an abort
+        assert any(signature in log for signature in crashed), server.log_tail()
         assert tally.failed <= 6 and not tally.answered_last, tally  # every later request finds no server
-        saw = "stub restarted, then tritonserver died of SIGSEGV: connection refused until restarted"
+        saw = "stub restarted, then tritonserver crashed (SIGSEGV or lock_exception): connection refused"
     else:
         assert tally.lost == 0 and 0 < tally.failed <= 6, tally  # the requests in flight at the kill (3 clients)
         assert all("is not healthy" in m for m in tally.messages), tally.messages
