@@ -66,6 +66,7 @@ def build_repository(
     # The version policies are checked against every version present after the merge, which only
     # the writer knows (under its lock), so --version lowers none.
     policies = {d.name: d.config.version_policy for d in repository.definitions}
+    policies.update({d.name: d.config.version_policy for d in repository.networks})
     options = packages or PackageOptions()
     packager = Packager(options, targets, default_cache_dir(), log, find_python) if options.mode == "ship" else None
     files = emit_repository(spec, roots, targets, progress, packager)
@@ -112,12 +113,14 @@ def build_app(
 
 def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolicy | None], force: bool) -> Merge:
     """The merge the writer runs under its lock, re-emitting each config for the versions then present."""
-    models = {m.name: m for m in spec.models}
+    models = {m.name: m for m in spec.models} | {n.name: n.model for n in spec.networks}
+    backends = {n.name: n.backend for n in spec.networks}
 
     def config_for(name: str, present: list[int]) -> bytes:
         where = f"model '{name}'"
         policy = lower_version_policy(where, policies.get(name), [VersionSpec(n, ()) for n in present])
-        return to_text(model_config(dataclasses.replace(models[name], version_policy=policy))).encode("utf-8")
+        config = model_config(dataclasses.replace(models[name], version_policy=policy), backends.get(name, "python"))
+        return to_text(config).encode("utf-8")
 
     def merge(output: Path, files: dict[str, bytes]) -> WritePlan:
         return merge_versions(

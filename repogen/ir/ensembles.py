@@ -25,7 +25,8 @@ def lower_ensemble(
     interfaces: Mapping[str, Interface],
 ) -> EnsembleSpec:
     where = f"ensemble '{definition.name}'"
-    tracer = Tracer(definition.name, tuple(t.name for t in interface.outputs))
+    outputs_of = {name: tuple(t.name for t in callee.outputs) for name, callee in interfaces.items()}
+    tracer = Tracer(definition.name, tuple(t.name for t in interface.outputs), outputs_of)
     placeholders = {t.name: SymbolicTensor(t.name) for t in interface.inputs}
     with tracing(tracer):
         try:

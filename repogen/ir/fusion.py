@@ -21,13 +21,29 @@ from .config import lower_config
 from .spec import EnsembleSpec, FusedSpec, InstanceGroupSpec, ModelSpec, SequenceBatchingSpec, VersionSpec
 
 
-def fuse(ensemble: EnsembleSpec, config: ModelConfig, models: Mapping[str, ModelSpec]) -> FusedSpec:
-    """The fused model for a validated ``ensemble`` whose steps are the ``models`` named."""
+def fuse(
+    ensemble: EnsembleSpec,
+    config: ModelConfig,
+    models: Mapping[str, ModelSpec],
+    exported: Mapping[str, str] | None = None,
+) -> FusedSpec:
+    """The fused model for a validated ``ensemble`` whose steps are the ``models`` named.
+
+    ``exported`` names the exported networks (``models.onnx``), each with its backend: a step that
+    runs one is served by its own backend (or session), never inside the fused model.
+    """
     where = f"ensemble '{ensemble.name}' (fuse=True)"
     step_models = []
     for step in ensemble.steps:
         model = models.get(step.model)
         label = f"{where}: step '{step.model}'"
+        backend = (exported or {}).get(step.model)
+        if backend is not None:
+            raise BuildError(
+                f"{label} is an ONNX model (backend '{backend}'), not a Python callable; fusing composes Python "
+                "models only. Drop fuse=True to let Triton schedule the steps, or call the ONNX model through BLS "
+                "from a Python model"
+            )
         if model is None:
             raise BuildError(
                 f"{label} is an ensemble; fusing composes Python models only. Call its steps from this ensemble's "

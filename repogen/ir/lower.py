@@ -89,7 +89,8 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     models = [_with_clients(repository, model, interfaces) for model in models]
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
-    fused = tuple(fuse(e, config[e.name], by_model) for e in ensembles if e.name in config)
+    exported_backends = {name: defs[0].backend for name, defs in exported.items()}
+    fused = tuple(fuse(e, config[e.name], by_model, exported_backends) for e in ensembles if e.name in config)
     return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks))
 
 

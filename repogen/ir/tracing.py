@@ -72,10 +72,14 @@ class StepOutputs(Mapping[str, SymbolicTensor]):
 
 
 class Tracer:
-    def __init__(self, ensemble: str, output_names: tuple[str, ...]):
+    def __init__(
+        self, ensemble: str, output_names: tuple[str, ...], outputs_of: Mapping[str, tuple[str, ...]] | None = None
+    ):
         self.ensemble = ensemble
         self.steps: list[TracedStep] = []
         self._output_names = output_names
+        # Each model's output names as lowered: an ONNX model's come from its graph, not its declaration.
+        self._outputs_of = outputs_of or {}
 
     def call(self, handle: ModelHandle, inputs: dict[str, Any]) -> StepOutputs:
         for name, value in inputs.items():
@@ -87,7 +91,10 @@ class Tracer:
                 )
         step = TracedStep(handle, dict(inputs))
         self.steps.append(step)
-        return StepOutputs(step, tuple(t.name or f"OUTPUT_{i}" for i, t in enumerate(handle.definition.outputs, 1)))
+        names = self._outputs_of.get(handle.name)
+        if names is None:
+            names = tuple(t.name or f"OUTPUT_{i}" for i, t in enumerate(handle.definition.outputs or (), 1))
+        return StepOutputs(step, names)
 
 
 @contextlib.contextmanager

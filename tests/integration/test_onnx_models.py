@@ -68,6 +68,15 @@ def test_every_version_answers_as_onnxruntime_does(built, server, protocol):
     assert not np.array_equal(one, two[: len(one)])  # the two versions are different graphs, each served
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_onnx_as_an_ensemble_step_and_through_bls(built, server, protocol):
+    _, expected = built
+    answer = infer(protocol, server, "Pipeline", {"raw": expected["Pipeline.in.raw"]})
+    np.testing.assert_allclose(answer["total"], expected["Pipeline.out.total"], rtol=1e-6)
+    answer = infer(protocol, server, "Caller", {"x": expected["Caller.in.x"]})
+    np.testing.assert_allclose(answer["y10"], expected["Caller.out.y10"], rtol=1e-6)
+
+
 def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
     repo, _ = built
     manifest = json.loads((repo / "repogen.manifest.json").read_text())
@@ -95,7 +104,7 @@ def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built,
             f"Not serving 1 model(s): text_detection needs backend 'onnxruntime', and this tritonserver "
             f"({served.release}, embedded) has only the backends python. Serve them on a server with those backends "
             "(an NGC tritonserver container, or --tritonserver PATH), or build ONNX models with "
-            'models.onnx(..., backend="python") to serve them here. Serving the other 2 under explicit model control.'
+            'models.onnx(..., backend="python") to serve them here. Serving the other 6 under explicit model control.'
         ) in served.output()
         served.wait_for(r"not loaded \(--model picks\): text_detection")
         server = types.SimpleNamespace(http_url=f"127.0.0.1:{served.http}", grpc_url=f"127.0.0.1:{served.grpc}")

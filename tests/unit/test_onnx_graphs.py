@@ -1,8 +1,9 @@
 """``models.onnx``: tensors read from the graph, declarations checked against it, Triton's layout.
 
 The graphs here are written with repogen's own subset of ONNX's schema (the one the build reads
-with), so this module needs neither onnx nor onnxruntime; ``tests/integration/test_onnx_models.py``
-serves graphs made with onnx, and ``tests/golden/onnx`` keeps the native configs.
+with, :mod:`repogen.testing.onnx_graphs`), so this module needs neither onnx nor onnxruntime;
+``tests/integration/test_onnx_models.py`` serves graphs made with onnx, and ``tests/golden/onnx``
+keeps the native configs.
 """
 
 from __future__ import annotations
@@ -21,45 +22,7 @@ from repogen.ir import lower
 from repogen.ir import networks as networks_module
 from repogen.ir.spec import NetworkSpec, TensorSpec
 from repogen.ondisk.validate import validate_repository
-from repogen.triton.proto import onnx_graph_pb2 as onnx_pb
-
-FLOAT, INT64, STRING = onnx_pb.TensorProto.FLOAT, onnx_pb.TensorProto.INT64, onnx_pb.TensorProto.STRING
-
-
-def _value(message, name, elem, dims):
-    value = message.add(name=name)
-    if elem is None:
-        return
-    value.type.tensor_type.elem_type = elem
-    if dims is None:
-        return
-    shape = value.type.tensor_type.shape
-    shape.SetInParent()
-    for dim in dims:
-        if isinstance(dim, str):
-            shape.dim.add(dim_param=dim)
-        elif dim is None:
-            shape.dim.add()
-        else:
-            shape.dim.add(dim_value=dim)
-
-
-def write_graph(path: Path, inputs, outputs, initializers=()) -> Path:
-    """An ONNX file whose graph has these (name, elem type, dims) inputs and outputs."""
-    model = onnx_pb.ModelProto(ir_version=8, producer_name="test")
-    model.opset_import.add(domain="", version=13)
-    graph = model.graph
-    graph.name = "g"
-    for name, elem, dims in inputs:
-        _value(graph.input, name, elem, dims)
-    for name, elem, dims in outputs:
-        _value(graph.output, name, elem, dims)
-    for name in initializers:
-        graph.initializer.add(name=name, data_type=FLOAT, dims=[3])
-        _value(graph.input, name, FLOAT, [3])  # IR < 4 listed weights among the inputs too
-    graph.node.add(op_type="Identity", input=[inputs[0][0]], output=[outputs[0][0]])
-    path.write_bytes(model.SerializeToString())
-    return path
+from repogen.testing.onnx_graphs import FLOAT, INT64, STRING, write_graph
 
 
 @pytest.fixture
@@ -290,3 +253,16 @@ def test_the_python_backend_needs_onnxruntime_where_the_build_runs(detection: Pa
     assert version.files == (("model.onnx", detection),) and version.imports == ("onnxruntime",)
     assert model.inputs == (TensorSpec("input_images:0", "TYPE_FP32", (-1, -1, 3)),)
     assert [g.kind for g in model.instance_groups] == ["KIND_CPU"]
+
+
+def test_build_version_n_merges_a_graph_beside_the_others(detection: Path, tmp_path: Path) -> None:
+    repo = Repository()
+    repo.onnx("text_detection", detection, config=ModelConfig(max_batch_size=4))
+    out = tmp_path / "repo"
+    build_repository(repo, out)
+    build_repository(repo, out, version=3)  # `repogen build --version 3`: the next version, beside 1
+    assert sorted(p.name for p in (out / "text_detection").iterdir() if p.is_dir()) == ["1", "3"]
+    assert (out / "text_detection" / "3" / "model.onnx").read_bytes() == detection.read_bytes()
+    config_text = (out / "text_detection" / "config.pbtxt").read_text()
+    assert 'backend: "onnxruntime"' in config_text and "all {" in config_text
+    assert validate_repository(out) == []

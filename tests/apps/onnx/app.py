@@ -12,7 +12,9 @@ The graphs are made here, at build time, with the ``onnx`` package (nothing is d
 
 Both use ``backend="python"``: the PyPI tritonserver has only the Python backend, so the build ships
 onnxruntime into the repository (the third-party-packages capability) and binds repogen's session
-class. ``tests/apps/onnx/expected.py`` runs onnxruntime on the served files for the answers.
+class. ``Pipeline`` is a traced ensemble Pre (Python) -> Affine (ONNX) -> Post (Python); ``Caller`` a
+Python model calling Affine through BLS. ``tests/apps/onnx/expected.py`` runs onnxruntime on the
+served files for the answers.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from repogen import DynamicBatcher, ModelConfig, Repository, Tensor
+from repogen import DynamicBatcher, ModelConfig, Repository, Tensor, batch
 
 models = Repository()
 FEATURES = 4
@@ -73,7 +75,38 @@ def mixed() -> str:
 
 batched = ModelConfig(max_batch_size=8, batcher=DynamicBatcher(max_queue_delay_microseconds=100))
 models.onnx("Affine", affine(1.0), config=batched, backend="python")
-models.onnx("Affine", affine(2.0), config=batched, backend="python", model_version=2)
+affine_model = models.onnx("Affine", affine(2.0), config=batched, backend="python", model_version=2)
+
+
+@models.model("Pre", inputs=[Tensor(name="raw", dtype=np.float32, shape=(FEATURES,))],
+              outputs=[Tensor(name="x", dtype=np.float32, shape=(FEATURES,))], config=batched)  # fmt: skip
+@batch
+def pre(raw):
+    return {"x": raw * 2 - 1}
+
+
+@models.model("Post", inputs=[Tensor(name="y", dtype=np.float32, shape=(3,))],
+              outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))], config=batched)  # fmt: skip
+@batch
+def post(y):
+    return {"total": y.sum(axis=1, keepdims=True)}
+
+
+@models.ensemble("Pipeline", inputs=[Tensor(name="raw", dtype=np.float32, shape=(FEATURES,))],
+                 outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))], config=batched)  # fmt: skip
+def pipeline(raw):
+    """Python -> ONNX (its latest version) -> Python, scheduled by Triton."""
+    return {"total": post(y=affine_model(x=pre(raw=raw)["x"])["y"])["total"]}
+
+
+@models.model("Caller", inputs=[Tensor(name="x", dtype=np.float32, shape=(FEATURES,))],
+              outputs=[Tensor(name="y10", dtype=np.float32, shape=(3,))], config=batched)  # fmt: skip
+@batch
+def caller(x):
+    """Calls the ONNX model through BLS, as any other model of the repository."""
+    return {"y10": affine_model(x=x)["y"] * 10}
+
+
 models.onnx(
     "Mixed",
     mixed(),

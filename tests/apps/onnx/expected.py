@@ -40,6 +40,14 @@ def main(repository: str, path: str) -> None:
                 value = np.array([s.encode() for s in value.ravel()], dtype=object).reshape(value.shape)
             arrays[f"{model}.{version}.out.{name}"] = value
         arrays.update({f"{model}.{version}.in.{name}": value for name, value in inputs.items()})
+    # The pipelines call Affine's latest version (2): Pipeline = Post(Affine(Pre(raw))), Caller = 10 * Affine(x).
+    raw = np.array([[0.5, 1.0, -2.0, 3.0], [0.0, 0.25, 0.75, -1.0]], dtype=np.float32)
+    latest = onnxruntime.InferenceSession(os.path.join(repository, "Affine", "2", "model.onnx"),
+                                          providers=["CPUExecutionProvider"])  # fmt: skip
+    (y,) = latest.run(["y"], {"x": raw * 2 - 1})
+    arrays.update({"Pipeline.in.raw": raw, "Pipeline.out.total": y.sum(axis=1, keepdims=True)})
+    (y,) = latest.run(["y"], {"x": raw})
+    arrays.update({"Caller.in.x": raw, "Caller.out.y10": y * 10})
     np.savez(path, **arrays)
 
 
