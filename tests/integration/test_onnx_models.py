@@ -123,3 +123,34 @@ def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built,
     assert (
         f"Error: no model of {NATIVE} can be served here: text_detection, text_recognition need backend 'onnxruntime'"
     ) in only_native.output()
+
+
+def test_the_server_parses_the_native_configs(triton_install, tmp_path):
+    """The embedded server has no onnxruntime backend, but it parses a config (with its own r24.10 schema) before it
+    looks for one: a native config it parses fails at the backend, one it cannot parse fails before (checked).
+    It looks for the backend before it validates the fields (dims 0 fails there too): that part stays unchecked."""
+    from tritonclient.utils import InferenceServerException
+
+    repo = tmp_path / "native"
+    shutil.copytree(NATIVE, repo)
+    broken = repo / "broken"
+    shutil.copytree(repo / "text_recognition", broken)
+    config = (broken / "config.pbtxt").read_text().replace('"text_recognition"', '"broken"')
+    (broken / "config.pbtxt").write_text(config + "model_metrics {\n}\n")  # a 24.11 field: 2.51 cannot parse it
+    server = triton_install.server(repo, log_path=tmp_path / "tritonserver.log",
+                                   extra_args=["--model-control-mode=explicit"])  # fmt: skip
+    reasons = {}
+    with server:
+        server.wait_ready(120)
+        with server.client(timeout=60) as client:
+            for name in ("text_detection", "text_recognition", "broken"):
+                with pytest.raises(InferenceServerException) as caught:
+                    client.load_model(name)
+                reasons[name] = str(caught.value)
+    for name in ("text_detection", "text_recognition"):
+        assert "unable to find backend library for backend 'onnxruntime'" in reasons[name], reasons[name]
+    assert "unable to find backend library" not in reasons["broken"], reasons["broken"]
+    assert "failed to poll from model repository" in reasons["broken"], reasons["broken"]
+    log = (tmp_path / "tritonserver.log").read_text()
+    assert f"Poll failed for model directory 'broken': failed to read text proto from {broken}" in log
+    assert "Poll failed for model directory 'text_" not in log
