@@ -114,12 +114,13 @@ def build_app(
 def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolicy | None], force: bool) -> Merge:
     """The merge the writer runs under its lock, re-emitting each config for the versions then present."""
     models = {m.name: m for m in spec.models} | {n.name: n.model for n in spec.networks}
-    backends = {n.name: n.backend for n in spec.networks}
+    backends = {n.name: (n.backend, n.platform) for n in spec.networks}
 
     def config_for(name: str, present: list[int]) -> bytes:
         where = f"model '{name}'"
         policy = lower_version_policy(where, policies.get(name), [VersionSpec(n, ()) for n in present])
-        config = model_config(dataclasses.replace(models[name], version_policy=policy), backends.get(name, "python"))
+        backend, platform = backends.get(name, ("python", ""))
+        config = model_config(dataclasses.replace(models[name], version_policy=policy), backend, platform)
         return to_text(config).encode("utf-8")
 
     def merge(output: Path, files: dict[str, bytes]) -> WritePlan:

@@ -49,8 +49,9 @@ ONNX_BACKENDS = ("onnxruntime", "python")
 
 
 @dataclasses.dataclass(frozen=True)
-class OnnxDefinition:
-    """An exported ONNX network as declared; its tensors are read from the graph when not declared."""
+class NetworkDefinition:
+    """An exported network as declared: ``kind`` "onnx" (tensors read from the graph when not declared),
+    "torchscript" or "tensorrt" (files repogen does not read: tensors declared)."""
 
     name: str
     path: Path  # absolute
@@ -58,7 +59,8 @@ class OnnxDefinition:
     outputs: tuple[Tensor, ...] | None
     config: ModelConfig
     version: int
-    backend: str
+    backend: str  # models.onnx's backend=; "" for the other kinds
+    kind: str = "onnx"
 
 
 LocalRunner = Callable[["Repository"], Any]
@@ -77,7 +79,7 @@ class Repository:
     def __init__(self) -> None:
         self._definitions: list[ModelDefinition] = []
         self._ensembles: list[EnsembleDefinition] = []
-        self._networks: list[OnnxDefinition] = []
+        self._networks: list[NetworkDefinition] = []
         self._local: tuple[tuple[int, int], Any] | None = None
 
     @property
@@ -89,8 +91,8 @@ class Repository:
         return tuple(self._ensembles)
 
     @property
-    def networks(self) -> tuple[OnnxDefinition, ...]:
-        """Exported networks (``onnx``), served by a backend of their own rather than by a callable."""
+    def networks(self) -> tuple[NetworkDefinition, ...]:
+        """Exported networks (``onnx``, ``torchscript``, ``tensorrt``), served by a backend rather than a callable."""
         return tuple(self._networks)
 
     def onnx(
@@ -114,7 +116,7 @@ class Repository:
         repository (for a server that has only the Python backend). ``path`` is relative to the
         declaring module; the build reads it with protobuf alone (no ``onnx`` package needed).
         """
-        definition = OnnxDefinition(
+        definition = NetworkDefinition(
             name=model_name,
             path=_resolve(path),
             inputs=None if inputs is None else tuple(inputs),
@@ -122,6 +124,58 @@ class Repository:
             config=config if config is not None else ModelConfig(),
             version=model_version,
             backend=backend,
+        )
+        self._networks.append(definition)
+        return ModelHandle(self, definition)  # type: ignore[arg-type]
+
+    def torchscript(
+        self,
+        model_name: str,
+        path: str | os.PathLike[str],
+        *,
+        inputs: Sequence[Tensor],
+        outputs: Sequence[Tensor],
+        model_version: int = 1,
+        config: ModelConfig | None = None,
+    ) -> ModelHandle:
+        """Add a TorchScript module (``torch.jit.save``): ``<model_name>/<model_version>/model.pt``,
+        ``platform: "pytorch_libtorch"``. The file is not read, so the tensors are declared; an unnamed
+        Tensor takes Triton's name for its position (``INPUT__0``, ``OUTPUT__0``, ...)."""
+        return self._declared("torchscript", model_name, path, inputs, outputs, model_version, config)
+
+    def tensorrt(
+        self,
+        model_name: str,
+        path: str | os.PathLike[str],
+        *,
+        inputs: Sequence[Tensor],
+        outputs: Sequence[Tensor],
+        model_version: int = 1,
+        config: ModelConfig | None = None,
+    ) -> ModelHandle:
+        """Add a TensorRT plan (a serialized engine): ``<model_name>/<model_version>/model.plan``,
+        ``platform: "tensorrt_plan"``. The plan is not read: declare every tensor with its binding's name."""
+        return self._declared("tensorrt", model_name, path, inputs, outputs, model_version, config)
+
+    def _declared(
+        self,
+        kind: str,
+        model_name: str,
+        path: str | os.PathLike[str],
+        inputs: Sequence[Tensor],
+        outputs: Sequence[Tensor],
+        model_version: int,
+        config: ModelConfig | None,
+    ) -> ModelHandle:
+        definition = NetworkDefinition(
+            name=model_name,
+            path=_resolve(path),
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            config=config if config is not None else ModelConfig(),
+            version=model_version,
+            backend="",
+            kind=kind,
         )
         self._networks.append(definition)
         return ModelHandle(self, definition)  # type: ignore[arg-type]

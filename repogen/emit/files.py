@@ -51,7 +51,8 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
 
 def emit_network(network: NetworkSpec) -> dict[str, bytes]:
     """Triton's standard layout for an exported network: the config, and each version's graph file."""
-    files = {f"{network.name}/{CONFIG}": to_text(model_config(network.model, backend=network.backend)).encode("utf-8")}
+    config = model_config(network.model, backend=network.backend, platform=network.platform)
+    files = {f"{network.name}/{CONFIG}": to_text(config).encode("utf-8")}
     for version, source in network.graphs:
         files[f"{network.name}/{version}/{network.filename}"] = source.read_bytes()
     return files

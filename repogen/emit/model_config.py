@@ -20,9 +20,10 @@ from ..triton.proto import model_config_pb2 as mc
 _MAX_BATCH_SIZE = mc.ModelConfig.DESCRIPTOR.fields_by_name["max_batch_size"]
 
 
-def model_config(spec: ModelSpec, backend: str = "python") -> mc.ModelConfig:
-    """A served model's config; ``backend`` is "python" but for exported networks ("onnxruntime")."""
-    config = mc.ModelConfig(name=spec.name, backend=backend, max_batch_size=spec.max_batch_size)
+def model_config(spec: ModelSpec, backend: str = "python", platform: str = "") -> mc.ModelConfig:
+    """A served model's config; ``backend`` is "python" but for exported networks ("onnxruntime", or ""
+    with a ``platform`` such as "pytorch_libtorch")."""
+    config = mc.ModelConfig(name=spec.name, backend=backend, platform=platform, max_batch_size=spec.max_batch_size)
     config.input.extend(_input(t) for t in spec.inputs)
     config.output.extend(_output(t, index) for index, t in enumerate(spec.outputs))
     for group in spec.instance_groups:

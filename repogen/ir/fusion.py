@@ -29,20 +29,19 @@ def fuse(
 ) -> FusedSpec:
     """The fused model for a validated ``ensemble`` whose steps are the ``models`` named.
 
-    ``exported`` names the exported networks (``models.onnx``), each with its backend: a step that
-    runs one is served by its own backend (or session), never inside the fused model.
+    ``exported`` names the exported networks (``models.onnx``, ...), each described for the error: a step
+    that runs one is served by its own backend (or session), never inside the fused model.
     """
     where = f"ensemble '{ensemble.name}' (fuse=True)"
     step_models = []
     for step in ensemble.steps:
         model = models.get(step.model)
         label = f"{where}: step '{step.model}'"
-        backend = (exported or {}).get(step.model)
-        if backend is not None:
+        network = (exported or {}).get(step.model)
+        if network is not None:
             raise BuildError(
-                f"{label} is an ONNX model (backend '{backend}'), not a Python callable; fusing composes Python "
-                "models only. Drop fuse=True to let Triton schedule the steps, or call the ONNX model through BLS "
-                "from a Python model"
+                f"{label} is {network}, not a Python callable; fusing composes Python models only. Drop fuse=True "
+                "to let Triton schedule the steps, or call that model through BLS from a Python model"
             )
         if model is None:
             raise BuildError(

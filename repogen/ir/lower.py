@@ -16,9 +16,10 @@ from typing import Any
 
 from ..dsl.config import ModelConfig
 from ..dsl.handle import ModelHandle
-from ..dsl.repository import EnsembleDefinition, ModelDefinition, OnnxDefinition, Repository
+from ..dsl.repository import EnsembleDefinition, ModelDefinition, NetworkDefinition, Repository
 from ..errors import BuildError
 from .config import lower_config
+from .declared import KINDS, lower_declared
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
 from .networks import lower_network
@@ -47,12 +48,12 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     for definition in repository.definitions:
         _check_model_name(definition.name)
         by_name.setdefault(definition.name, []).append(definition)
-    exported: dict[str, list[OnnxDefinition]] = {}
+    exported: dict[str, list[NetworkDefinition]] = {}
     for network in repository.networks:
         _check_model_name(network.name)
         if network.name in by_name:
             raise BuildError(
-                f"model '{network.name}' is declared both as an ONNX model and with bind/@model; names are "
+                f"model '{network.name}' is declared both as an exported network and with bind/@model; names are "
                 "directory names and must be unique"
             )
         exported.setdefault(network.name, []).append(network)
@@ -64,7 +65,10 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
         by_name = {name: [select_version(name, defs, version)] for name, defs in by_name.items()}
         exported = {name: [select_version(name, defs, version)] for name, defs in exported.items()}
     models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
-    lowered = [lower_network(name, defs) for name, defs in sorted(exported.items())]
+    lowered = [
+        lower_network(name, defs) if defs[0].kind == "onnx" else lower_declared(name, defs)
+        for name, defs in sorted(exported.items())
+    ]
     networks = [n for n in lowered if isinstance(n, NetworkSpec)]
     models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
     interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size, m.decoupled) for m in models}
@@ -89,9 +93,17 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     models = [_with_clients(repository, model, interfaces) for model in models]
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
-    exported_backends = {name: defs[0].backend for name, defs in exported.items()}
+    exported_backends = {name: _exported(defs[0]) for name, defs in exported.items()}
     fused = tuple(fuse(e, config[e.name], by_model, exported_backends) for e in ensembles if e.name in config)
     return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks))
+
+
+def _exported(definition: NetworkDefinition) -> str:
+    """How a fused ensemble's error names an exported network step."""
+    if definition.kind == "onnx":
+        return f"an ONNX model (backend '{definition.backend}')"
+    kind = KINDS.get(definition.kind)
+    return f"a {kind.label} (platform '{kind.platform}')" if kind else f"a {definition.kind} model"
 
 
 def _ensemble_interface(definition: EnsembleDefinition) -> Interface:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..dsl.config import ModelConfig
-from ..dsl.repository import ONNX_BACKENDS, OnnxDefinition
+from ..dsl.repository import ONNX_BACKENDS, NetworkDefinition
 from ..errors import BuildError, GraphMismatchError
 from ..runtime.conversion import NUMPY_DTYPES
 from ..runtime.onnx_session import GRAPH_FILE, OnnxSession
@@ -27,7 +27,7 @@ from .versions import lower_version_policy
 ONNXRUNTIME = "onnxruntime"
 
 
-def lower_network(name: str, definitions: Sequence[OnnxDefinition]) -> ModelSpec | NetworkSpec:
+def lower_network(name: str, definitions: Sequence[NetworkDefinition]) -> ModelSpec | NetworkSpec:
     """Every version of one ONNX model; they share one config, so their graphs must have the same tensors."""
     first = definitions[0]
     where = f"model '{name}'"
@@ -36,22 +36,7 @@ def lower_network(name: str, definitions: Sequence[OnnxDefinition]) -> ModelSpec
             f"{where}: backend={first.backend!r} is not one of {list(ONNX_BACKENDS)}; use 'onnxruntime' (Triton's "
             "onnxruntime backend) or 'python' (onnxruntime inside the Python backend, for servers without it)"
         )
-    for definition in definitions[1:]:
-        if (definition.inputs, definition.outputs, definition.config, definition.backend) != (
-            first.inputs,
-            first.outputs,
-            first.config,
-            first.backend,
-        ):
-            raise BuildError(
-                f"{where} is declared more than once with different inputs, outputs, config or backend; versions "
-                "of one model share one config.pbtxt, so declare them identically or use another model name"
-            )
-    config = first.config
-    if not isinstance(config, ModelConfig):
-        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
-    if config.decoupled:
-        raise BuildError(f"{where}: an ONNX model answers each request once; remove decoupled=True from its config")
+    config = check_definitions(where, definitions)
     batch = max_batch_size(where, config)
     graphs = _graphs(where, definitions)
     configs = [
@@ -74,7 +59,6 @@ def lower_network(name: str, definitions: Sequence[OnnxDefinition]) -> ModelSpec
     python = first.backend == "python"
     if python:
         _require_onnxruntime(where)
-    lowered = lower_config(where, name, config, inputs, batch, 1)
     versions = tuple(
         VersionSpec(
             version=version,
@@ -84,10 +68,30 @@ def lower_network(name: str, definitions: Sequence[OnnxDefinition]) -> ModelSpec
         )
         for version, _ in graphs
     )
+    model = network_model(where, name, config, inputs, outputs, batch, versions, python)
+    if python:
+        return model
+    return NetworkSpec(model=model, backend=ONNXRUNTIME, filename=GRAPH_FILE, graphs=tuple(
+        (version, _path(definitions, version)) for version, _ in graphs
+    ))  # fmt: skip
+
+
+def network_model(
+    where: str,
+    name: str,
+    config: ModelConfig,
+    inputs: tuple[TensorSpec, ...],
+    outputs: tuple[TensorSpec, ...],
+    batch: int,
+    versions: tuple[VersionSpec, ...],
+    python: bool,
+) -> ModelSpec:
+    """The config part of an exported network's model (its versions hold no callables unless ``python``)."""
+    lowered = lower_config(where, name, config, inputs, batch, 1)
     # Without instance groups Triton's own backends start one instance per visible GPU (CPU when none):
     # a default written here would pin a network to the CPU. A Python model's stub is a CPU process.
     groups = lowered.instance_groups if python or config.instance_groups else ()
-    model = ModelSpec(
+    return ModelSpec(
         name=name,
         inputs=inputs,
         outputs=outputs,
@@ -102,11 +106,31 @@ def lower_network(name: str, definitions: Sequence[OnnxDefinition]) -> ModelSpec
         versions=versions,
         warmup=lowered.warmup,
     )
-    if python:
-        return model
-    return NetworkSpec(model=model, backend=ONNXRUNTIME, filename=GRAPH_FILE, graphs=tuple(
-        (version, _path(definitions, version)) for version, _ in graphs
-    ))  # fmt: skip
+
+
+def check_definitions(where: str, definitions: Sequence[NetworkDefinition]) -> ModelConfig:
+    """Versions of one model share one config: declared identically, with a config an exported network can have."""
+    first = definitions[0]
+    for definition in definitions[1:]:
+        if (definition.inputs, definition.outputs, definition.config, definition.backend, definition.kind) != (
+            first.inputs,
+            first.outputs,
+            first.config,
+            first.backend,
+            first.kind,
+        ):
+            raise BuildError(
+                f"{where} is declared more than once with different inputs, outputs, config or backend; versions "
+                "of one model share one config.pbtxt, so declare them identically or use another model name"
+            )
+    config = first.config
+    if not isinstance(config, ModelConfig):
+        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
+    if config.decoupled:
+        raise BuildError(
+            f"{where}: an exported network answers each request once; remove decoupled=True from its config"
+        )
+    return config
 
 
 def _describe(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> str:
@@ -116,23 +140,30 @@ def _describe(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -
     return f"inputs {one(inputs)} and outputs {one(outputs)}"
 
 
-def _graphs(where: str, definitions: Sequence[OnnxDefinition]) -> list[tuple[int, Graph]]:
-    found = []
+def _graphs(where: str, definitions: Sequence[NetworkDefinition]) -> list[tuple[int, Graph]]:
+    numbers = version_numbers(where, definitions)
+    return sorted(
+        ((n, read_graph(d.path, where)) for n, d in zip(numbers, definitions, strict=True)), key=lambda i: i[0]
+    )
+
+
+def version_numbers(where: str, definitions: Sequence[NetworkDefinition]) -> list[int]:
+    """Each definition's model_version, checked: integers >= 1, none twice."""
+    numbers = []
     for definition in definitions:
         version = definition.version
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise BuildError(f"{where}: model_version must be an integer >= 1, found {version!r}")
-        found.append((version, read_graph(definition.path, where)))
-    numbers = [v for v, _ in found]
+        numbers.append(version)
     if len(set(numbers)) != len(numbers):
         twice = sorted(n for n in numbers if numbers.count(n) > 1)[0]
         raise BuildError(
             f"{where} is declared twice with model_version={twice}; give each its own model name or model_version"
         )
-    return sorted(found, key=lambda item: item[0])
+    return numbers
 
 
-def _path(definitions: Sequence[OnnxDefinition], version: int) -> Path:
+def _path(definitions: Sequence[NetworkDefinition], version: int) -> Path:
     return next(d.path for d in definitions if d.version == version)
 
 

@@ -130,16 +130,17 @@ class ModelSpec:
 
 @dataclasses.dataclass(frozen=True)
 class NetworkSpec:
-    """An exported network Triton serves with a backend of its own (``backend: "onnxruntime"``).
+    """An exported network Triton serves with a backend of its own (``backend: "onnxruntime"``, a platform).
 
     ``model`` carries the config (its versions hold no callables); ``graphs`` the file each version
     ships, written as ``<name>/<version>/<filename>``.
     """
 
     model: ModelSpec
-    backend: str
+    backend: str  # "onnxruntime"; "" where the platform names it
     filename: str
     graphs: tuple[tuple[int, Path], ...]  # (version, source path), sorted by version
+    platform: str = ""  # "pytorch_libtorch", "tensorrt_plan"
 
     @property
     def name(self) -> str:

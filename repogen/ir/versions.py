@@ -6,11 +6,11 @@ import dataclasses
 from typing import TypeVar
 
 from ..dsl.config import VersionPolicy
-from ..dsl.repository import ModelDefinition, OnnxDefinition
+from ..dsl.repository import ModelDefinition, NetworkDefinition
 from ..errors import BuildError
 from .spec import VersionSpec
 
-Declared = TypeVar("Declared", ModelDefinition, OnnxDefinition)
+Declared = TypeVar("Declared", ModelDefinition, NetworkDefinition)
 
 
 def lower_version(where: str, definition: ModelDefinition) -> VersionSpec:

@@ -83,6 +83,8 @@ def _set_fields(message: Message) -> Iterator[str]:
 _MODEL_FILES = {
     "python": (MODEL_FILE, "the file the stub imports"),
     "onnxruntime": ("model.onnx", "the graph the onnxruntime backend loads"),
+    "pytorch_libtorch": ("model.pt", "the TorchScript module the pytorch backend loads"),
+    "tensorrt_plan": ("model.plan", "the engine the tensorrt backend loads"),
 }
 
 
@@ -124,15 +126,16 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
                 )
             )
     problems.extend(_check_versions(model))
-    if config is not None and config.backend in _MODEL_FILES:
-        default, what = _MODEL_FILES[config.backend]
+    runs_on = config.backend or config.platform if config is not None else ""
+    if config is not None and runs_on in _MODEL_FILES:
+        default, what = _MODEL_FILES[runs_on]
         filename = config.default_model_filename or default
         for version in model.versions:
             if not (model.path / str(version) / filename).is_file():
                 problems.append(
                     Problem.at(
                         model.path / str(version),
-                        f"{config.backend}-backend model {model.name!r} version {version} has no {filename}; "
+                        f"{runs_on}-backend model {model.name!r} version {version} has no {filename}; "
                         f"expected {model.name}/{version}/{filename} ({what})",
                     )
                 )

@@ -68,7 +68,9 @@ def test_the_corpus_covers_every_feature_family() -> None:
         "quickstart",
         "sequence",
         "streaming",
+        "tensorrt",
         "tensors",
+        "torchscript",
         "versions",
         "warmup_cache_rate_limit",
     ]

@@ -226,7 +226,7 @@ def test_names_backends_and_decoupled_are_checked(detection: Path) -> None:
     repo = Repository()
     repo.bind("D", lambda requests: requests, [Tensor((1,), np.float32, "x")], [Tensor((1,), np.float32, "y")])
     repo.onnx("D", detection)
-    with pytest.raises(BuildError, match="model 'D' is declared both as an ONNX model and with bind/@model"):
+    with pytest.raises(BuildError, match="model 'D' is declared both as an exported network and with bind/@model"):
         lower(repo)
     repo = Repository()
     repo.onnx("D", detection, config=ModelConfig(max_batch_size=4, decoupled=True))

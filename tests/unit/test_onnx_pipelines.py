@@ -81,5 +81,5 @@ def test_fuse_refuses_an_onnx_step_naming_it(tmp_path: Path, backend: str, monke
     assert str(caught.value) == (
         f"ensemble 'Pipeline' (fuse=True): step 'Detect' is an ONNX model (backend '{backend}'), not a Python "
         "callable; fusing composes Python models only. Drop fuse=True to let Triton schedule the steps, or call "
-        "the ONNX model through BLS from a Python model"
+        "that model through BLS from a Python model"
     )
