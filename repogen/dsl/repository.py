@@ -63,6 +63,14 @@ class NetworkDefinition:
     kind: str = "onnx"
 
 
+@dataclasses.dataclass(frozen=True)
+class IncludedDefinition:
+    """An existing Triton model directory, taken into the repository as it is (``models.include``)."""
+
+    name: str
+    path: Path  # absolute
+
+
 LocalRunner = Callable[["Repository"], Any]
 _local_runner: LocalRunner | None = None
 
@@ -80,6 +88,7 @@ class Repository:
         self._definitions: list[ModelDefinition] = []
         self._ensembles: list[EnsembleDefinition] = []
         self._networks: list[NetworkDefinition] = []
+        self._included: list[IncludedDefinition] = []
         self._local: tuple[tuple[int, int], Any] | None = None
 
     @property
@@ -126,6 +135,22 @@ class Repository:
             backend=backend,
         )
         self._networks.append(definition)
+        return ModelHandle(self, definition)  # type: ignore[arg-type]
+
+    @property
+    def included(self) -> tuple[IncludedDefinition, ...]:
+        """Model directories taken in as they are (``include``)."""
+        return tuple(self._included)
+
+    def include(self, model_name: str, path: str | os.PathLike[str]) -> ModelHandle:
+        """Take an existing Triton model directory (``config.pbtxt`` and version directories: a hand-written
+        Python-backend model, a Model Navigator output, an ONNX model with its config) into the repository as
+        it is, under ``model_name``. Its files are copied and hashed into the manifest; its config is parsed
+        with repogen's schema, and a field the targeted release would refuse fails the build, named. The
+        handle is an ensemble step and a BLS target like any model's (tensors as its config declares them).
+        """
+        definition = IncludedDefinition(name=model_name, path=_resolve(path))
+        self._included.append(definition)
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def torchscript(

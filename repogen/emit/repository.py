@@ -18,6 +18,7 @@ from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model, emit_network
 from .fused import emit_fused
+from .included import emit_included
 from .payloads import Payloads, build_environment
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def emit_repository(
     """
     files: dict[str, bytes] = {}
     payloads = Payloads.create(targets, roots, packager)
-    total = len(spec.models) + len(spec.ensembles) + len(spec.networks)
+    total = len(spec.models) + len(spec.ensembles) + len(spec.networks) + len(spec.included)
     for done, model in enumerate(spec.models, start=1):
         files.update(emit_model(model, payloads))
         if progress is not None:
@@ -56,6 +57,10 @@ def emit_repository(
         files.update(emit_network(network))
         if progress is not None:
             progress(done, total, network.name)
+    for done, taken in enumerate(spec.included, start=total - len(spec.included) + 1):
+        files.update(emit_included(taken, targets))
+        if progress is not None:
+            progress(done, total, taken.name)
     files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),

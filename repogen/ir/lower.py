@@ -22,9 +22,10 @@ from .config import lower_config
 from .declared import KINDS, lower_declared
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
+from .included import lower_included
 from .networks import lower_network
 from .references import referenced_handles
-from .spec import ClientSpec, ModelSpec, NetworkSpec, RepositorySpec
+from .spec import ClientSpec, IncludedSpec, ModelSpec, NetworkSpec, RepositorySpec
 from .tensors import lower_tensors, max_batch_size
 from .versions import lower_version, lower_version_policy, select_version
 from .wiring import Interface
@@ -57,7 +58,8 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
                 "directory names and must be unique"
             )
         exported.setdefault(network.name, []).append(network)
-    if not by_name and not exported:
+    included = _lower_included(repository, set(by_name) | set(exported))
+    if not by_name and not exported and not included:
         raise BuildError(
             "the repository declares no model; add one with models.bind(...), @models.model(...) or models.onnx(...)"
         )
@@ -75,6 +77,8 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     for served in networks:
         model = served.model
         interfaces[model.name] = Interface(model.inputs, model.outputs, model.max_batch_size, model.decoupled)
+    for taken in included:
+        interfaces[taken.name] = Interface(taken.inputs, taken.outputs, taken.max_batch_size, taken.decoupled)
     for ensemble in repository.ensembles:
         _check_model_name(ensemble.name)
         if ensemble.name in interfaces:
@@ -94,8 +98,26 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
     exported_backends = {name: _exported(defs[0]) for name, defs in exported.items()}
+    exported_backends.update({i.name: f"an included model directory ({i.runs_on})" for i in included})
     fused = tuple(fuse(e, config[e.name], by_model, exported_backends) for e in ensembles if e.name in config)
-    return RepositorySpec(models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks))
+    return RepositorySpec(
+        models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks), included=included
+    )
+
+
+def _lower_included(repository: Repository, taken: set[str]) -> tuple[IncludedSpec, ...]:
+    """Each included directory once; its name is a directory name like any model's."""
+    found = []
+    for definition in repository.included:
+        _check_model_name(definition.name)
+        if definition.name in taken:
+            raise BuildError(
+                f"model '{definition.name}' is included from {definition.path} but another model has that name; "
+                "names are directory names and must be unique"
+            )
+        taken.add(definition.name)
+        found.append(lower_included(definition))
+    return tuple(sorted(found, key=lambda spec: spec.name))
 
 
 def _exported(definition: NetworkDefinition) -> str:

@@ -148,6 +148,21 @@ class NetworkSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class IncludedSpec:
+    """An existing model directory (``models.include``): copied as it is; its config's tensors are its interface."""
+
+    name: str
+    source: Path
+    files: tuple[tuple[str, Path], ...]  # (POSIX path under the model directory, source), sorted
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    max_batch_size: int
+    decoupled: bool
+    fields: tuple[str, ...]  # every config field it sets (Triton's full names), for the targets' check
+    runs_on: str  # its backend or platform, for messages
+
+
+@dataclasses.dataclass(frozen=True)
 class StepSpec:
     model: str
     input_map: tuple[tuple[str, str], ...]  # (composing model's input, ensemble tensor), sorted
@@ -182,6 +197,7 @@ class RepositorySpec:
     ensembles: tuple[EnsembleSpec, ...] = ()  # sorted by name; fused ones too (their steps run in-process)
     fused: tuple[FusedSpec, ...] = ()  # each fused ensemble, sorted by name
     networks: tuple[NetworkSpec, ...] = ()  # exported networks on their own backends, sorted by name
+    included: tuple[IncludedSpec, ...] = ()  # model directories taken in as they are, sorted by name
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:
@@ -202,4 +218,5 @@ class RepositorySpec:
     @property
     def names(self) -> tuple[str, ...]:
         named = [m.name for m in self.models] + [e.name for e in self.ensembles] + [n.name for n in self.networks]
+        named += [i.name for i in self.included]
         return tuple(sorted(named))

@@ -8,10 +8,7 @@ names the file, what was expected, what was found and the fix.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
-
-from google.protobuf.message import Message
 
 from ..errors import RepositoryError
 from ..triton import fields
@@ -65,20 +62,6 @@ def explain_parse_error(message: str) -> str:
     )
 
 
-def _set_fields(message: Message) -> Iterator[str]:
-    """Full names (Triton's spelling) of every field set anywhere in ``message``."""
-    for descriptor, value in message.ListFields():
-        yield fields.triton_name(descriptor.full_name)
-        if descriptor.message_type is None:
-            continue
-        if descriptor.message_type.GetOptions().map_entry:
-            values = value.values() if descriptor.message_type.fields_by_name["value"].message_type else []
-        else:
-            values = value if descriptor.is_repeated else [value]
-        for item in values:
-            yield from _set_fields(item)
-
-
 # The file each backend loads from a version directory unless default_model_filename says otherwise.
 _MODEL_FILES = {
     "python": (MODEL_FILE, "the file the stub imports"),
@@ -107,7 +90,7 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
             problems.append(Problem.at(config_path, explain_parse_error(model.error.message), model.error.line))
     config = model.config
     if config is not None:
-        for name in sorted(set(_set_fields(config))):
+        for name in sorted(set(fields.set_fields(config))):
             if not fields.supported_by(name, release):
                 problems.append(
                     Problem.at(

@@ -17,6 +17,10 @@ loads on every release repogen supports (23.10 and later) and is not listed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+from google.protobuf.message import Message
+
 from .releases import Release, get_release
 
 #: The release whose schema ``proto/model_config.proto`` mirrors; nothing newer may be emitted.
@@ -56,3 +60,17 @@ def supported_by(full_name: str, release: str | Release) -> bool:
     """Whether a server of ``release`` (``"yy.mm"``, or any spelling of the release table) knows ``full_name``."""
     added = introduced_in(full_name)
     return added is None or get_release(added).version <= get_release(release).version
+
+
+def set_fields(message: Message) -> Iterator[str]:
+    """Full names (Triton's spelling) of every field set anywhere in ``message``."""
+    for descriptor, value in message.ListFields():
+        yield triton_name(descriptor.full_name)
+        if descriptor.message_type is None:
+            continue
+        if descriptor.message_type.GetOptions().map_entry:
+            values = value.values() if descriptor.message_type.fields_by_name["value"].message_type else []
+        else:
+            values = value if descriptor.is_repeated else [value]
+        for item in values:
+            yield from set_fields(item)

@@ -75,6 +75,9 @@ def test_onnx_as_an_ensemble_step_and_through_bls(built, server, protocol):
     np.testing.assert_allclose(answer["total"], expected["Pipeline.out.total"], rtol=1e-6)
     answer = infer(protocol, server, "Caller", {"x": expected["Caller.in.x"]})
     np.testing.assert_allclose(answer["y10"], expected["Caller.out.y10"], rtol=1e-6)
+    np.testing.assert_allclose(answer["handmade"], expected["Caller.out.handmade"], rtol=1e-6)
+    x = np.array([1.0, -2.5], dtype=np.float32)
+    np.testing.assert_array_equal(infer(protocol, server, "Handmade", {"x": x})["y"], 2 * x + 1)  # included as is
 
 
 def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
@@ -88,6 +91,10 @@ def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
                 for p in t["lock"]}  # fmt: skip
         assert "onnxruntime" in lock and "onnx" not in lock  # onnx made the graphs at build time only
     assert "max_batch_size: 8" in (repo / "Affine" / "config.pbtxt").read_text()
+    handmade = checkout_root() / "tests" / "apps" / "onnx" / "handmade"
+    for relative in ("config.pbtxt", "1/model.py"):  # included as it is, and hashed like every file
+        assert (repo / "Handmade" / relative).read_bytes() == (handmade / relative).read_bytes()
+        assert f"Handmade/{relative}" in manifest["files"]
     assert all(m.get("state") == "READY" for m in server.models_status())
     assert [p for p in validate_repository(repo) if not p.warning] == []
 
@@ -104,7 +111,7 @@ def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built,
             f"Not serving 1 model(s): text_detection needs backend 'onnxruntime', and this tritonserver "
             f"({served.release}, embedded) has only the backends python. Serve them on a server with those backends "
             "(an NGC tritonserver container, or --tritonserver PATH), or build ONNX models with "
-            'models.onnx(..., backend="python") to serve them here. Serving the other 6 under explicit model control.'
+            'models.onnx(..., backend="python") to serve them here. Serving the other 7 under explicit model control.'
         ) in served.output()
         served.wait_for(r"not loaded \(--model picks\): text_detection")
         server = types.SimpleNamespace(http_url=f"127.0.0.1:{served.http}", grpc_url=f"127.0.0.1:{served.grpc}")

@@ -62,6 +62,7 @@ def test_the_corpus_covers_every_feature_family() -> None:
         "class_files",
         "ensemble",
         "fused",
+        "included",
         "instance_groups",
         "notebook",
         "onnx",

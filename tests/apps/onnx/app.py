@@ -13,7 +13,8 @@ The graphs are made here, at build time, with the ``onnx`` package (nothing is d
 Both use ``backend="python"``: the PyPI tritonserver has only the Python backend, so the build ships
 onnxruntime into the repository (the third-party-packages capability) and binds repogen's session
 class. ``Pipeline`` is a traced ensemble Pre (Python) -> Affine (ONNX) -> Post (Python); ``Caller`` a
-Python model calling Affine through BLS. ``tests/apps/onnx/expected.py`` runs onnxruntime on the
+Python model calling Affine and ``Handmade`` (a hand-written Python-backend directory taken in with
+``models.include``) through BLS. ``tests/apps/onnx/expected.py`` runs onnxruntime on the
 served files for the answers.
 """
 
@@ -99,12 +100,17 @@ def pipeline(raw):
     return {"total": post(y=affine_model(x=pre(raw=raw)["x"])["y"])["total"]}
 
 
+handmade = models.include("Handmade", "handmade")  # a hand-written Python-backend model directory, as it is
+
+
 @models.model("Caller", inputs=[Tensor(name="x", dtype=np.float32, shape=(FEATURES,))],
-              outputs=[Tensor(name="y10", dtype=np.float32, shape=(3,))], config=batched)  # fmt: skip
+              outputs=[Tensor(name="y10", dtype=np.float32, shape=(3,)),
+                       Tensor(name="handmade", dtype=np.float32, shape=(3,))], config=batched)  # fmt: skip
 @batch
 def caller(x):
-    """Calls the ONNX model through BLS, as any other model of the repository."""
-    return {"y10": affine_model(x=x)["y"] * 10}
+    """Calls the ONNX model and the included one through BLS, as any other model of the repository."""
+    y = affine_model(x=x)["y"]
+    return {"y10": y * 10, "handmade": handmade(x=y.ravel())["y"].reshape(y.shape)}
 
 
 models.onnx(

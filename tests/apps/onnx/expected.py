@@ -47,7 +47,7 @@ def main(repository: str, path: str) -> None:
     (y,) = latest.run(["y"], {"x": raw * 2 - 1})
     arrays.update({"Pipeline.in.raw": raw, "Pipeline.out.total": y.sum(axis=1, keepdims=True)})
     (y,) = latest.run(["y"], {"x": raw})
-    arrays.update({"Caller.in.x": raw, "Caller.out.y10": y * 10})
+    arrays.update({"Caller.in.x": raw, "Caller.out.y10": y * 10, "Caller.out.handmade": 2 * y + 1})
     np.savez(path, **arrays)
 
 

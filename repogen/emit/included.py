@@ -1,0 +1,29 @@
+"""The files of an included model directory (``models.include``), checked against the build's targets.
+
+The directory is copied as it is, so what the build can still check is whether every targeted
+release knows every field its ``config.pbtxt`` sets (``runtime`` needs 24.01, ...): a release that
+does not rejects the whole model at load with only "failed to read text proto".
+"""
+
+from __future__ import annotations
+
+from ..errors import BuildError
+from ..ir.spec import IncludedSpec
+from ..triton import fields
+from ..triton.layout import CONFIG
+from ..triton.targets import TARGETS, Targets
+
+
+def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[str, bytes]:
+    containers = (targets or Targets(TARGETS)).containers
+    oldest = min(containers, key=lambda release: release.version)
+    for field in spec.fields:
+        if not fields.supported_by(field, oldest):
+            added = fields.introduced_in(field)
+            raise BuildError(
+                f"model '{spec.name}' (included from {spec.source}): its {CONFIG} sets {field.rsplit('.', 1)[-1]!r} "
+                f"({field}), introduced in Triton {added}; the targeted NGC {oldest.ngc} (tritonserver "
+                f"{oldest.tritonserver}) rejects the whole model. Remove it, or build for newer containers only "
+                f"(--triton-version {added} or newer)"
+            )
+    return {f"{spec.name}/{relative}": source.read_bytes() for relative, source in spec.files}

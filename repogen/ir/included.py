@@ -1,0 +1,109 @@
+"""Lowering ``models.include``: an existing Triton model directory, taken in as it is.
+
+Its ``config.pbtxt`` is parsed with repogen's r24.10 schema, as strictly as tritonserver parses it,
+so a field the server would not know fails the build here, named, instead of the whole model failing
+at load with "failed to read text proto". Its tensors, as the config declares them, are the model's
+interface for ensembles and BLS. Which fields the targeted releases know is checked where the build's
+targets are known (``repogen.emit.included``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from google.protobuf import text_format
+
+from ..dsl.repository import IncludedDefinition
+from ..errors import BuildError
+from ..triton import fields
+from ..triton.layout import CONFIG, is_version_name
+from ..triton.proto import model_config_pb2 as mc
+from .spec import IncludedSpec, TensorSpec
+
+_UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
+
+
+def lower_included(definition: IncludedDefinition) -> IncludedSpec:
+    name, root = definition.name, definition.path
+    where = f"model '{name}' (included from {root})"
+    config_path = root / CONFIG
+    if not config_path.is_file():
+        raise BuildError(
+            f"{where}: no {CONFIG} there; include a Triton model directory (<dir>/{CONFIG} and <dir>/1/...), "
+            "paths being relative to the declaring module"
+        )
+    config = _parse(where, config_path)
+    if config.name and config.name != name:
+        raise BuildError(
+            f"{where}: its {CONFIG} names the model {config.name!r}, but it is included as {name!r}; tritonserver "
+            f"requires a model's name to be its directory's: include it as {config.name!r}, or change the name there"
+        )
+    files = _files(root)
+    if not _version_dirs(root):
+        raise BuildError(f"{where}: has no numeric version directory (e.g. {root}/1/); tritonserver loads none")
+    return IncludedSpec(
+        name=name,
+        source=root,
+        files=files,
+        inputs=tuple(_tensor(t) for t in config.input),
+        outputs=tuple(_tensor(t) for t in config.output),
+        max_batch_size=config.max_batch_size,
+        decoupled=config.model_transaction_policy.decoupled,
+        fields=tuple(sorted(set(fields.set_fields(config)))),
+        runs_on=config.backend or config.platform or "(no backend named)",
+    )
+
+
+def _parse(where: str, path: Path) -> mc.ModelConfig:
+    config = mc.ModelConfig()
+    try:
+        text_format.Parse(path.read_text(encoding="utf-8"), config)
+    except UnicodeDecodeError as exc:
+        raise BuildError(f"{where}: {CONFIG} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except text_format.ParseError as exc:
+        match = _UNKNOWN_FIELD.search(str(exc))
+        message = str(exc).replace("repogen.inference.", "inference.")
+        if match is None:
+            raise BuildError(f"{where}: {CONFIG} does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: "
+                             f"{message}") from None  # fmt: skip
+        full = fields.triton_name(f"{match['message']}.{match['field']}")
+        added = fields.FIELDS_AFTER_TARGET.get(full)
+        why = (
+            f"introduced in Triton {added}, after {fields.TARGET_RELEASE}, the newest release repogen targets"
+            if added
+            else f"not in Triton {fields.TARGET_RELEASE}'s ModelConfig schema (check the spelling)"
+        )
+        raise BuildError(
+            f"{where}: {CONFIG} sets {match['field']!r} ({full}), {why}; tritonserver {fields.TARGET_RELEASE} would "
+            "refuse the whole model. Remove it from the included config"
+        ) from None
+    return config
+
+
+def _files(root: Path) -> tuple[tuple[str, Path], ...]:
+    """Every regular file under the model directory (POSIX relative path, source), sorted; no ``__pycache__``."""
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for file_name in names:
+            path = Path(folder) / file_name
+            if path.is_file():
+                found.append((path.relative_to(root).as_posix(), path))
+    return tuple(sorted(found))
+
+
+def _version_dirs(root: Path) -> list[str]:
+    return [p.name for p in root.iterdir() if p.is_dir() and is_version_name(p.name)]
+
+
+def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> TensorSpec:
+    reshape = tuple(tensor.reshape.shape) if tensor.HasField("reshape") else None
+    return TensorSpec(
+        name=tensor.name,
+        data_type=mc.DataType.Name(tensor.data_type),
+        dims=tuple(tensor.dims),
+        optional=bool(getattr(tensor, "optional", False)),
+        reshape=reshape,
+    )
