@@ -108,7 +108,8 @@ class RepositoryDiff:
                     "the hash)"
                 )
             elif change.binary:
-                owner = f" (model {change.model}'s payload)" if change.model else ""
+                what = "payload" if change.path.endswith(PICKLE_SUFFIXES) else "file"  # model.onnx, model.plan, ...
+                owner = f" (model {change.model}'s {what})" if change.model else ""
                 blocks.append(
                     f"binary file differs: {change.path}{owner}: sha256 {change.expected_sha256} "
                     f"in {self.expected}, {change.actual_sha256} in {self.actual}"

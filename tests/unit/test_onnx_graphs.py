@@ -266,3 +266,15 @@ def test_build_version_n_merges_a_graph_beside_the_others(detection: Path, tmp_p
     config_text = (out / "text_detection" / "config.pbtxt").read_text()
     assert 'backend: "onnxruntime"' in config_text and "all {" in config_text
     assert validate_repository(out) == []
+
+
+def test_diff_names_a_changed_graph(detection: Path, tmp_path: Path) -> None:
+    repo = Repository()
+    repo.onnx("text_detection", detection, config=ModelConfig(max_batch_size=4))
+    build_repository(repo, tmp_path / "a")
+    write_graph(detection, [("input_images:0", FLOAT, ["b", "h", "w", 3])],
+                [("scores", FLOAT, ["b", "h", "w", 1]), ("boxes", FLOAT, ["b", None, 5])], ["W2"])  # fmt: skip
+    build_repository(repo, tmp_path / "b")
+    result = CliRunner().invoke(cli, ["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert result.exit_code == 1
+    assert "binary file differs: text_detection/1/model.onnx (model text_detection's file): sha256 " in result.output
