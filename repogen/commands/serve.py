@@ -11,7 +11,14 @@ import click
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
 from ..server.running.backends import serve_without, unservable
-from ..server.running.choice import UsageError, check_passthrough, choose_ports, choose_server, stop_arguments
+from ..server.running.choice import (
+    UsageError,
+    check_passthrough,
+    choose_ports,
+    choose_server,
+    explicit_arguments,
+    stop_arguments,
+)
 from ..server.running.foreground import ServeError, run_server
 from ..server.running.process import HOST
 from ..server.running.reload import AppBuild, Reloader, check_models
@@ -130,7 +137,7 @@ def serve(
         extra = ["--exit-on-error=false"]
         if explicit:
             names = loaded or [m.name for m in model_dirs(repository) if m.has_config]
-            extra += ["--model-control-mode=explicit", *(f"--load-model={name}" for name in names)]
+            extra += explicit_arguments(names)
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,

@@ -73,12 +73,8 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     ]
     networks = [n for n in lowered if isinstance(n, NetworkSpec)]
     models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
-    interfaces = {m.name: Interface(m.inputs, m.outputs, m.max_batch_size, m.decoupled) for m in models}
-    for served in networks:
-        model = served.model
-        interfaces[model.name] = Interface(model.inputs, model.outputs, model.max_batch_size, model.decoupled)
-    for taken in included:
-        interfaces[taken.name] = Interface(taken.inputs, taken.outputs, taken.max_batch_size, taken.decoupled)
+    callable_models: list[ModelSpec | IncludedSpec] = [*models, *(served.model for served in networks), *included]
+    interfaces = {m.name: Interface.of(m) for m in callable_models}
     for ensemble in repository.ensembles:
         _check_model_name(ensemble.name)
         if ensemble.name in interfaces:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from typing import Any
 
 from ..triton.shapes import dims_compatible
 from .spec import EnsembleSpec, TensorSpec
@@ -25,6 +26,11 @@ class Interface:
     outputs: tuple[TensorSpec, ...]
     max_batch_size: int
     decoupled: bool = False
+
+    @classmethod
+    def of(cls, model: Any) -> Interface:
+        """The interface of a lowered model: a ModelSpec, an exported network's or an included directory's."""
+        return cls(model.inputs, model.outputs, model.max_batch_size, model.decoupled)
 
     def input(self, name: str) -> TensorSpec | None:
         return next((t for t in self.inputs if t.name == name), None)

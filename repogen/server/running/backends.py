@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ...errors import ServeError
 from ...ondisk.repository import ModelDir, model_dirs
+from .choice import explicit_arguments, without_model_control
 from .foreground import ExternalTritonServer
 from .process import TritonServer
 
@@ -27,15 +28,12 @@ PLATFORM_BACKENDS = {
     "tensorflow_graphdef": "tensorflow",
 }
 
-_EXPLICIT_ARGS = ("--model-control-mode", "--load-model")
-
 
 def required_backend(model: ModelDir) -> str | None:
     """The backend a model loads with (None: an ensemble, or a config that names none)."""
-    config = model.config
-    if config is None or config.platform == "ensemble":
+    if model.config is None or model.is_ensemble:
         return None
-    return config.backend or PLATFORM_BACKENDS.get(config.platform) or None
+    return model.config.backend or PLATFORM_BACKENDS.get(model.config.platform) or None
 
 
 def server_backends(server: TritonServer) -> tuple[str, ...] | None:
@@ -102,6 +100,5 @@ def serve_without(
     if not rest:
         raise ServeError(f"no model of {repository} can be served here: {why}.")
     echo(f"Not serving {len(skipped)} model(s): {why}. Serving the other {len(rest)} under explicit model control.")
-    kept = [arg for arg in server.extra_args if arg.split("=", 1)[0] not in _EXPLICIT_ARGS]
-    server.extra_args = (*kept, "--model-control-mode=explicit", *(f"--load-model={name}" for name in rest))
+    server.extra_args = (*without_model_control(server.extra_args), *explicit_arguments(rest))
     return rest

@@ -7,7 +7,7 @@ A mistake in these is named before anything starts; ``repogen.commands.serve`` o
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...errors import ServeError
@@ -83,6 +83,16 @@ EXIT_TIMEOUT = "--exit-timeout-secs=3"
 def stop_arguments(args: tuple[str, ...]) -> list[str]:
     """The exit timeout ``serve`` passes unless the tritonserver arguments after ``--`` set one."""
     return [] if any(arg.split("=", 1)[0] == "--exit-timeout-secs" for arg in args) else [EXIT_TIMEOUT]
+
+
+def explicit_arguments(names: Sequence[str]) -> list[str]:
+    """tritonserver's arguments for explicit model control, loading ``names`` at start."""
+    return ["--model-control-mode=explicit", *(f"--load-model={name}" for name in names)]
+
+
+def without_model_control(args: Sequence[str]) -> list[str]:
+    """``args`` less their model control options, which serve is about to set itself."""
+    return [arg for arg in args if arg.split("=", 1)[0] not in _EXPLICIT]
 
 
 def check_passthrough(args: tuple[str, ...], explicit: bool) -> None:

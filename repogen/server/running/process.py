@@ -15,8 +15,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -288,12 +286,10 @@ class TritonServer:
             time.sleep(0.02)
 
     def _unload(self, name: str, timeout: float) -> None:
-        request = urllib.request.Request(
-            f"http://{self.http_url}/v2/repository/models/{urllib.parse.quote(name, safe='')}/unload", data=b"{}",
-            method="POST",
-        )  # fmt: skip
-        with contextlib.suppress(OSError), urllib.request.urlopen(request, timeout=timeout) as answer:
-            answer.read()
+        from tritonclient.utils import InferenceServerException
+
+        with contextlib.suppress(OSError, InferenceServerException), self.client(timeout) as client:
+            client.unload_model(name)
 
     def _stub_regions(self) -> dict[int, str]:
         """The server's backend stubs now, pid -> the ``/dev/shm`` region each names on its command line."""
