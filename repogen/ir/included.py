@@ -10,7 +10,6 @@ targets are known (``repogen.emit.included``).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from google.protobuf import text_format
@@ -21,8 +20,6 @@ from ..triton import fields
 from ..triton.layout import CONFIG, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .spec import IncludedSpec, TensorSpec
-
-_UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
 
 
 def lower_included(definition: IncludedDefinition) -> IncludedSpec:
@@ -63,12 +60,12 @@ def _parse(where: str, path: Path) -> mc.ModelConfig:
     except UnicodeDecodeError as exc:
         raise BuildError(f"{where}: {CONFIG} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except text_format.ParseError as exc:
-        match = _UNKNOWN_FIELD.search(str(exc))
+        unknown = fields.unknown_field(str(exc))
         message = str(exc).replace("repogen.inference.", "inference.")
-        if match is None:
+        if unknown is None:
             raise BuildError(f"{where}: {CONFIG} does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: "
                              f"{message}") from None  # fmt: skip
-        full = fields.triton_name(f"{match['message']}.{match['field']}")
+        field, full = unknown[0], fields.triton_name(unknown[1])
         added = fields.FIELDS_AFTER_TARGET.get(full)
         why = (
             f"introduced in Triton {added}, after {fields.TARGET_RELEASE}, the newest release repogen targets"
@@ -76,7 +73,7 @@ def _parse(where: str, path: Path) -> mc.ModelConfig:
             else f"not in Triton {fields.TARGET_RELEASE}'s ModelConfig schema (check the spelling)"
         )
         raise BuildError(
-            f"{where}: {CONFIG} sets {match['field']!r} ({full}), {why}; tritonserver {fields.TARGET_RELEASE} would "
+            f"{where}: {CONFIG} sets {field!r} ({full}), {why}; tritonserver {fields.TARGET_RELEASE} would "
             "refuse the whole model. Remove it from the included config"
         ) from None
     return config

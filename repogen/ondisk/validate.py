@@ -7,7 +7,6 @@ names the file, what was expected, what was found and the fix.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ..errors import RepositoryError
@@ -19,8 +18,6 @@ from .integrity import changed_files, tree_problems
 from .problems import Problem
 from .repository import ModelDir, files, load_json, model_dirs, sha256
 
-_UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
-
 
 def _server(release: str | Release) -> str:
     found = get_release(release)
@@ -29,10 +26,10 @@ def _server(release: str | Release) -> str:
 
 def _too_new_for_the_schema(message: str, release: str | Release) -> str | None:
     """A field newer than the schema that ``release`` knows: a warning, since the server would load it."""
-    match = _UNKNOWN_FIELD.search(message)
-    if not match:
+    unknown = fields.unknown_field(message)
+    if unknown is None:
         return None
-    field, full_name = match["field"], f"{match['message']}.{match['field']}"
+    field, full_name = unknown
     added = fields.FIELDS_AFTER_TARGET.get(full_name)
     if added is None or not fields.supported_by(full_name, release):
         return None
@@ -45,10 +42,10 @@ def _too_new_for_the_schema(message: str, release: str | Release) -> str | None:
 
 def explain_parse_error(message: str) -> str:
     """Turn protobuf's parse error into what to do, naming the release that added an unknown field."""
-    match = _UNKNOWN_FIELD.search(message)
-    if not match:
+    unknown = fields.unknown_field(message)
+    if unknown is None:
         return f"does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: {message}"
-    field, full_name = match["field"], f"{match['message']}.{match['field']}"
+    field, full_name = unknown
     added = fields.FIELDS_AFTER_TARGET.get(full_name)
     if added:
         return (
@@ -57,7 +54,7 @@ def explain_parse_error(message: str) -> str:
             f"Remove it, or serve with tritonserver {added} or newer"
         )
     return (
-        f"unknown field {field!r} in {match['message']}: it is not in Triton {fields.TARGET_RELEASE}'s "
+        f"unknown field {field!r} in {full_name.rsplit('.', 1)[0]}: it is not in Triton {fields.TARGET_RELEASE}'s "
         "ModelConfig schema, so tritonserver rejects the whole model. Check the spelling, or remove it"
     )
 

@@ -17,6 +17,7 @@ loads on every release repogen supports (23.10 and later) and is not listed.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from google.protobuf.message import Message
@@ -60,6 +61,15 @@ def supported_by(full_name: str, release: str | Release) -> bool:
     """Whether a server of ``release`` (``"yy.mm"``, or any spelling of the release table) knows ``full_name``."""
     added = introduced_in(full_name)
     return added is None or get_release(added).version <= get_release(release).version
+
+
+_UNKNOWN_FIELD = re.compile(r'Message type "(?P<message>[\w.]+)" has no field named "(?P<field>\w+)"')
+
+
+def unknown_field(parse_error: str) -> tuple[str, str] | None:
+    """The field a text_format parse error says the schema lacks: ``(field, message.field)``; None for other errors."""
+    match = _UNKNOWN_FIELD.search(parse_error)
+    return None if match is None else (match["field"], f"{match['message']}.{match['field']}")
 
 
 def set_fields(message: Message) -> Iterator[str]:
