@@ -7,11 +7,12 @@ ensembles from ``fused``; this module puts them together with the manifest.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..hashing import sha256_bytes
-from ..ir.spec import RepositorySpec
+from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
 from ..triton.layout import MANIFEST
 from ..triton.targets import Targets
@@ -43,24 +44,22 @@ def emit_repository(
     """
     files: dict[str, bytes] = {}
     payloads = Payloads.create(targets, roots, packager)
-    total = len(spec.models) + len(spec.ensembles) + len(spec.networks) + len(spec.included)
-    for done, model in enumerate(spec.models, start=1):
-        files.update(emit_model(model, payloads))
-        if progress is not None:
-            progress(done, total, model.name)
-    for done, ensemble in enumerate(spec.ensembles, start=len(spec.models) + 1):
+
+    def ensemble_files(ensemble: EnsembleSpec) -> dict[str, bytes]:
         fused = spec.fused_spec(ensemble.name)
-        files.update(emit_fused(fused, payloads) if fused is not None else emit_ensemble(ensemble))
+        return emit_fused(fused, payloads) if fused is not None else emit_ensemble(ensemble)
+
+    # In this order, one progress line each: models, ensembles, exported networks, included directories.
+    emitters: list[tuple[str, Callable[[], dict[str, bytes]]]] = [
+        *((m.name, functools.partial(emit_model, m, payloads)) for m in spec.models),
+        *((e.name, functools.partial(ensemble_files, e)) for e in spec.ensembles),
+        *((n.name, functools.partial(emit_network, n)) for n in spec.networks),
+        *((i.name, functools.partial(emit_included, i, targets)) for i in spec.included),
+    ]
+    for done, (name, emit) in enumerate(emitters, start=1):
+        files.update(emit())
         if progress is not None:
-            progress(done, total, ensemble.name)
-    for done, network in enumerate(spec.networks, start=len(spec.models) + len(spec.ensembles) + 1):
-        files.update(emit_network(network))
-        if progress is not None:
-            progress(done, total, network.name)
-    for done, taken in enumerate(spec.included, start=total - len(spec.included) + 1):
-        files.update(emit_included(taken, targets))
-        if progress is not None:
-            progress(done, total, taken.name)
+            progress(done, len(emitters), name)
     files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),
