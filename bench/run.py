@@ -33,7 +33,7 @@ import numpy as np
 import perf
 import stats
 from packages import packages_bench
-from repos import assemble
+from repos import FIXED_BATCHES, assemble
 from servers import PyTritonServer, repogen_server
 
 from repogen.server.provision.install import default_cache_dir
@@ -58,7 +58,8 @@ EXTRAS = (
     ("bls", "Trivial", "direct", 1),
     ("bls", "BlsTrivial", "via BLS", 1),
 )
-COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own])
+COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own[, requests
+    # per execute]])
     "16 floats": (
         ("generated", "Double", 16),
         ("handwritten", "DoubleHW", 16),
@@ -69,6 +70,13 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
         ("handwritten", "DoubleHW", MB4),
         ("hand-written, DLPack", "DoubleDLPack", MB4),
     ),
+    **{
+        f"16 floats, {n} requests per execute": (
+            ("generated", f"DoubleX{n}", 16, (), n),
+            ("handwritten", f"DoubleHWX{n}", 16, (), n),
+        )
+        for n in FIXED_BATCHES
+    },
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
     "ensemble, 3 steps": (
         ("ensemble (repogen)", "Pipeline", 16, ("StepAdd", "StepMul", "StepSub")),
@@ -136,21 +144,24 @@ def _progress(s: dict[str, Any]) -> None:
     )
 
 
-def count_instructions(repository: Path, work: Path, requests: int) -> dict[str, dict[str, float]]:
-    """Stub instructions per request of the counted models, on a callgrind server of the same pairing."""
+def count_instructions(
+    repository: Path, work: Path, requests: int, groups: list[str] | None = None
+) -> dict[str, dict[str, float]]:
+    """Stub instructions per request of the counted models (``groups`` of COUNTED, else all), on a callgrind server."""
+    counted_groups = {group: COUNTED[group] for group in groups or COUNTED}
     server = repogen_server(repository, work / "unused.log")
     # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
     counted = work / "callgrind-repository"
     shutil.rmtree(counted, ignore_errors=True)
     cases = {
-        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, case[3] if len(case) > 3 else ())
-        for group, pairs in COUNTED.items()
+        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, *(case[3:] or ((),)))
+        for group, pairs in counted_groups.items()
         for case in pairs
     }
-    for name in sorted({name for model, _, stubs in cases.values() for name in (model, *stubs)}):
+    for name in sorted({name for model, _, stubs, *_ in cases.values() for name in (model, *stubs)}):
         shutil.copytree(repository / name, counted / name, copy_function=os.link)
     counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
-    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in COUNTED.items()}
+    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in counted_groups.items()}
 
 
 def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -208,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
+    parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
     window = args.window or (1.0 if args.quick else 2.0)
@@ -219,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     print("building the benchmark repository", flush=True)
     repository = assemble(work)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        print(json.dumps(count_instructions(repository, work, requests=200), indent=1), flush=True)
+        print(json.dumps(count_instructions(repository, work, 200, args.group), indent=1), flush=True)
         return 0
     servers: dict[str, Any] = {}
     try:

@@ -86,7 +86,9 @@ def test_every_path_answers_as_the_general_one(case, strict, tmp_path):
     assert writes_out(spec, spec.versions[0])
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     _same(models, _request(x=x))
-    _same(models, _request(x=x), _request(x=x[:1]))  # two requests: the general path
+    _same(models, _request(x=x), _request(x=x[:1]))  # several requests: _execute_many's straight line
+    _same(models, *[_request(x=x[i : i + 1] + i) for i in range(2)], _request(x=x), _request(x=x[:1] * 3))
+    _same(models, _request(x=x), _request(x=x[:, :2]))  # other dimensions differ: no concatenation
 
 
 def test_the_straight_line_is_taken_and_a_failure_is_that_requests_answer(tmp_path):

@@ -77,7 +77,10 @@ class TritonPythonModel(_Runtime):
                 return _Runtime.execute(self, requests)
             in0_parts.append(part0)
         sizes = [part.shape[0] for part in in0_parts]
-        in0 = _concatenate(in0_parts)
+        try:
+            in0 = _concatenate(in0_parts)
+        except ValueError:  # the requests' other dimensions differ: @batch's own answer, on the general path
+            return _Runtime.execute(self, requests)
         rows = in0.shape[0]
         try:
             result = call(x=in0)
