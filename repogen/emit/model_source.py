@@ -101,7 +101,9 @@ def _read_inputs_many(inputs: list[InputCode]) -> str:
     lines.append(f"sizes = [part.shape[0] for part in {inputs[0].var}_parts]")
     lines.append("try:")
     lines += [f"    {i.var} = _concatenate({i.var}_parts)" for i in inputs]
-    lines.append("except ValueError:  # the requests' other dimensions differ: @batch's own answer, on the general path")
+    lines.append(
+        "except ValueError:  # the requests' other dimensions differ: @batch's own answer, on the general path"
+    )
     lines.append("    return _Runtime.execute(self, requests)")
     lines.append(f"rows = {inputs[0].var}.shape[0]")
     return "\n".join(INDENT + line for line in lines)

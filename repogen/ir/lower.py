@@ -93,7 +93,12 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     models = [_with_clients(repository, model, interfaces) for model in models]
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
-    exported_backends = {name: _exported(defs[0]) for name, defs in exported.items()}
+    # an ONNX graph on the Python backend is a Python model (OnnxSession): a fused ensemble runs it in-process
+    exported_backends = {
+        name: _exported(defs[0])
+        for name, defs in exported.items()
+        if (defs[0].kind, defs[0].backend) != ("onnx", "python")
+    }
     exported_backends.update({i.name: f"an included model directory ({i.runs_on})" for i in included})
     fused = tuple(fuse(e, config[e.name], by_model, exported_backends) for e in ensembles if e.name in config)
     return RepositorySpec(
@@ -114,6 +119,9 @@ def _lower_included(repository: Repository, taken: set[str]) -> tuple[IncludedSp
         taken.add(definition.name)
         found.append(lower_included(definition))
     return tuple(sorted(found, key=lambda spec: spec.name))
+
+
+PYTHON_ONNX = ("onnx", "python")  # (kind, backend) of a graph served by OnnxSession: a Python model
 
 
 def _exported(definition: NetworkDefinition) -> str:

@@ -3,8 +3,14 @@
 For a server without Triton's onnxruntime backend (PyPI's tritonserver, minimal images): the build
 binds this class as the model's callable and ships onnxruntime inside the repository like any other
 package a payload imports, and the graph as ``<version>/model.onnx``, where the onnxruntime backend
-would find it. One session per model instance, built in the server; each request runs as it came
-(its own batch), so the answers are onnxruntime's own, whatever the batcher grouped.
+would find it. One session per model instance, built in the server with the options the config
+asks for (runtime/onnx_options.py).
+
+What the dynamic batcher groups runs as one ``session.run``, as on Triton's onnxruntime backend:
+requests whose inputs agree past the batch axis (the graph's leading dim, which the build checks is
+symbolic) are stacked along it and the outputs cut back per request; requests of other shapes form
+groups of their own. A batch onnxruntime refuses, or whose outputs lose the batch axis, runs again
+request by request, so a failing request fails alone and the others are answered.
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ import os
 from typing import Any
 
 import numpy as np
+
+from .fused import StepFailure
+from .onnx_options import session_options
 
 GRAPH_FILE = "model.onnx"
 
@@ -26,24 +35,65 @@ class OnnxSession:
     def __init__(self, context: Any):
         import onnxruntime  # shipped in the version's packages: imported only by models that run a graph
 
+        config = context.model_config
+        options, self.run_options, self.intra_op_threads = session_options(onnxruntime, config.raw, config.model_name)
         providers: list[Any] = ["CPUExecutionProvider"]
         if context.instance_kind.upper().endswith("GPU") and "CUDAExecutionProvider" in (
             onnxruntime.get_available_providers()
         ):
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": context.device_id}))
-        self.session = onnxruntime.InferenceSession(os.path.join(context.model_dir, GRAPH_FILE), providers=providers)
-        self.outputs = [tensor.name for tensor in context.model_config.outputs]
+        path = os.path.join(context.model_dir, GRAPH_FILE)
+        self.session = onnxruntime.InferenceSession(path, sess_options=options, providers=providers)
+        self.outputs = [tensor.name for tensor in config.outputs]
+        self.batching = config.max_batch_size > 0
 
-    def __call__(self, requests: list[Any]) -> list[dict[str, np.ndarray]]:
-        return [self.run(request) for request in requests]
+    def __call__(self, requests: list[Any]) -> list[Any]:
+        """One result per request: its outputs, or a ``StepFailure`` that fails that request alone."""
+        if len(requests) == 1 or not self.batching:
+            return [self._alone(request) for request in requests]
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, request in enumerate(requests):
+            key = tuple(sorted((name, value.shape[1:], value.dtype.str) for name, value in request.items()))
+            groups.setdefault(key, []).append(index)
+        results: list[Any] = [None] * len(requests)
+        for members in groups.values():
+            answers = self._together([requests[i] for i in members]) if len(members) > 1 else None
+            for i, answer in zip(members, answers or [self._alone(requests[members[0]])], strict=True):
+                results[i] = answer
+        return results
 
     def run(self, request: Any) -> dict[str, np.ndarray]:
-        """One request: onnxruntime takes strings as ``str``, Triton sends and returns BYTES as ``bytes``."""
-        feed = {
-            name: _decode(value).astype(object) if value.dtype == object else value for name, value in request.items()
-        }
-        values = self.session.run(self.outputs, feed)
-        return {
-            name: _encode(value).astype(object) if value.dtype == object else value
-            for name, value in zip(self.outputs, values, strict=True)
-        }
+        """One request as it came: onnxruntime takes strings as ``str``; Triton sends and returns BYTES as ``bytes``."""
+        return dict(zip(self.outputs, self._run(request), strict=True))
+
+    def _alone(self, request: Any) -> Any:
+        try:
+            return self.run(request)
+        except Exception as exc:  # this request's answer, and only this one's
+            return StepFailure(exc)
+
+    def _together(self, requests: list[Any]) -> list[Any]:
+        """Requests of one shape as one run, each answered with its own rows; anything else request by request."""
+        names = list(requests[0])
+        if not names:
+            return [self._alone(request) for request in requests]
+        sizes = [request[names[0]].shape[0] for request in requests]
+        total = sum(sizes)
+        try:
+            values = self._run({name: np.concatenate([request[name] for request in requests]) for name in names})
+        except Exception:  # which request onnxruntime refuses: each on its own
+            return [self._alone(request) for request in requests]
+        if any(value.ndim == 0 or value.shape[0] != total for value in values):
+            return [self._alone(request) for request in requests]  # an output without the batch axis
+        results = []
+        start = 0
+        for size in sizes:
+            end = start + size
+            results.append({name: value[start:end] for name, value in zip(self.outputs, values, strict=True)})
+            start = end
+        return results
+
+    def _run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        feed = {name: _decode(value).astype(object) if value.dtype == object else value for name, value in feed.items()}
+        values = self.session.run(self.outputs, feed, self.run_options)
+        return [_encode(value).astype(object) if value.dtype == object else value for value in values]

@@ -1,0 +1,116 @@
+"""The ONNX side of the benchmark: graphs on the Python backend, against the same graph in a class model.
+
+Built by a builder venv that holds onnx and onnxruntime (``bench/onnx_bench.py``): the graphs are
+made here at import with ``onnx.helper`` (fixed seed, nothing downloaded).
+
+* ``small``: an MLP 256 -> 512 -> 512 -> 16 (relu), the serving path dominates;
+* ``big``: 1024 -> 2048 -> 2048 -> 1024, about 1.3 ms per sample at batch 1 on one
+  core here: the graph dominates.
+
+Each graph is served three ways, under one config (max_batch_size 16, dynamic batcher, 200 µs queue
+delay): ``Onnx<Size>`` is ``models.onnx(..., backend="python")``; ``Onnx<Size>Class`` is what a careful
+user writes by hand without it, a class model that runs one ``session.run`` per batch (the requests
+stacked, the outputs cut back), its session with the same thread count; ``Onnx<Size>Fused`` is
+Python -> ONNX -> Python fused into one model (``fuse=True``), the Python steps trivial.
+
+``OnnxBigX2`` serves the big graph from 2 instances with repogen's default threads (the cores
+shared among the instances: 1 each on 2 cores); ``OnnxBigX2Ort`` the same with
+``intra_op_thread_count: "0"``, onnxruntime's own default (a thread per core in each instance):
+the measurement behind the default.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper
+
+from repogen import DynamicBatcher, InstanceGroup, ModelConfig, Repository, Tensor, batch
+
+models = Repository()
+SIZES = {"Small": (256, 512, 512, 16), "Big": (1024, 2048, 2048, 1024)}
+MAX_BATCH = 16
+CONFIG = ModelConfig(max_batch_size=MAX_BATCH, batcher=DynamicBatcher(max_queue_delay_microseconds=200))
+_DIRECTORY = tempfile.mkdtemp(prefix="repogen-bench-onnx-")
+atexit.register(shutil.rmtree, _DIRECTORY, True)
+
+
+def mlp(name: str, widths: tuple[int, ...]) -> str:
+    """x [batch, widths[0]] -> y [batch, widths[-1]]: MatMul + Add per layer, Relu between."""
+    rng = np.random.default_rng(0)
+    nodes, weights, current = [], [], "x"
+    for layer, (n_in, n_out) in enumerate(zip(widths, widths[1:], strict=False)):
+        w = (rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)).astype(np.float32)
+        b = np.zeros(n_out, np.float32)
+        weights += [helper.make_tensor(f"w{layer}", TensorProto.FLOAT, w.shape, w.ravel()),
+                    helper.make_tensor(f"b{layer}", TensorProto.FLOAT, b.shape, b)]  # fmt: skip
+        last = layer == len(widths) - 2
+        nodes += [helper.make_node("MatMul", [current, f"w{layer}"], [f"m{layer}"]),
+                  helper.make_node("Add", [f"m{layer}", f"b{layer}"], ["y" if last else f"a{layer}"])]  # fmt: skip
+        if not last:
+            nodes.append(helper.make_node("Relu", [f"a{layer}"], [f"r{layer}"]))
+            current = f"r{layer}"
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", widths[0]])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", widths[-1]])],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    path = os.path.join(_DIRECTORY, f"{name}.onnx")
+    onnx.save(model, path)
+    return path
+
+
+class HandBatched:
+    """One onnxruntime session per instance (on the graph shipped as ``GRAPH``); each batch stacked into one run."""
+
+    GRAPH = ""
+
+    def __init__(self, context):
+        options = onnxruntime.SessionOptions()
+        # what OnnxSession chooses by default for one instance: a thread per core this process may use
+        options.intra_op_num_threads = max(1, len(os.sched_getaffinity(0)))
+        self.session = onnxruntime.InferenceSession(context.path(self.GRAPH), sess_options=options,
+                                                    providers=["CPUExecutionProvider"])  # fmt: skip
+
+    def __call__(self, requests):
+        xs = [request["x"] for request in requests]
+        (y,) = self.session.run(["y"], {"x": np.concatenate(xs) if len(xs) > 1 else xs[0]})
+        results, start = [], 0
+        for x in xs:
+            results.append({"y": y[start : start + len(x)]})
+            start += len(x)
+        return results
+
+
+def _pipeline(pre, network, post):
+    def pipeline(x):
+        return {"y": post(y=network(x=pre(x=x)["x"])["y"])["y"]}
+
+    return pipeline
+
+
+GRAPHS: dict[str, str] = {}
+for _size, _widths in SIZES.items():
+    _graph = GRAPHS[_size] = mlp(_size.lower(), _widths)
+    _x = [Tensor(name="x", dtype=np.float32, shape=(_widths[0],))]
+    _y = [Tensor(name="y", dtype=np.float32, shape=(_widths[-1],))]
+    _onnx = models.onnx(f"Onnx{_size}", _graph, config=CONFIG, backend="python")
+    _class = type(f"HandBatched{_size}", (HandBatched,), {"GRAPH": os.path.basename(_graph)})
+    models.bind(f"Onnx{_size}Class", _class, inputs=_x, outputs=_y, config=CONFIG, files=[_graph])
+    _pre = models.bind(f"Onnx{_size}Pre", batch(lambda x: {"x": x}), inputs=_x, outputs=_x, config=CONFIG)
+    _post = models.bind(f"Onnx{_size}Post", batch(lambda y: {"y": y}), inputs=_y, outputs=_y, config=CONFIG)
+    models.ensemble(f"Onnx{_size}Fused", inputs=_x, outputs=_y, config=CONFIG, fuse=True)(_pipeline(_pre, _onnx, _post))
+
+_two = [InstanceGroup(count=2)]
+models.onnx("OnnxBigX2", GRAPHS["Big"], config=dataclasses.replace(CONFIG, instance_groups=_two), backend="python")
+_ort_threads = dataclasses.replace(CONFIG, instance_groups=_two, parameters={"intra_op_thread_count": "0"})
+models.onnx("OnnxBigX2Ort", GRAPHS["Big"], config=_ort_threads, backend="python")
