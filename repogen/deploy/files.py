@@ -12,6 +12,7 @@ from ..emit.templates import render
 from ..errors import DeployError
 from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
+from ..packages.indexes import PackageIndexes
 from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
 from . import docker, kserve, kubernetes, probe
@@ -53,6 +54,9 @@ class DeployOptions:
     shm_size: str | None = None
     gpus: int | None = None
     storage_uri: str | None = None
+    indexes: PackageIndexes = field(default_factory=PackageIndexes)
+    """Docker: where the image's ``pip install`` finds what the repository does not ship (``--index-url``,
+    ``--extra-index-url``, ``--find-links``); by default PyPI, plus PyTorch's index for its variant builds."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             tag=image,
             repogen_wheel=repogen_wheel,
             gpus=max(options.gpus or 0, 1),
+            indexes=options.indexes,
         )
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
