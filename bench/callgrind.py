@@ -171,7 +171,10 @@ def instructions_per_request(
                 subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
             before = _executions(server, model)
             _send(server, model, inputs, batch, groups)
-            sent, executions = (now - then for now, then in zip(_executions(server, model), before, strict=True))
+            deadline = time.monotonic() + 60  # the server counts a request after its answer has left
+            while (after := _executions(server, model))[0] - before[0] < groups * batch and time.monotonic() < deadline:
+                time.sleep(0.2)
+            sent, executions = after[0] - before[0], after[1] - before[1]
             if batch > 1 and (sent != groups * batch or executions != groups):
                 raise RuntimeError(f"{model}: {sent} requests in {executions} executions, not {groups} of {batch}")
             total = 0

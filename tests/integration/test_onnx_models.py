@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 import types
 
 import numpy as np
@@ -95,16 +96,22 @@ def test_a_fused_pipeline_runs_the_onnx_session_in_its_own_process(built, server
 
 def _together(server, protocol, inputs):
     """Requests sent at once (one thread each); the model's executions they took, and each answer or error."""
-    before = _executions(server, "Lookup")
+    before = _counts(server, "Lookup")
     with concurrent.futures.ThreadPoolExecutor(len(inputs)) as pool:
         futures = [pool.submit(infer, protocol, server, "Lookup", i) for i in inputs]
         answers = [f.exception() or f.result() for f in futures]
-    return _executions(server, "Lookup") - before, answers
+    deadline = time.monotonic() + 30  # the server counts a request after its answer has left
+    while (after := _counts(server, "Lookup"))[0] - before[0] < len(inputs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return after[1] - before[1], answers
 
 
-def _executions(server, model):
+def _counts(server, model):
+    """(requests answered, successes and failures alike; executions) the server has counted for ``model``."""
     with server.client(timeout=60) as client:
-        return int(client.get_inference_statistics(model)["model_stats"][0]["execution_count"])
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    done = sum(int(stats["inference_stats"].get(kind, {}).get("count", 0)) for kind in ("success", "fail"))
+    return done, int(stats["execution_count"])
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
