@@ -51,16 +51,14 @@ class OnnxSession:
         """One result per request: its outputs, or a ``StepFailure`` that fails that request alone."""
         if len(requests) == 1 or not self.batching:
             return [self._alone(request) for request in requests]
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for index, request in enumerate(requests):
-            key = tuple(sorted((name, value.shape[1:], value.dtype.str) for name, value in request.items()))
-            groups.setdefault(key, []).append(index)
-        results: list[Any] = [None] * len(requests)
-        for members in groups.values():
-            answers = self._together([requests[i] for i in members]) if len(members) > 1 else None
-            for i, answer in zip(members, answers or [self._alone(requests[members[0]])], strict=True):
-                results[i] = answer
-        return results
+        names = requests[0].keys()
+        if names and all(request.keys() == names for request in requests):
+            try:  # the common batch: every request of one shape past the batch axis
+                feed = {name: np.concatenate([request[name] for request in requests]) for name in names}
+            except ValueError:  # other dims differ
+                return self._grouped(requests)
+            return self._together(requests, feed)
+        return self._grouped(requests)
 
     def run(self, request: Any) -> dict[str, np.ndarray]:
         """One request as it came: onnxruntime takes strings as ``str``; Triton sends and returns BYTES as ``bytes``."""
@@ -72,15 +70,31 @@ class OnnxSession:
         except Exception as exc:  # this request's answer, and only this one's
             return StepFailure(exc)
 
-    def _together(self, requests: list[Any]) -> list[Any]:
-        """Requests of one shape as one run, each answered with its own rows; anything else request by request."""
-        names = list(requests[0])
-        if not names:
-            return [self._alone(request) for request in requests]
-        sizes = [request[names[0]].shape[0] for request in requests]
+    def _grouped(self, requests: list[Any]) -> list[Any]:
+        """Requests grouped by their inputs' names and shapes past the batch axis, each group run together."""
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, request in enumerate(requests):
+            key = tuple(sorted((name, value.shape[1:]) for name, value in request.items()))
+            groups.setdefault(key, []).append(index)
+        results: list[Any] = [None] * len(requests)
+        for members in groups.values():
+            group = [requests[i] for i in members]
+            if len(group) == 1 or not group[0]:
+                answers = [self._alone(request) for request in group]
+            else:
+                answers = self._together(group, {name: np.concatenate([r[name] for r in group]) for name in group[0]})
+            for i, answer in zip(members, answers, strict=True):
+                results[i] = answer
+        return results
+
+    def _together(self, requests: list[Any], feed: dict[str, np.ndarray]) -> list[Any]:
+        """``feed``, the requests stacked, as one run, each request answered with its own rows; if onnxruntime
+        refuses it, or an output loses the batch axis, each request runs on its own."""
+        first = next(iter(requests[0]))
+        sizes = [request[first].shape[0] for request in requests]
         total = sum(sizes)
         try:
-            values = self._run({name: np.concatenate([request[name] for request in requests]) for name in names})
+            values = self._run(feed)
         except Exception:  # which request onnxruntime refuses: each on its own
             return [self._alone(request) for request in requests]
         if any(value.ndim == 0 or value.shape[0] != total for value in values):

@@ -67,6 +67,21 @@ def test_other_shapes_form_groups_of_their_own():
         np.testing.assert_array_equal(result["y"], request["x"].sum(axis=1, keepdims=True))
 
 
+def test_requests_with_other_inputs_form_groups_of_their_own():
+    session = _session()
+    seen = []
+
+    def run(outputs, feed, run_options):
+        seen.append({name: value.shape for name, value in feed.items()})
+        return [feed["x"] * (2 if "bias" in feed else 1)]
+
+    session.session.run = run
+    requests = [{"x": _x(1)}, {"x": _x(2), "bias": _x(2)}, {"x": _x(1)}]  # an optional input sent by one
+    results = session(requests)
+    assert seen == [{"x": (2, 3)}, {"x": (2, 3), "bias": (2, 3)}]
+    assert [r["y"].tolist() for r in results] == [[[1.0] * 3], [[2.0] * 3] * 2, [[1.0] * 3]]
+
+
 def _any_width(fake):
     def run(outputs, feed, run_options):
         fake.runs.append(feed["x"].shape)
