@@ -77,16 +77,21 @@ def fit(info: BuiltRepository, release: Release, *, configs: bool = True) -> Fit
             )
     for model in info.models:
         found.errors.extend(_model_errors(model, release, configs))
-        if model.is_python:
-            found.warnings.extend(python_backend.name_warnings(model.name, release))
+        for name, what in _stub_names(model):
+            found.warnings.extend(python_backend.name_warnings(name, release, what))
     return found
 
 
+def _stub_names(model: ModelDir) -> list[tuple[str, str]]:
+    """The names a Python model's stubs are called by: the model's, and each named instance group's."""
+    if not model.is_python or model.config is None:
+        return []
+    groups = [(g.name, f"model {model.name!r}: instance group") for g in model.config.instance_group if g.name]
+    return [(model.name, "model"), *groups]
+
+
 def _model_errors(model: ModelDir, release: Release, configs: bool) -> list[str]:
-    errors = []
-    refused = python_backend.refused_name(model.name, release) if model.is_python else None
-    if refused:
-        errors.append(refused)
+    errors = [e for name, what in _stub_names(model) if (e := python_backend.refused_name(name, release, what))]
     if configs and model.config is not None:
         for name in sorted(set(fields.set_fields(model.config))):
             if not fields.supported_by(name, release):
