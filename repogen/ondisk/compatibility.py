@@ -113,3 +113,22 @@ def serving(pythons: list[str] | tuple[str, ...]) -> str:
             last = "+" if runs[-1] is NEWEST else f"-{runs[-1].ngc}"
             parts.append(f"NGC {runs[0].ngc}{last} (Python {python})")
     return ", ".join(parts)
+
+
+def serves(manifest: dict[str, Any]) -> str | None:
+    """``NGC 24.11+ (Python 3.12)``: the containers a built repository serves, from its records (None: unknown)."""
+    if not manifest:
+        return None
+    target = manifest.get("target")
+    if isinstance(target, dict) and target.get("ngc"):
+        return f"tritonserver {target.get('tritonserver')} (NGC {target['ngc']}) only, Python {target.get('python')}"
+    pythons = [str(p) for p in manifest.get("pythons") or ()]
+    if not manifest.get("portable", True):
+        built = (manifest.get("build") or {}).get("python")
+        return f"Python {built} only (built with --pin-python): {serving([str(built)])}"
+    text = serving(pythons) if pythons else "every NGC container from 23.10"
+    cuda = sorted({int(m) for tree in (manifest.get("packages") or {}).values() for m in (tree.get("cuda") or [])})
+    if cuda:
+        releases = [r.ngc for r in RELEASES if r.cuda in cuda]
+        text += f"; its packages need CUDA {', '.join(map(str, cuda))} (NGC {releases[0]}-{releases[-1]})"
+    return text
