@@ -334,7 +334,8 @@ def ensure_standin(
     entrypoint = render("standin/nvidia_entrypoint.sh.tmpl", **values)
     libpython = (prefix / "lib" / f"libpython{python}.so.1.0").stat()
     inputs = _digest({
-        "schema": _SCHEMA, "dockerfile": dockerfile.decode(), "entrypoint": entrypoint.decode(),
+        "schema": _SCHEMA, "pairing": standin.label, "dockerfile": dockerfile.decode(),
+        "entrypoint": entrypoint.decode(),
         "server_wheel": release.wheel.sha256 if release.wheel else None, "python": full_version,
         "libpython": [libpython.st_size, libpython.st_mtime_ns], "numpy_wheel": _file_sha256(wheel),
         "pip": sorted(p.name for p in (prefix / "lib" / f"python{python}" / "site-packages").glob("pip*")),
