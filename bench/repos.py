@@ -26,7 +26,7 @@ SAME_CONFIG = {
     "HWStepSub": "StepSub",
     "HWOne": "Fused",
 }
-FIXED_BATCHES = (4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
+FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
 VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"

@@ -33,7 +33,7 @@ models.bind(model_name="Double", infer_func=double, inputs=_VECTOR, outputs=_OUT
 
 # The same model handed exactly N requests per execute (callgrind's fixed batches, bench/callgrind.py): the
 # batcher holds requests until N rows wait (each request is one row), so N sent together are one batch.
-FIXED_BATCHES = (4, 8)  # bench/repos.py's too
+FIXED_BATCHES = (2, 4, 8)  # bench/repos.py's too
 for _n in FIXED_BATCHES:
     _fixed = ModelConfig(
         max_batch_size=MAX_BATCH_SIZE,

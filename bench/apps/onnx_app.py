@@ -73,11 +73,11 @@ class HandBatched:
     """One onnxruntime session per instance (on the graph shipped as ``GRAPH``); each batch stacked into one run."""
 
     GRAPH = ""
+    THREADS = 0  # 0: what OnnxSession chooses by default for one instance, a thread per core this process may use
 
     def __init__(self, context):
         options = onnxruntime.SessionOptions()
-        # what OnnxSession chooses by default for one instance: a thread per core this process may use
-        options.intra_op_num_threads = max(1, len(os.sched_getaffinity(0)))
+        options.intra_op_num_threads = self.THREADS or max(1, len(os.sched_getaffinity(0)))
         self.session = onnxruntime.InferenceSession(context.path(self.GRAPH), sess_options=options,
                                                     providers=["CPUExecutionProvider"])  # fmt: skip
 
@@ -114,3 +114,19 @@ _two = [InstanceGroup(count=2)]
 models.onnx("OnnxBigX2", GRAPHS["Big"], config=dataclasses.replace(CONFIG, instance_groups=_two), backend="python")
 _ort_threads = dataclasses.replace(CONFIG, instance_groups=_two, parameters={"intra_op_thread_count": "0"})
 models.onnx("OnnxBigX2Ort", GRAPHS["Big"], config=_ort_threads, backend="python")
+
+# Counted by callgrind (bench/run.py --instructions): one intra-op thread, so no thread of onnxruntime's pool
+# spins while the stub's instructions are counted; 1 request per execute, and exactly 4 (the batcher holds
+# requests until 4 rows wait, as bench/apps/app.py's DoubleX<n>).
+_single = {"intra_op_thread_count": "1"}
+_held = DynamicBatcher(preferred_batch_size=[4], max_queue_delay_microseconds=10_000_000)
+_small_x, _small_y = (
+    [Tensor(name="x", dtype=np.float32, shape=(256,))],
+    [Tensor(name="y", dtype=np.float32, shape=(16,))],
+)
+for _suffix, _config in (("T1", CONFIG), ("X4", dataclasses.replace(CONFIG, batcher=_held))):
+    models.onnx(f"OnnxSmall{_suffix}", GRAPHS["Small"], config=dataclasses.replace(_config, parameters=_single),
+                backend="python")  # fmt: skip
+    _one_thread = type(f"HandBatchedSmall{_suffix}", (HandBatched,), {"GRAPH": "small.onnx", "THREADS": 1})
+    models.bind(f"OnnxSmallClass{_suffix}", _one_thread, inputs=_small_x, outputs=_small_y, config=_config,
+                files=[GRAPHS["Small"]])  # fmt: skip
