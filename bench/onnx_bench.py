@@ -22,7 +22,7 @@ from repogen.testing.packages import BUILDER_PACKAGES, builder_python
 
 BENCH = Path(__file__).resolve().parent
 APP = "bench/apps/onnx_app.py:models"
-ELEMENTS = {"Small": 256, "Big": 1024}  # float32 inputs per sample (onnx_app.SIZES)
+ELEMENTS = {"Small": 256, "Big": 8192}  # float32 inputs per sample (onnx_app.SIZES, onnx_app.BIG_IO)
 # (group, size, implementation -> model, concurrencies): ratios are taken within each group and point
 POINTS = tuple(
     (f"onnx {size.lower()}", size, {"generated": f"Onnx{size}", "hand-batched class": f"Onnx{size}Class"}, (1, 8, 16))

@@ -4,8 +4,9 @@ Built by a builder venv that holds onnx and onnxruntime (``bench/onnx_bench.py``
 made here at import with ``onnx.helper`` (fixed seed, nothing downloaded).
 
 * ``small``: an MLP 256 -> 512 -> 512 -> 16 (relu), the serving path dominates;
-* ``big``: 1024 -> 2048 -> 2048 -> 1024, about 1.3 ms per sample at batch 1 on one
-  core here: the graph dominates.
+* ``big``: three 3x3 convolutions 8 -> 128 -> 128 -> 8 channels over a 32x32 image (170 M multiply-adds per
+  sample on 166 K weights; 1.9 ms per sample at batch 1 on one core here), then a global average pool: the
+  graph dominates.
 
 Each graph is served three ways, under one config (max_batch_size 16, dynamic batcher, 200 µs queue
 delay): ``Onnx<Size>`` is ``models.onnx(..., backend="python")``; ``Onnx<Size>Class`` is what a careful
@@ -35,11 +36,39 @@ from onnx import TensorProto, helper
 from repogen import DynamicBatcher, InstanceGroup, ModelConfig, Repository, Tensor, batch
 
 models = Repository()
-SIZES = {"Small": (256, 512, 512, 16), "Big": (1024, 2048, 2048, 1024)}
+SIZES = {"Small": (256, 512, 512, 16)}  # the MLP's widths
+BIG = ((8, 128, 128, 8), 32)  # the convolutions' channels, and the image's side
+BIG_IO = (BIG[0][0] * BIG[1] ** 2, BIG[0][-1])  # 8192 inputs, 8 outputs per sample
 MAX_BATCH = 16
 CONFIG = ModelConfig(max_batch_size=MAX_BATCH, batcher=DynamicBatcher(max_queue_delay_microseconds=200))
 _DIRECTORY = tempfile.mkdtemp(prefix="repogen-bench-onnx-")
 atexit.register(shutil.rmtree, _DIRECTORY, True)
+
+
+def convolutions(name: str, channels: tuple[int, ...], side: int) -> str:
+    """x [batch, c0*side*side] (flat: perf_analyzer's --shape) -> 3x3 convolutions, Relu between -> global average
+    pool -> y [batch, c_last]: much compute on small weights and small tensors, the graph dominates."""
+    rng = np.random.default_rng(0)
+    shape = helper.make_tensor("shape", TensorProto.INT64, [4], [-1, channels[0], side, side])
+    nodes, weights, current = [helper.make_node("Reshape", ["x", "shape"], ["image"])], [shape], "image"
+    for layer, (n_in, n_out) in enumerate(zip(channels, channels[1:], strict=False)):
+        w = (rng.standard_normal((n_out, n_in, 3, 3)) / np.sqrt(9 * n_in)).astype(np.float32)
+        weights.append(helper.make_tensor(f"w{layer}", TensorProto.FLOAT, w.shape, w.ravel()))
+        nodes.append(helper.make_node("Conv", [current, f"w{layer}"], [f"c{layer}"], pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{layer}"], [f"r{layer}"]))
+        current = f"r{layer}"
+    nodes += [helper.make_node("GlobalAveragePool", [current], ["pooled"]),
+              helper.make_node("Flatten", ["pooled"], ["y"])]  # fmt: skip
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", channels[0] * side * side])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", channels[-1]])],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    path = os.path.join(_DIRECTORY, f"{name}.onnx")
+    onnx.save(model, path)
+    return path
 
 
 def mlp(name: str, widths: tuple[int, ...]) -> str:
@@ -98,11 +127,11 @@ def _pipeline(pre, network, post):
     return pipeline
 
 
-GRAPHS: dict[str, str] = {}
-for _size, _widths in SIZES.items():
-    _graph = GRAPHS[_size] = mlp(_size.lower(), _widths)
-    _x = [Tensor(name="x", dtype=np.float32, shape=(_widths[0],))]
-    _y = [Tensor(name="y", dtype=np.float32, shape=(_widths[-1],))]
+GRAPHS = {"Small": mlp("small", SIZES["Small"]), "Big": convolutions("big", *BIG)}
+for _size, (_inputs, _outputs) in {"Small": (SIZES["Small"][0], SIZES["Small"][-1]), "Big": BIG_IO}.items():
+    _graph = GRAPHS[_size]
+    _x = [Tensor(name="x", dtype=np.float32, shape=(_inputs,))]
+    _y = [Tensor(name="y", dtype=np.float32, shape=(_outputs,))]
     _onnx = models.onnx(f"Onnx{_size}", _graph, config=CONFIG, backend="python")
     _class = type(f"HandBatched{_size}", (HandBatched,), {"GRAPH": os.path.basename(_graph)})
     models.bind(f"Onnx{_size}Class", _class, inputs=_x, outputs=_y, config=CONFIG, files=[_graph])

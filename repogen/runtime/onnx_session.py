@@ -24,6 +24,8 @@ from .fused import StepFailure
 from .onnx_options import session_options
 
 GRAPH_FILE = "model.onnx"
+# numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 _decode = np.frompyfunc(lambda item: item.decode("utf-8") if isinstance(item, bytes) else item, 1, 1)
 _encode = np.frompyfunc(lambda item: item.encode("utf-8") if isinstance(item, str) else item, 1, 1)
@@ -46,19 +48,27 @@ class OnnxSession:
         self.session = onnxruntime.InferenceSession(path, sess_options=options, providers=providers)
         self.outputs = [tensor.name for tensor in config.outputs]
         self.batching = config.max_batch_size > 0
+        self.strings = any(t.dtype.hasobject for t in (*config.inputs, *config.outputs))  # BYTES: str <-> bytes
 
     def __call__(self, requests: list[Any]) -> list[Any]:
-        """One result per request: its outputs, or a ``StepFailure`` that fails that request alone."""
+        """One result per request: its outputs, or a ``StepFailure`` that fails that request alone.
+
+        Written for the interpreter of the server's Python (3.10): loops rather than comprehensions and
+        generators, each of which costs a frame there, on the path every batch takes.
+        """
         if len(requests) == 1 or not self.batching:
             return [self._alone(request) for request in requests]
         names = requests[0].keys()
-        if names and all(request.keys() == names for request in requests):
-            try:  # the common batch: every request of one shape past the batch axis
-                feed = {name: np.concatenate([request[name] for request in requests]) for name in names}
-            except ValueError:  # other dims differ
+        for request in requests:
+            if request.keys() != names:  # an optional input left out by some
                 return self._grouped(requests)
-            return self._together(requests, feed)
-        return self._grouped(requests)
+        feed = {}
+        try:  # the common batch: every request of one shape past the batch axis
+            for name in names:
+                feed[name] = _concatenate([request[name] for request in requests])
+        except ValueError:  # other dims differ
+            return self._grouped(requests)
+        return self._together(requests, feed) if feed else [self._alone(request) for request in requests]
 
     def run(self, request: Any) -> dict[str, np.ndarray]:
         """One request as it came: onnxruntime takes strings as ``str``; Triton sends and returns BYTES as ``bytes``."""
@@ -82,7 +92,7 @@ class OnnxSession:
             if len(group) == 1 or not group[0]:
                 answers = [self._alone(request) for request in group]
             else:
-                answers = self._together(group, {name: np.concatenate([r[name] for r in group]) for name in group[0]})
+                answers = self._together(group, {name: _concatenate([r[name] for r in group]) for name in group[0]})
             for i, answer in zip(members, answers, strict=True):
                 results[i] = answer
         return results
@@ -90,24 +100,35 @@ class OnnxSession:
     def _together(self, requests: list[Any], feed: dict[str, np.ndarray]) -> list[Any]:
         """``feed``, the requests stacked, as one run, each request answered with its own rows; if onnxruntime
         refuses it, or an output loses the batch axis, each request runs on its own."""
-        first = next(iter(requests[0]))
-        sizes = [request[first].shape[0] for request in requests]
-        total = sum(sizes)
+        first = next(iter(feed))
+        total = feed[first].shape[0]
         try:
             values = self._run(feed)
         except Exception:  # which request onnxruntime refuses: each on its own
             return [self._alone(request) for request in requests]
-        if any(value.ndim == 0 or value.shape[0] != total for value in values):
-            return [self._alone(request) for request in requests]  # an output without the batch axis
-        results = []
+        for value in values:
+            if value.ndim == 0 or value.shape[0] != total:  # an output without the batch axis
+                return [self._alone(request) for request in requests]
+        results: list[Any] = []
+        answer = results.append
         start = 0
-        for size in sizes:
-            end = start + size
-            results.append({name: value[start:end] for name, value in zip(self.outputs, values, strict=True)})
+        if len(values) == 1:
+            (name,), (value,) = self.outputs, values
+            for request in requests:
+                end = start + request[first].shape[0]
+                answer({name: value[start:end]})
+                start = end
+            return results
+        pairs = list(zip(self.outputs, values, strict=True))
+        for request in requests:
+            end = start + request[first].shape[0]
+            answer({name: value[start:end] for name, value in pairs})
             start = end
         return results
 
     def _run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
-        feed = {name: _decode(value).astype(object) if value.dtype == object else value for name, value in feed.items()}
+        if not self.strings:
+            return self.session.run(self.outputs, feed, self.run_options)  # type: ignore[no-any-return]
+        feed = {name: _decode(value).astype(object) if value.dtype.hasobject else value for name, value in feed.items()}
         values = self.session.run(self.outputs, feed, self.run_options)
-        return [_encode(value).astype(object) if value.dtype == object else value for value in values]
+        return [_encode(value).astype(object) if value.dtype.hasobject else value for value in values]

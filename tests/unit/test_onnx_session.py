@@ -35,12 +35,13 @@ class FakeSession:
         return [x @ W, np.array(x.shape[0], np.int64)] if outputs == ["y", "n"] else [x @ W]
 
 
-def _session(outputs=("y",), batching=True):
+def _session(outputs=("y",), batching=True, strings=False):
     session = object.__new__(OnnxSession)
     session.session = FakeSession()
     session.run_options = None
     session.outputs = list(outputs)
     session.batching = batching
+    session.strings = strings
     return session
 
 
@@ -116,7 +117,7 @@ def test_without_batching_or_alone_each_request_runs_as_it_came():
 
 
 def test_bytes_reach_onnxruntime_as_str_and_come_back_as_bytes():
-    session = _session(outputs=("echo",))
+    session = _session(outputs=("echo",), strings=True)
     seen = []
 
     def run(outputs, feed, run_options):
