@@ -1,0 +1,62 @@
+"""Helpers of the container tests: serving a repository with the README's used-by line, comparing answers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from repogen.deploy.resources import shm_size_bytes
+from repogen.ondisk.repository import read_repository
+from repogen.server.running.docker import Container, Engine, unique_name
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES_INPUTS = {
+    "Forest": {"x": np.array([[0.5, -3.0, 0.01, 2.0], [-1.0, 12.0, -0.2, -4.0], [2.0, 0.0, 0.0, 9.0]])},
+    "Onnx": {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
+    "Yaml": {"text": np.array([[b"a: 1\nb: 2.5\nname: x"], [b"{w: -4, z: [1]}"]], dtype=object)},
+    "Plain": {"x": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)},
+}
+"""tests/apps/packages/expected.py's inputs: scikit-learn, onnxruntime, PyYAML and numpy alone."""
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def shm_flag(repository: Path) -> str:
+    """``--shm-size=64m``: what ``repogen deploy`` computes for the repository, as Docker spells it."""
+    return f"--shm-size={shm_size_bytes(read_repository(repository)) >> 20}m"
+
+
+def run_triton(
+    engine: Engine,
+    image: str,
+    repository: Path,
+    *,
+    prefix: str,
+    user: str | None = None,
+    flags: Sequence[str] = (),
+    args: Sequence[str] = ("tritonserver", "--model-repository=/models"),
+) -> Container:
+    """The README's used-by line: ``docker run --shm-size=... -v <repo>:/models:ro -p 127.0.0.1:P:8000 IMAGE
+    tritonserver --model-repository=/models`` (removed by the caller's ``with``, not ``--rm``: its log outlives it)."""
+    options = [shm_flag(repository), "-v", f"{repository}:/models:ro", *(["--user", user] if user else []), *flags]
+    return engine.run(image, list(args), name=unique_name(prefix), flags=options)
+
+
+def assert_same(answer: dict[str, np.ndarray], expected: dict[str, np.ndarray], what: str) -> None:
+    assert sorted(answer) == sorted(expected), what
+    for name, value in answer.items():
+        if value.dtype == object:
+            assert value.tolist() == expected[name].tolist(), (what, name)
+        else:
+            np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=f"{what} {name}")
