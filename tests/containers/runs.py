@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -14,6 +15,9 @@ from repogen.ondisk.repository import read_repository
 from repogen.server.running.docker import Container, Engine, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
+PREFIX = os.environ.get("REPOGEN_DOCKER_PREFIX", "repogen-test")
+"""Start of the names of every container, image, volume and network these tests make: on an engine that
+several checkouts share, give each its own (REPOGEN_DOCKER_PREFIX=repogen-i31)."""
 PACKAGES_INPUTS = {
     "Forest": {"x": np.array([[0.5, -3.0, 0.01, 2.0], [-1.0, 12.0, -0.2, -4.0], [2.0, 0.0, 0.0, 9.0]])},
     "Onnx": {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
@@ -21,6 +25,18 @@ PACKAGES_INPUTS = {
     "Plain": {"x": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)},
 }
 """tests/apps/packages/expected.py's inputs: scikit-learn, onnxruntime, PyYAML and numpy alone."""
+
+
+def disk_usage(path: Path, count_links: bool) -> int:
+    """Bytes of the files under ``path``: each inode once, or each link (as a file-by-file copy stores them)."""
+    seen, total = set(), 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            stat = os.lstat(os.path.join(folder, name))
+            if count_links or stat.st_ino not in seen:
+                seen.add(stat.st_ino)
+                total += stat.st_size
+    return total
 
 
 @contextlib.contextmanager
@@ -37,6 +53,11 @@ def shm_flag(repository: Path) -> str:
     return f"--shm-size={shm_size_bytes(read_repository(repository)) >> 20}m"
 
 
+def image_name(what: str) -> str:
+    """``<prefix>-<what>:<8 hex>``, an image tag no other run uses."""
+    return f"{PREFIX}-{what}:{secrets.token_hex(4)}"
+
+
 def run_triton(
     engine: Engine,
     image: str,
@@ -50,7 +71,7 @@ def run_triton(
     """The README's used-by line: ``docker run --shm-size=... -v <repo>:/models:ro -p 127.0.0.1:P:8000 IMAGE
     tritonserver --model-repository=/models`` (removed by the caller's ``with``, not ``--rm``: its log outlives it)."""
     options = [shm_flag(repository), "-v", f"{repository}:/models:ro", *(["--user", user] if user else []), *flags]
-    return engine.run(image, list(args), name=unique_name(prefix), flags=options)
+    return engine.run(image, list(args), name=unique_name(f"{PREFIX}-{prefix}"), flags=options)
 
 
 def assert_same(answer: dict[str, np.ndarray], expected: dict[str, np.ndarray], what: str) -> None:

@@ -31,19 +31,19 @@ ONNX_SERVED = (("Affine", 1), ("Affine", 2), ("Mixed", 1))
 @pytest.fixture(scope="module")
 def pipeline(standin_image, docker_engine, built):
     repository = built("examples/pipeline/app.py:models")
-    with run_triton(docker_engine, standin_image("24.10").tag, repository, prefix="repogen-used-by-pipeline") as served:
+    with run_triton(docker_engine, standin_image("24.10").tag, repository, prefix="used-by-pipeline") as served:
         yield served.wait_ready(240)
 
 
 @pytest.fixture(scope="module")
 def packages(standin_image, docker_engine, packages_app):
-    with run_triton(docker_engine, standin_image("24.10").tag, packages_app(), prefix="repogen-used-by-packages") as s:
+    with run_triton(docker_engine, standin_image("24.10").tag, packages_app(), prefix="used-by-packages") as s:
         yield s.wait_ready(300)
 
 
 @pytest.fixture(scope="module")
 def onnx(standin_image, docker_engine, onnx_app):
-    with run_triton(docker_engine, standin_image("24.10").tag, onnx_app[0], prefix="repogen-used-by-onnx") as served:
+    with run_triton(docker_engine, standin_image("24.10").tag, onnx_app[0], prefix="used-by-onnx") as served:
         yield served.wait_ready(300)
 
 
@@ -91,7 +91,7 @@ def test_a_repository_built_under_umask_077_serves_as_uid_1000(standin_image, do
     repository = built("examples/quickstart/app.py:models", umask=0o077)
     _assert_roots_and_readable(repository)
     image = standin_image("24.10").tag
-    with run_triton(docker_engine, image, repository, prefix="repogen-used-by-uid", user="1000:1000") as served:
+    with run_triton(docker_engine, image, repository, prefix="used-by-uid", user="1000:1000") as served:
         served.wait_ready(180)
         assert served.exec("id", "-u").stdout.strip() == "1000"
         for protocol in PROTOCOLS:
@@ -104,7 +104,7 @@ def test_packages_built_under_umask_077_serve_as_uid_1000_on_python_312(
 ):
     repository = packages_app(0o077)
     image = standin_image("24.10-py3.12").tag
-    with run_triton(docker_engine, image, repository, prefix="repogen-used-by-uid312", user="1000:1000") as served:
+    with run_triton(docker_engine, image, repository, prefix="used-by-uid312", user="1000:1000") as served:
         served.wait_ready(300)
         for protocol in PROTOCOLS:
             for model, inputs in PACKAGES_INPUTS.items():
@@ -121,7 +121,7 @@ def test_the_control_a_repository_others_cannot_read_loads_nothing_as_uid_1000(
     for path in [private, *private.rglob("*")]:
         os.chmod(path, 0o700 if path.is_dir() else 0o600)
     image = standin_image("24.10").tag
-    with run_triton(docker_engine, image, private, prefix="repogen-used-by-private", user="1000:1000") as served:
+    with run_triton(docker_engine, image, private, prefix="used-by-private", user="1000:1000") as served:
         with pytest.raises(DockerError, match="exited"):
             served.wait_ready(120)
         assert "failed to open directory" in served.logs() or "Permission denied" in served.logs()
