@@ -14,66 +14,26 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
-from runs import PREFIX, ROOT, disk_usage, image_name
+from runs import PREFIX
 
-from repogen.server.running.docker import removing, unique_name
+from repogen.server.running.docker import unique_name
 from repogen.testing.client import PROTOCOLS, infer
-from repogen.testing.standin import standin_for
-from repogen.triton.releases import NEWEST
 
-APP = ROOT / "tests" / "apps" / "containers" / "yaml_pair.py"
-MODES = {"copy": [], "app": ["--app", "app.py:models"]}
 TEXT = np.array([[b"a: 1\nb: 2.5\nname: x"], [b"{w: -4}"]], dtype=object)
 
 
-def _repogen(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "repogen", *args], cwd=cwd, check=True, capture_output=True, text=True)
-
-
-@pytest.fixture(scope="module", params=list(MODES))
-def image(request, standin_image, docker_engine, tmp_path_factory):
-    mode = request.param
-    context = tmp_path_factory.mktemp(f"context-{mode}")
-    shutil.copy2(APP, context / "app.py")
-    _repogen("build", "app.py:models", "-o", "model_repository", cwd=context)
-    _repogen("deploy", "model_repository", "--docker", *MODES[mode], "-o", "deploy", cwd=context)
-    sizes = {"links once": disk_usage(context / "model_repository", False),
-             "every link": disk_usage(context / "model_repository", True)}  # fmt: skip
-    if mode == "app":
-        shutil.rmtree(context / "model_repository")  # the image builds its own
-    dockerfile = (context / "deploy" / "Dockerfile").read_text()
-    base = standin_image(NEWEST.ngc)
-    assert base.standin == standin_for(NEWEST)  # the release `repogen deploy` targets by default
-    tag, stage = image_name(f"dockerfile-{mode}"), image_name(f"dockerfile-{mode}-build")
-    build = [
-        "build",
-        "-f",
-        str(context / "deploy" / "Dockerfile"),
-        "--build-arg",
-        f"TRITON_IMAGE={base.tag}",
-        str(context),
-    ]
-    builder = docker_engine.with_env(DOCKER_BUILDKIT="0")  # BuildKit would pull the `# syntax=` image
-    with removing(docker_engine, "image", tag, stage):
-        start = time.monotonic()
-        if mode == "app":  # the build stage tagged too, so that it is removed with the image
-            builder(build[0], "--target", "build", "-t", stage, *build[1:], timeout=1200)
-        builder(build[0], "-t", tag, *build[1:], timeout=1200)
-        seconds = time.monotonic() - start
-        added = docker_engine.inspect("image", tag)["Size"] - base.size
-        print(
-            f"{mode}: docker build {seconds:.0f} s, image +{added / 1e6:.1f} MB over {base.tag}; repository "
-            f"{sizes['links once'] / 1e6:.1f} MB on disk, {sizes['every link'] / 1e6:.1f} MB counting every link"
-        )
-        yield mode, tag, dockerfile, added, sizes
+@pytest.fixture(scope="module", params=["copy", "app"])
+def image(request, deploy_image):
+    built = deploy_image(request.param)
+    print(f"{built.mode}: docker build {built.seconds:.0f} s, image +{built.added / 1e6:.1f} MB over {built.base.tag}; "
+          f"repository {built.sizes['links once'] / 1e6:.1f} MB on disk, "
+          f"{built.sizes['every link'] / 1e6:.1f} MB counting every link")  # fmt: skip
+    return built.mode, built.tag, built.dockerfile, built.added, built.sizes
 
 
 @pytest.fixture(scope="module")
