@@ -207,5 +207,6 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
                 liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT),
             )  # fmt: skip
-            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
+            note = kserve.upload_note(info, storage, name) if storage else ""
+            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + note + dump_yaml(isvc)
     return DeployOutput(files, tuple(warnings), binaries)

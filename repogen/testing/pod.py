@@ -22,7 +22,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,8 +78,8 @@ class Pod:
         user, group = security.get("runAsUser"), security.get("runAsGroup")
         if security.get("runAsNonRoot") and not user:
             raise ValueError("runAsNonRoot without a non-zero runAsUser: the kubelet would not start it")
-        if user is not None:
-            flags += ["--user", f"{user}:{group if group is not None else user}"]
+        if user is not None:  # without runAsGroup, the image's group of that uid (as containerd and Docker pick it)
+            flags += ["--user", str(user) if group is None else f"{user}:{group}"]
         if security.get("allowPrivilegeEscalation") is False:
             flags += ["--security-opt", "no-new-privileges"]
         if security.get("privileged"):
@@ -117,11 +117,13 @@ class Pod:
         """What follows the image on ``docker run``: the rest of ``command``, then ``args``."""
         return [*self.spec.get("command", [])[1:], *self.spec.get("args", [])]
 
-    def run(self, engine: Engine, name: str, image: str | None = None) -> Container:
-        """Start the container (``image`` in place of the spec's, e.g. a locally built tag)."""
+    def run(self, engine: Engine, name: str, image: str | None = None, extra: Sequence[str] = ()) -> Container:
+        """Start the container (``image`` in place of the spec's, e.g. a locally built tag; ``extra`` flags, e.g.
+        the bind mount a volume this module cannot make stands for)."""
         publish = {port.get("name", str(port["containerPort"])): port["containerPort"] for port in self.spec["ports"]}
+        flags = [*self.docker_flags(), *extra]
         self.container = engine.run(
-            image or self.spec["image"], self.arguments(), name=name, flags=self.docker_flags(), publish=publish
+            image or self.spec["image"], self.arguments(), name=name, flags=flags, publish=publish
         )
         return self.container
 

@@ -126,17 +126,17 @@ def deploy_image(
 
 @pytest.fixture(scope="session")
 def packages_app(repogen_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
-    """``packages_app(umask=0o022)``: tests/apps/packages built by its builder venv (scikit-learn, onnxruntime,
-    PyYAML), once per umask per run."""
-    done: dict[int, Path] = {}
+    """``packages_app(umask=0o022, *build_args)``: tests/apps/packages built by its builder venv (scikit-learn,
+    onnxruntime, PyYAML), once per umask and arguments per run."""
+    done: dict[tuple[int, tuple[str, ...]], Path] = {}
 
-    def build(mask: int = 0o022) -> Path:
-        if mask not in done:
+    def build(mask: int = 0o022, *extra: str) -> Path:
+        if (mask, extra) not in done:
             output = tmp_path_factory.mktemp("packages") / "model_repository"
             with umask(mask):
-                build_packages_app(repogen_cache_dir, output)
-            done[mask] = output
-        return done[mask]
+                build_packages_app(repogen_cache_dir, output, *extra)
+            done[mask, extra] = output
+        return done[mask, extra]
 
     return build
 
