@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runs import ROOT, disk_usage, image_name, umask
+from runs import ROOT, YAML_PAIR, disk_usage, image_name, umask
 
 from repogen.server.running.docker import Engine, removing
 from repogen.testing.builders import checkout_root, ensure_builder_venv
@@ -25,7 +25,6 @@ from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, build
 from repogen.testing.standin import StandInImage, standin_for
 from repogen.triton.releases import NEWEST
 
-YAML_PAIR = ROOT / "tests" / "apps" / "containers" / "yaml_pair.py"
 DEPLOY_MODES = {"copy": [], "app": ["--app", "app.py:models"]}
 
 

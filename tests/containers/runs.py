@@ -15,6 +15,8 @@ from repogen.ondisk.repository import read_repository
 from repogen.server.running.docker import Container, Engine, unique_name
 
 ROOT = Path(__file__).resolve().parents[2]
+YAML_PAIR = ROOT / "tests" / "apps" / "containers" / "yaml_pair.py"
+"""Two models shipping PyYAML: a small app whose package trees are hard-linked between models."""
 PREFIX = os.environ.get("REPOGEN_DOCKER_PREFIX", "repogen-test")
 """Start of the names of every container, image, volume and network these tests make: on an engine that
 several checkouts share, give each its own (REPOGEN_DOCKER_PREFIX=repogen-i31)."""
