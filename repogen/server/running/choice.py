@@ -13,6 +13,7 @@ from pathlib import Path
 from ...errors import ServeError
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import Release
+from .container import container_server
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
 from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
@@ -118,9 +119,12 @@ def choose_server(
     log_path: Path,
     log_verbose: int,
     echo: Callable[[str], None],
+    image: str | None = None,
+    mount_parent: bool = False,
 ) -> tuple[TritonServer, str]:
-    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one."""
+    """The server to run and its version: --image, --tritonserver, else one on PATH, else the embedded one."""
     embedded = embedded or bool(triton_version) or bool(server_python)
+
     if tritonserver_path and embedded:
         raise ServeError(
             "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
@@ -130,6 +134,9 @@ def choose_server(
         http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
         extra_args=extra,
     )  # fmt: skip
+    if image:
+        echo(f"Serving in a container of {image} (docker run --user 1000:1000, the repository mounted read-only).")
+        return container_server(image, repository, mount_parent=mount_parent, **options)  # type: ignore[arg-type]
     external = None if embedded else find_tritonserver(tritonserver_path)
     if external is not None:
         echo(f"Using {external}")
