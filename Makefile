@@ -30,7 +30,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 # A serving pairing is <tritonserver release>+<Python its backend stub runs>, what one NGC container
-# runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.12+ (README,
+# runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.11+ (README,
 # "Testing"). `make test` runs lint, everything on FULL_PAIRING, then the smoke subset on each
 # SMOKE_PAIRING, and prints a summary; `make test-releases` runs the smoke pairings only.
 .PHONY: test-releases
