@@ -30,7 +30,6 @@ from runs import PACKAGES_INPUTS, PREFIX, assert_same
 from repogen.server.running.docker import unique_name
 from repogen.testing.client import PROTOCOLS, infer
 from repogen.testing.pod import Pod
-from repogen.triton.releases import NEWEST
 
 KSERVE_UID = 1000
 RUNTIME = {  # KServe's kserve-tritonserver ServingRuntime (config/runtimes), as its predictor container runs
@@ -72,8 +71,8 @@ def archive_copy(archive: Path, target: Path) -> None:
 
 @pytest.fixture(scope="module")
 def deployed(packages_app, tmp_path_factory):
-    """The app built for the default release's container (its Python's tree only), and its InferenceService."""
-    repository = packages_app(0o022, "--triton-version", NEWEST.ngc)
+    """The app as test_used_by_line.py serves it (a tree for each container Python), and its InferenceService."""
+    repository = packages_app()
     manifests = {}
     for uri in ("s3://models/packages", "s3://models/packages.tar"):
         manifests[uri] = subprocess.run(
