@@ -154,15 +154,9 @@ def _carry(source: Path | str, destination: Path | str) -> None:
 
 
 def _write_file(path: Path, data: bytes) -> None:
-    """``data`` at ``path`` with mode :data:`FILE_MODE`, which the umask may not narrow."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
-        os.close(fd)
+    """``data`` at ``path`` with mode :data:`FILE_MODE`, whatever the umask made of it."""
+    path.write_bytes(data)
+    os.chmod(path, FILE_MODE)
 
 
 def _fill(staging: Path, plan: WritePlan) -> None:
