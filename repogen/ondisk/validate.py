@@ -14,7 +14,7 @@ from ..triton import fields
 from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import Release, get_release
 from .ensembles import check_ensemble
-from .integrity import changed_files, tree_problems
+from .integrity import changed_files, is_signature, tree_problems
 from .problems import Problem
 from .repository import ModelDir, files, load_json, model_dirs, sha256
 
@@ -212,7 +212,7 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     for model in models:
         for relative in files(model.path):
             full = f"{model.name}/{relative}"
-            if full not in listed:
+            if full not in listed and not is_signature(full):
                 problems.append(
                     Problem.at(
                         repository / full,

@@ -22,7 +22,7 @@ from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
 from ..runtime.records import dumps
 from ..triton.releases import RELEASES
 from ..triton.targets import Targets
-from . import resolve, wheels
+from . import metadata, resolve, wheels
 from .options import PackageOptions, canonical
 from .resolve import Pin
 from .targets import WheelTarget, wheel_targets
@@ -40,6 +40,8 @@ class ShippedTree:
     listing: dict[str, str]  # path in the tree -> sha256
     bytecode: bool
     sizes: dict[str, int]  # cache file -> bytes
+    licenses: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # pin sha256 -> as its wheel states
+    requires: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # canonical name -> names it requires
 
     @property
     def size(self) -> int:
@@ -55,8 +57,16 @@ class ShippedTree:
             "bytecode": self.bytecode,
             "digest": self.digest,
             "files": len(self.listing),
-            "lock": [pin.record() for pin in self.pins],
+            "lock": [self._locked(pin) for pin in self.pins],
             "size": self.size,
+        }
+
+    def _locked(self, pin: Pin) -> dict[str, Any]:
+        """The pin as ``model.json`` records it, with its license and the lock's distributions it requires."""
+        return {
+            **pin.record(),
+            "license": self.licenses.get(pin.sha256, {}),
+            "requires": self.requires.get(canonical(pin.name), []),
         }
 
 
@@ -112,6 +122,8 @@ class Packager:
             if interpreter
             else {}
         )
+        declared = {sha: metadata.read_metadata(root, index) for sha, (root, index) in unpacked.items()}
+        graph = metadata.requirement_graph(pins, {sha: d[1] for sha, d in declared.items()}, target, wanted)
         files: dict[str, str] = {}
         listing: dict[str, str] = {}
         sizes: dict[str, int] = {}
@@ -125,7 +137,8 @@ class Packager:
                     files[relative] = f"{base}/{relative}"
                     listing[relative] = str(digest)
                     sizes[files[relative]] = int(str(length))
-        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes)
+        licenses = {sha: d[0] for sha, d in declared.items()}
+        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes, licenses, graph)
 
     def _interpreter(self, python: str) -> Path | None:
         """A Python of the container's minor to compile bytecode with; without one, the server compiles into /tmp."""
