@@ -39,9 +39,7 @@ def ec_key(directory: Path, name: str = "key", curve: str = "secp256r1") -> KeyP
     key = ec.generate_private_key(getattr(ec, curve.upper())())
     private, public = directory / f"{name}.pem", directory / f"{name}.pub"
     private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     public.write_bytes(
         key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
