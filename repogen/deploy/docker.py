@@ -23,6 +23,7 @@ from ..triton.releases import Release
 from ..version import __version__
 from .probe import healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
+from .verify import VERIFIER_DIR, VerifyDeploy
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
 
@@ -95,8 +96,14 @@ def dockerfile(
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
+    verify: VerifyDeploy | None = None,
+    key_in_context: str | None = None,
 ) -> DockerFiles:
-    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image."""
+    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image.
+
+    ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
+    signatures before the final image copies it (``repogen.deploy.verify``).
+    """
     shm = format_quantity(shm_size_bytes(info, gpus))
     common = {
         "repogen_version": __version__,
@@ -117,16 +124,28 @@ def dockerfile(
     }
     if app is None:
         repository = context_path(info.path, context, "repository")
+        if verify is not None and key_in_context is not None:
+            stage = verify.docker_stage(repository, key_in_context) + "\n"
+            copy = (
+                "COPY --from=verify /models /models\n"
+                f"# The verifier too, for the init containers of `repogen deploy --k8s/--kserve --verify-key`.\n"
+                f"COPY --from=verify {VERIFIER_DIR} {VERIFIER_DIR}"
+            )
+        else:
+            stage, copy = "", f"COPY {repository} /models"
         text = render(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
             repository=repository,
             python_note=_python_note(info, target),
+            verify_stage=stage,
+            copy_repository=copy,
         )
         keep = (
             "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
             f"!{'' if repository == '.' else repository + '/'}**"
         )
+
     else:
         text = render(
             "deploy/Dockerfile.build.tmpl",
