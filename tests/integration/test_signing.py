@@ -172,3 +172,17 @@ def test_serve_verifies_before_the_server_starts(signed, keys, triton_install, t
     finally:
         served.stop()
     assert verify_repository(repo, VerifyWith(key=keys["signer"].public)).ok  # serving wrote nothing into it
+
+
+def test_signed_builds_differ_only_in_their_signatures_and_diff_says_who_verifies(signed, keys, tmp_path):
+    repo, _ = signed["quickstart"]
+    _build(APPS["quickstart"][0], tmp_path / "again", "--sign-key", str(keys["signer"].private))
+    assert (repo / SIGNATURE_FILE).read_bytes() != (tmp_path / "again" / SIGNATURE_FILE).read_bytes()  # ECDSA
+    same = repogen("diff", str(repo), str(tmp_path / "again"))
+    assert same.returncode == 0 and "are identical\n" in same.stdout, same.stdout + same.stderr
+    assert f"ACTUAL {tmp_path / 'again'}: signed (3 signatures, not checked" in same.stdout
+    _build(APPS["quickstart"][0], tmp_path / "unsigned")
+    checked = repogen("diff", str(repo), str(tmp_path / "unsigned"), "--verify-key", str(keys["signer"].public))
+    assert checked.returncode == 1 and "are identical" in checked.stdout  # the same files, one side not signed
+    assert f"EXPECTED {repo}: signed, verifies against key" in checked.stdout
+    assert f"ACTUAL {tmp_path / 'unsigned'}: not signed" in checked.stdout
