@@ -186,3 +186,24 @@ def test_signed_builds_differ_only_in_their_signatures_and_diff_says_who_verifie
     assert checked.returncode == 1 and "are identical" in checked.stdout  # the same files, one side not signed
     assert f"EXPECTED {repo}: signed, verifies against key" in checked.stdout
     assert f"ACTUAL {tmp_path / 'unsigned'}: not signed" in checked.stdout
+
+
+def test_what_upstream_signs_repogen_verifies(signed, keys, tmp_path):
+    """A root signature made by upstream's own CLI covers the model directories: repogen verify accepts it."""
+    repo, _ = signed["quickstart"]
+    copy = copy_repository(repo, tmp_path / "repo")
+    for signature in copy.glob(f"**/{SIGNATURE_FILE}"):
+        signature.unlink()
+    cmd = [sys.executable, "-m", "model_signing", "sign", "key", str(copy), "--signature", str(copy / SIGNATURE_FILE),
+           "--private_key", str(keys["signer"].private)]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+    result = verify_repository(copy, VerifyWith(key=keys["signer"].public))
+    assert result.ok and result.units == ("",), result.report()
+    (copy / "AddSub" / "1" / "model.py").write_text("# changed\n")
+    assert [f.path for f in verify_repository(copy, VerifyWith(key=keys["signer"].public)).findings] == [
+        "AddSub/1/model.py"
+    ]
+    ours = copy_repository(repo, tmp_path / "ours")
+    (ours / "AddSub" / SIGNATURE_FILE).unlink()  # the root's statement lists it
+    refused = verify_repository(ours, VerifyWith(key=keys["signer"].public))
+    assert [(f.kind, f.path) for f in refused.findings] == [("missing", "AddSub/model.sig")]
