@@ -115,7 +115,17 @@ class VerifyWith:
         if self.key is None:
             raise SigningError("no public key given to verify with; expected the PEM public key of the signing key")
         _readable(self.key, "public key")
-        return config.use_elliptic_key_verifier(public_key=self.key)
+        try:
+            return config.use_elliptic_key_verifier(public_key=self.key)
+        except Exception as exc:  # noqa: BLE001 - not PEM, a private key, not EC (ValueError, AttributeError)
+            raise SigningError(
+                f"public key {self.key} cannot be used ({str(exc) or type(exc).__name__}); expected the PEM public key "
+                "(P-256, P-384 or P-521) of the key that signed: `openssl ec -in key.pem -pubout -out key.pub`"
+            ) from None
+
+    def check(self) -> None:
+        """Fail now, naming the key, where it cannot verify anything (before a repository is hashed)."""
+        self._config(library())
 
 
 def _readable(path: Path, what: str) -> None:
@@ -147,17 +157,22 @@ def sign_directory(directory: Path, method: SignWith) -> Path:
     so a reader never sees half a signature.
     """
     ms = library()
-    config = method._config(ms).set_hashing_config(_hashing(ms, [SIGNATURE_FILE], git=True))
     final = directory / SIGNATURE_FILE
     fd, staged = tempfile.mkstemp(prefix=f".{SIGNATURE_FILE}.", dir=directory)
     os.close(fd)
     try:
         os.unlink(staged)  # the library hashes first, then writes: the name must not exist while it hashes
+        config = method._config(ms).set_hashing_config(_hashing(ms, [SIGNATURE_FILE], git=True))
         config.sign(directory, staged)
         os.chmod(staged, 0o644)
         os.replace(staged, final)
-    except (ValueError, TypeError) as exc:  # an unusable key, a wrong password, a symlink in the tree
-        raise SigningError(f"cannot sign {directory} with {method.describe()}: {exc}; expected {KEY_HELP}") from None
+    except SigningError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unusable key (ValueError, TypeError; AttributeError for RSA), a symlink
+        reason = str(exc) or type(exc).__name__
+        if isinstance(exc, AttributeError):
+            reason = "not an EC key"
+        raise SigningError(f"cannot sign {directory} with {method.describe()}: {reason}; expected {KEY_HELP}") from None
     finally:
         if os.path.exists(staged):
             os.unlink(staged)

@@ -154,6 +154,7 @@ def verify_repository(path: str | os.PathLike[str], method: VerifyWith) -> Verif
         )
     # A model directory without a signature of its own is still covered by the root's (which lists the model
     # signatures it saw, so a removed one is reported missing): upstream's CLI signs a repository that way.
+    method.check()
     units = [""] if alone else ["", *(name for name in model_directories(root) if is_signed(root / name))]
     actual = hash_files(root)
     found: dict[tuple[str, str], Finding] = {}
