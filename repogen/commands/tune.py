@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -12,6 +13,7 @@ from ..errors import ServeError, TuneError
 from ..ondisk.repository import require_directory
 from ..server.client.perf import parse_shapes
 from ..server.running.foreground import find_tritonserver
+from ..server.running.pairing import pairing_for
 from ..server.running.reload import AppBuild
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
@@ -83,6 +85,9 @@ def tune(
             repository = build.output
         else:
             repository = require_directory(target)
+        if not (triton_version or server_python or given) and (pick := pairing_for(repository)) is not None:
+            click.echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
+            options = dataclasses.replace(options, release=pick.release, server_python=pick.python)
         found = run_tune(repository, reports.resolve(), options, click.echo)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -22,6 +22,7 @@ from .files import emit_ensemble, emit_model, emit_network
 from .fused import emit_fused
 from .included import emit_included
 from .payloads import Payloads, build_environment
+from .release_rules import check_release_rules
 
 if TYPE_CHECKING:
     from ..packages import Packager
@@ -45,6 +46,7 @@ def emit_repository(
     """
     files: dict[str, bytes] = {}
     payloads = Payloads.create(targets, roots, packager)
+    check_release_rules(spec, payloads.targets)
 
     def ensemble_files(ensemble: EnsembleSpec) -> dict[str, bytes]:
         fused = spec.fused_spec(ensemble.name)
