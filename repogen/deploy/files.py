@@ -131,6 +131,15 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
     return options.replicas, options.max_replicas, options.target_cpu_utilization
 
 
+def _verify_note(verify: VerifyDeploy | None) -> str:
+    if verify is None:
+        return ""
+    return (
+        "# Signatures verified before tritonserver starts (docs/security.md): the verifier comes from an image built\n"
+        "# with `repogen deploy --docker --verify-key` (its /opt/model-signing).\n"
+    )
+
+
 def _verification(info: BuiltRepository, key: KeySource, name: str) -> VerifyDeploy:
     """Signatures are verified where the repository is signed; an unsigned one is refused, nothing written."""
     from ..signing import is_signed
@@ -241,7 +250,9 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 documents.append(
                     kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
                 )
-            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + dump_yaml(*documents)
+            files[K8S_FILE] = (
+                _header(info, "--k8s", resources, resources.gpus) + _verify_note(verify) + dump_yaml(*documents)
+            )
         if options.kserve:
             if options.image and options.storage_uri:
                 raise DeployError(
@@ -257,5 +268,6 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 verifier_image=options.verifier_image or image,
             )  # fmt: skip
             documents = [*([config_map] if config_map else []), isvc]
-            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(*documents)
+            header = _header(info, "--kserve", resources, resources.gpus) + _verify_note(verify)
+            files[KSERVE_FILE] = header + dump_yaml(*documents)
     return DeployOutput(files, tuple(warnings), binaries)
