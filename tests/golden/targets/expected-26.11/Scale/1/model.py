@@ -28,7 +28,7 @@ __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
 _concatenate = np.concatenate
-_DTYPE_0 = np.dtype("<f4")
+_DTYPE_0 = np.dtype('<f4')
 
 
 class TritonPythonModel(_Runtime):
@@ -51,7 +51,7 @@ class TritonPythonModel(_Runtime):
             return [self.failure(exc)]
         if type(result) is not dict or len(result) != 1:
             return self.finish_batch(result, [rows])
-        out0 = result.get("y")
+        out0 = result.get('y')
         if (
             type(out0) is not _ndarray
             or out0.dtype != _DTYPE_0
@@ -61,7 +61,7 @@ class TritonPythonModel(_Runtime):
         ):
             return self.finish_batch(result, [rows])
         try:
-            return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("y", out0)])]
+            return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
             return self.finish_batch(result, [rows])
 
@@ -85,7 +85,7 @@ class TritonPythonModel(_Runtime):
             return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 1:
             return self.finish_batch(result, sizes)
-        out0 = result.get("y")
+        out0 = result.get('y')
         if (
             type(out0) is not _ndarray
             or out0.dtype != _DTYPE_0
@@ -99,7 +99,7 @@ class TritonPythonModel(_Runtime):
         try:
             for size in sizes:
                 end = start + size
-                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("y", out0[start:end])]))
+                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
             return self.finish_batch(result, sizes)
