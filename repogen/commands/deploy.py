@@ -8,7 +8,7 @@ import click
 
 from ..deploy import DeployOptions, generate
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
-from .params import RELEASE_HELP, TritonRelease
+from .params import RELEASE_HELP, TritonRelease, restrict_option
 
 
 @click.command()
@@ -69,6 +69,9 @@ from .params import RELEASE_HELP, TritonRelease
               "Secret (as key.pub) instead of a ConfigMap of --verify-key.")  # fmt: skip
 @click.option("--verifier-image", help="KServe with --storage-uri and a verify key: an image holding the verifier "
               "(one `repogen deploy --docker --verify-key` builds; default: --image, else <name>:latest).")  # fmt: skip
+@restrict_option
+@click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
+              "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip
 def deploy(repository: Path, output: Path | None, **options: object) -> None:
     """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
 

@@ -10,6 +10,7 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
+from ..server.client.access import Access
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
     UsageError,
@@ -24,7 +25,7 @@ from ..server.running.process import HOST
 from ..server.running.reload import AppBuild, Reloader, check_models
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
-from .params import TritonRelease
+from .params import TritonRelease, restrict_option
 
 
 def _is_app(target: str) -> bool:
@@ -85,6 +86,10 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
     help="TARGET a signed repository: check its signatures against this public key before the server starts, and "
     "refuse to serve, naming each changed, missing and added file, unless it verifies (`repogen verify`).",
 )
+@restrict_option
+@click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
+              "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "
+              "this machine find it.")  # fmt: skip
 def serve(
     target: str,
     tritonserver_args: tuple[str, ...],
@@ -103,6 +108,8 @@ def serve(
     ready_timeout: float,
     log_verbose: int,
     verify_key: Path | None,
+    restrict: tuple[str, ...],
+    token: str | None,
 ) -> None:
     """Serve TARGET with a stock tritonserver on 127.0.0.1 until Ctrl+C (or SIGTERM).
 
@@ -112,6 +119,9 @@ def serve(
     The embedded server (the unmodified tritonserver from PyPI's nvidia-pytriton wheel) is
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
+
+    Shared memory, the model repository API, statistics, trace and logging settings answer only requests
+    carrying the run's access key (--restrict, as PyTriton 0.7); health, metadata and inference stay open.
     """
     app = target if _is_app(target) else None
     if app is None and (reload or output or app_dir):
@@ -159,7 +169,7 @@ def serve(
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
-            _echo,
+            _echo, Access.choose(restrict, token),
         )  # fmt: skip
         skipped = unservable(server, repository, loaded)
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served

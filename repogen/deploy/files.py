@@ -12,9 +12,10 @@ from ..emit.templates import render
 from ..errors import DeployError
 from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
+from ..triton.access import DEFAULT_RESTRICTED
 from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
-from . import docker, kserve, kubernetes, probe
+from . import access, docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
 from .verify import KeySource, VerifyDeploy
 from .wheel import wheel_bytes, wheel_name
@@ -62,6 +63,10 @@ class DeployOptions:
     """Kubernetes/KServe: the key from this Secret (its ``key.pub``) instead of a ConfigMap of ``verify_key``."""
     verifier_image: str | None = None
     """KServe with a storage URI: the image the verifier is copied from (default: ``image``, or ``<name>:latest``)."""
+    restrict: tuple[str, ...] = DEFAULT_RESTRICTED
+    """The API groups only a request carrying the access key reaches (PyTriton 0.7's set); ``()``: none."""
+    access_secret: str | None = None
+    """Kubernetes/KServe: the Secret holding the key (default ``<name>-access-token``)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def dump_yaml(*documents: dict[str, Any]) -> str:
     return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
 
 
-def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources, gpus: int) -> str:
+def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources, gpus: int, access_note: str) -> str:
     return render(
         "deploy/manifest_header.tmpl",
         repogen_version=__version__,
@@ -87,6 +92,7 @@ def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources
         shm_size=resources.shm_size,
         python_instances=info.python_instances(max(gpus, 1)),
         shm_per_instance=format_quantity(SHM_PER_INSTANCE),
+        access_note=access_note,
     ).decode()
 
 
@@ -174,7 +180,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         raise DeployError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
     info = read_repository(repository)
     target = get_release(options.triton_version)
+    apis = tuple(options.restrict)
+    access.check_release(target, apis)
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
+    secret = access.secret_name(name, options.access_secret)
     image = options.image or f"{name}:latest"
     key = KeySource.of(options.verify_key, options.verify_key_secret)
     verify = _verification(info, key, name) if key is not None else None
@@ -214,6 +223,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             gpus=max(options.gpus or 0, 1),
             verify=verify,
             key_in_context=key_in_context,
+            apis=apis,
         )
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
@@ -232,6 +242,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             gpus=options.gpus,
         )
         config_map = verify.config_map(kubernetes.labels(name)) if verify is not None else None
+        env = access.kubernetes_env(secret) if apis else None
+        note = access.manifest_note(apis, secret)
         if options.k8s:
             documents = [
                 *([config_map] if config_map else []),
@@ -240,7 +252,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                     image,
                     resources,
                     replicas=options.replicas,
-                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT),
+                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT, apis),
+                    access_args=access.kubernetes_args(target, apis),
+                    env=env,
+                    ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
                     verify=verify,
                 ),
                 kubernetes.service(name),
@@ -250,9 +265,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 documents.append(
                     kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
                 )
-            files[K8S_FILE] = (
-                _header(info, "--k8s", resources, resources.gpus) + _verify_note(verify) + dump_yaml(*documents)
-            )
+            header = _header(info, "--k8s", resources, resources.gpus, note) + _verify_note(verify)
+            files[K8S_FILE] = header + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
                 raise DeployError(
@@ -264,10 +278,11 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 warnings.extend(_check_stock_runtime(info, target))
             isvc = kserve.inference_service(
                 name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
-                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT), verify=verify,
+                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
+                access_args=access.kubernetes_args(target, apis), env=env, verify=verify,
                 verifier_image=options.verifier_image or image,
             )  # fmt: skip
             documents = [*([config_map] if config_map else []), isvc]
-            header = _header(info, "--kserve", resources, resources.gpus) + _verify_note(verify)
+            header = _header(info, "--kserve", resources, resources.gpus, note) + _verify_note(verify)
             files[KSERVE_FILE] = header + dump_yaml(*documents)
     return DeployOutput(files, tuple(warnings), binaries)

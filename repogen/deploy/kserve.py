@@ -63,6 +63,8 @@ def inference_service(
     liveness: dict[str, Any] | None = None,
     verify: VerifyDeploy | None = None,
     verifier_image: str | None = None,
+    access_args: list[str] | None = None,
+    env: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one).
 
@@ -71,7 +73,10 @@ def inference_service(
     ``verify`` checks the repository's signatures before tritonserver starts: an init container of ``image``
     for a baked-in repository; for a downloaded one, the model container itself (KServe's storage
     initializer runs after the pod's init containers) with the verifier copied from ``verifier_image``.
+    ``access_args``/``env``: the restriction flags and the key from a Secret (deploy/access.py); on the
+    stock runtime KServe appends the model's ``args`` to the runtime's and merges ``env`` by name.
     """
+    access = {"env": env} if env else {}
     if image:
         predictor: dict[str, Any] = {
             "containers": [
@@ -79,8 +84,12 @@ def inference_service(
                     "name": "kserve-container",
                     "image": image,
                     "args": server_args(
-                        MODEL_REPOSITORY, f"--http-port={KSERVE_HTTP_PORT}", f"--grpc-port={KSERVE_GRPC_PORT}"
+                        MODEL_REPOSITORY,
+                        f"--http-port={KSERVE_HTTP_PORT}",
+                        f"--grpc-port={KSERVE_GRPC_PORT}",
+                        *(access_args or []),
                     ),
+                    **access,
                     "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
                     "resources": resources.as_dict(),
                     "securityContext": security_context(),
@@ -95,6 +104,8 @@ def inference_service(
                 "protocolVersion": "v2",
                 "runtimeVersion": target.tag,
                 "storageUri": storage_uri,
+                **({"args": access_args} if access_args else {}),
+                **access,
                 "resources": resources.as_dict(),
                 "volumeMounts": [shm_mount()],
             },
