@@ -35,8 +35,10 @@ from repogen.testing.signing import KeyPair, copy_repository, ec_key
 ROOT = Path(__file__).resolve().parents[2]
 KSERVE_RUNTIME_ARGS = ["tritonserver", "--model-store=/mnt/models", "--grpc-port=9000", "--http-port=8080",
                        "--allow-grpc=true", "--allow-http=true"]  # fmt: skip
-"""KServe's kserve-tritonserver runtime, which KServe appends after the InferenceService container's args."""
+"""The args of KServe's kserve-tritonserver runtime; KServe appends the InferenceService model's own args to them."""
 TAMPERED_FILE = "AddSub/config.pbtxt"
+ACCESS_KEY = "repogen-i33-access-key"
+"""What the access Secret (issue 36: the admin APIs need a key) holds in these runs."""
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +116,8 @@ def _remove_untagged_steps(docker_engine: Engine, output: str) -> None:
 
 def test_the_verified_image_serves(image: str, docker_engine: Engine) -> None:
     name = unique_name("repogen-i33-served")
-    with docker_engine.run(image, [], name=name, flags=["--shm-size=64m"]) as served:
+    flags = ["--shm-size=64m", "-e", f"REPOGEN_ACCESS_TOKEN={ACCESS_KEY}"]
+    with docker_engine.run(image, [], name=name, flags=flags) as served:
         served.wait_ready(180)
         _answers(served)
         assert served.exec("test", "-d", "/opt/model-signing/model_signing").returncode == 0  # for init containers
@@ -141,7 +144,16 @@ def _flags(spec: Mapping[str, Any], volumes: Mapping[str, str | None]) -> tuple[
             flags.append("--shm-size=64m")
             continue
         flags += ["-v", f"{source}:{mount['mountPath']}{':ro' if mount.get('readOnly') else ''}"]
-    command, args = list(spec.get("command", [])), list(spec.get("args", []))
+    values = {}
+    for variable in spec.get("env", []):  # a Secret's value (the access key) as the kubelet would put it
+        values[variable["name"]] = variable.get("value", ACCESS_KEY)
+        flags += ["-e", f"{variable['name']}={values[variable['name']]}"]
+
+    def expanded(word: str) -> str:  # the kubelet's $(VAR) in command and args
+        return re.sub(r"\$\((\w+)\)", lambda m: values.get(m.group(1), m.group(0)), word)
+
+    command = [expanded(w) for w in spec.get("command", [])]
+    args = [expanded(w) for w in spec.get("args", [])]
     if command:
         flags += ["--entrypoint", command[0]]
         return flags, [*command[1:], *args]
@@ -210,7 +222,8 @@ def test_kserve_verifies_the_download_before_the_runtime_starts(
     (init,) = predictor["initContainers"]
     code, log = _run_to_completion(docker_engine, init["image"], *_flags(init, volumes))
     assert code == 0, log
-    model = {**predictor["model"], "args": KSERVE_RUNTIME_ARGS}  # KServe: the runtime's args after the model's
+    model = predictor["model"]  # KServe appends the model's args (the access flags) to the runtime's
+    model = {**model, "args": [*KSERVE_RUNTIME_ARGS, *model.get("args", [])]}
     flags, args = _flags(model, volumes)
     flags += ["-v", f"{downloaded}:/mnt/models:ro", "--user", "1000:1000", "--cap-drop", "ALL"]
     runtime = standin_image("24.10").tag  # the stock runtime image: no verifier of its own
