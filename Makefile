@@ -39,7 +39,7 @@ SMOKE_PAIRINGS ?= 2.39.0+3.10 2.41.0+3.10 2.51.0+3.12
 SMOKE_TESTS ?= tests/integration/test_quickstart.py tests/integration/test_user_code.py \
 	tests/integration/test_bad_traffic.py tests/integration/test_releases.py \
 	tests/integration/test_faults.py tests/integration/test_packages.py tests/integration/test_decoupled_bls.py \
-	tests/integration/test_failure_counts.py tests/integration/test_error_messages.py \
+	tests/integration/test_failure_counts.py tests/integration/test_error_messages.py tests/integration/test_locked_server.py \
 	$(wildcard tests/integration/test_portability.py)
 # The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
 REQUIRED_PYTHONS ?= 3.10 3.12 3.13

@@ -23,6 +23,8 @@ from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
+from .signing import SignWith, library, sign_repository
+from .triton.layout import SIGNATURE_FILE
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 
@@ -53,6 +55,7 @@ def build_repository(
     progress: Progress | None = None,
     packages: PackageOptions | None = None,
     log: Callable[[str], None] | None = None,
+    sign: SignWith | None = None,
 ) -> BuildResult:
     """Compile ``repository`` into ``output`` (replaced atomically).
 
@@ -65,7 +68,11 @@ def build_repository(
     and merges it into the existing repository, leaving the other versions' files untouched.
     ``packages`` says what happens to the distributions payloads import (default: they ship inside
     the repository, built for each target container's Python; ``log`` hears the notes about it).
+    ``sign`` signs the repository before it replaces the output (OpenSSF Model Signing, ``repogen.signing``):
+    every model directory and the root, or with ``version`` the models built and the root.
     """
+    if sign is not None:
+        library()  # no signing extra: fail now, before the build's work, naming it
     targets = (
         target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
     )
@@ -85,7 +92,21 @@ def build_repository(
         except UnreachableContainersError as exc:
             targets = _narrowed(targets, exc)
     merge = _merger(spec, version, policies, force) if version is not None else None
-    write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)
+    finish = None
+    if sign is not None:
+        method = sign
+
+        def finish(staged: Path) -> None:
+            sign_repository(staged, method, models=spec.names if version is not None else None)
+
+    elif (Path(output) / SIGNATURE_FILE).is_file() and log is not None:
+        log(
+            f"note: {output} was signed and this build is not (no --sign-key): "
+            + ("the repository's signature and the rebuilt models' are gone" if version else "no signature remains")
+        )
+    write_repository(
+        files, Path(output), force=force, merge=merge, links=packager.links if packager else None, finish=finish
+    )
     summary = packager.summary() if packager else None
     return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=targets)
 
@@ -122,6 +143,7 @@ def build_app(
     packages: PackageOptions | None = None,
     log: Callable[[str], None] | None = None,
     all_containers: bool = False,
+    sign: SignWith | None = None,
 ) -> BuildResult:
     """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value.
 
@@ -129,6 +151,8 @@ def build_app(
     ``all_containers`` fails the build when its packages cannot reach every container from 23.10.
     """
     targets = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
+    if sign is not None:
+        library()
     app = load_app(target, app_dir)
     return build_repository(
         app.repository,
@@ -140,6 +164,7 @@ def build_app(
         progress=progress,
         packages=packages,
         log=log,
+        sign=sign,
     )
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
 from ..build import build_app
 from ..packages import MODES, PackageOptions
 from ..packages.targets import MACHINES
+from ..signing import SignWith
+from ..signing.oms import KEY_HELP
 from ..triton.releases import Release
 from .params import RELEASE_HELP, TritonRelease
 
@@ -78,6 +81,14 @@ from .params import RELEASE_HELP, TritonRelease
     type=click.IntRange(min=1),
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
+@click.option(
+    "--sign-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"Sign the repository with this key before it replaces OUTPUT (OpenSSF Model Signing: model.sig in each "
+    f"model directory and at the root; `repogen verify` and `model_signing verify` check them): {KEY_HELP}. "
+    "Needs the 'signing' extra.",
+)
+@click.option("--sign-password", envvar="REPOGEN_SIGN_PASSWORD", help="The key's password ($REPOGEN_SIGN_PASSWORD).")
 def build(
     app: str,
     output: str,
@@ -90,6 +101,8 @@ def build(
     provided: tuple[str, ...],
     machines: tuple[str, ...],
     model_version: int | None,
+    sign_key: Path | None,
+    sign_password: str | None,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     if all_containers and target_triton is not None:
@@ -109,6 +122,7 @@ def build(
         packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
         log=lambda line: click.echo(line, err=True),
         all_containers=all_containers,
+        sign=SignWith(key=sign_key, password=sign_password) if sign_key else None,
     )
     names = result.spec.names
     elapsed = time.perf_counter() - started
@@ -116,6 +130,8 @@ def build(
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
     if result.packages:
         click.echo(result.packages)
+    if sign_key:
+        click.echo(f"Signed with key {sign_key}: model.sig in each model directory built and at the root")
 
 
 PROGRESS_FROM = 20  # models; smaller builds finish before a progress line would help

@@ -10,6 +10,7 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs, require_directory
+from ..server.client.access import Access
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
     UsageError,
@@ -24,7 +25,7 @@ from ..server.running.process import HOST
 from ..server.running.reload import AppBuild, Reloader, check_models
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
-from .params import TritonRelease
+from .params import TritonRelease, restrict_option
 
 
 def _is_app(target: str) -> bool:
@@ -86,6 +87,16 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
 )
 @click.option("--ready-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for the models.")
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TARGET a signed repository: check its signatures against this public key before the server starts, and "
+    "refuse to serve, naming each changed, missing and added file, unless it verifies (`repogen verify`).",
+)
+@restrict_option
+@click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
+              "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "
+              "this machine find it.")  # fmt: skip
 def serve(
     target: str,
     tritonserver_args: tuple[str, ...],
@@ -104,6 +115,9 @@ def serve(
     image: str | None,
     ready_timeout: float,
     log_verbose: int,
+    verify_key: Path | None,
+    restrict: tuple[str, ...],
+    token: str | None,
 ) -> None:
     """Serve TARGET with a stock tritonserver on 127.0.0.1 until Ctrl+C (or SIGTERM).
 
@@ -113,12 +127,20 @@ def serve(
     The embedded server (the unmodified tritonserver from PyPI's nvidia-pytriton wheel) is
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
+
+    Shared memory, the model repository API, statistics, trace and logging settings answer only requests
+    carrying the run's access key (--restrict, as PyTriton 0.7); health, metadata and inference stay open.
     """
     app = target if _is_app(target) else None
     if app is None and (reload or output or app_dir):
         raise click.UsageError(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
             "repogen serve path/app.py:models --reload"
+        )
+    if app is not None and verify_key is not None:
+        raise click.UsageError(
+            f"--verify-key checks a built, signed repository; {target!r} is an app. Build and sign it first (repogen "
+            "build APP -o DIR --sign-key KEY.pem), then: repogen serve DIR --verify-key PUB.pem"
         )
     if control == "none" and (reload or models):
         raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
@@ -148,6 +170,12 @@ def serve(
             repository = build.output
         else:
             repository = require_directory(target)
+            if verify_key is not None:  # before the server (or its install) reads a byte of it
+                from ..signing import VerifyWith, verify_repository
+
+                verified = verify_repository(repository, VerifyWith(key=verify_key))
+                verified.raise_if_failed()
+                click.echo(verified.line())
         loaded = check_models(repository, models) if models else None
         extra = ["--exit-on-error=false"]
         if explicit:
@@ -156,7 +184,7 @@ def serve(
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
-            _echo, image=image, mount_parent=reload,
+            _echo, Access.choose(restrict, token), image=image, mount_parent=reload,
         )  # fmt: skip
         skipped = unservable(server, repository, loaded)
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served

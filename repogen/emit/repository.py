@@ -11,10 +11,11 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .. import sbom
 from ..hashing import sha256_bytes
 from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
-from ..triton.layout import MANIFEST
+from ..triton.layout import MANIFEST, SBOM_FILE
 from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model, emit_network
@@ -37,7 +38,7 @@ def emit_repository(
     progress: Progress | None = None,
     packager: Packager | None = None,
 ) -> dict[str, bytes]:
-    """Every file of the repository, including the root manifest of their hashes.
+    """Every file of the repository, including its SBOM and the root manifest of their hashes.
 
     ``targets`` (every NGC container from 23.10 unless ``--target-triton`` names one) decides what
     the shipped sources and imports are checked against; it is recorded in every ``model.json``
@@ -62,6 +63,7 @@ def emit_repository(
         files.update(emit())
         if progress is not None:
             progress(done, len(emitters), name)
+    files[SBOM_FILE] = sbom.document(files, {path: sha256_bytes(data) for path, data in files.items()})
     files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),

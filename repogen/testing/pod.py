@@ -8,6 +8,10 @@ added capabilities, ``readOnlyRootFilesystem`` as ``--read-only``), every volume
 ``emptyDir`` on ``/dev/shm`` as ``--shm-size`` of its ``sizeLimit``, any other ``emptyDir`` as a
 ``--tmpfs``), ``resources.limits`` (memory, CPU) and the container ports, published on 127.0.0.1.
 
+``env`` takes literal values and Secrets' keys (``valueFrom.secretKeyRef``, from the ``secrets`` given: a
+missing one keeps the container from starting, as it keeps a pod), and ``$(VAR)`` in ``command`` and
+``args`` is expanded from it as the kubelet expands it (``$$`` is a literal ``$``).
+
 Probes run as the kubelet runs them: ``httpGet`` from outside the container (here the host, through
 the published port), ``exec`` inside it (``docker exec``, as the container's user), each bounded by
 its ``timeoutSeconds``; a probe passes on HTTP 200-399 or exit status 0. :meth:`Pod.wait_started`
@@ -18,6 +22,7 @@ would restart the container (liveness) or take it out of its Service (readiness)
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import urllib.error
@@ -32,6 +37,7 @@ from repogen.server.running.docker import Container, Engine
 
 __all__ = ["Pod", "ProbeResult"]
 
+_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 _UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9, "": 1}
 
 
@@ -54,22 +60,55 @@ class ProbeResult:
 class Pod:
     """One container of a pod template (a Deployment's, or any ``spec`` with ``containers`` and ``volumes``)."""
 
-    def __init__(self, pod_spec: Mapping[str, Any], container: str | None = None):
+    def __init__(
+        self,
+        pod_spec: Mapping[str, Any],
+        container: str | None = None,
+        secrets: Mapping[str, Mapping[str, str]] | None = None,
+    ):
         containers = pod_spec["containers"]
         found = next((c for c in containers if c["name"] == container), None) if container else containers[0]
         if found is None:
             raise LookupError(f"no container {container!r} in {[c['name'] for c in containers]}")
         self.spec: Mapping[str, Any] = found
         self.volumes = {volume["name"]: volume for volume in pod_spec.get("volumes", [])}
+        self.secrets = {name: dict(keys) for name, keys in (secrets or {}).items()}
         self.container: Container | None = None
 
     @classmethod
-    def from_manifest(cls, text: str, kind: str = "Deployment", container: str | None = None) -> Pod:
+    def from_manifest(
+        cls,
+        text: str,
+        kind: str = "Deployment",
+        container: str | None = None,
+        secrets: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> Pod:
         """The pod template of the first ``kind`` document in a manifest (``repogen deploy --k8s``'s output)."""
         for document in yaml.safe_load_all(text):
             if document and document.get("kind") == kind:
-                return cls(document["spec"]["template"]["spec"], container)
+                return cls(document["spec"]["template"]["spec"], container, secrets)
         raise LookupError(f"no {kind} in the manifest")
+
+    def environment(self) -> dict[str, str]:
+        """The container's ``env``, Secrets' keys resolved."""
+        found = {}
+        for variable in self.spec.get("env", []):
+            source = variable.get("valueFrom", {}).get("secretKeyRef")
+            if source is None:
+                found[variable["name"]] = str(variable.get("value", ""))
+                continue
+            value = self.secrets.get(source["name"], {}).get(source["key"])
+            if value is None:
+                raise LookupError(
+                    f"env {variable['name']}: Secret {source['name']!r} key {source['key']!r} was not given "
+                    "(Pod(..., secrets={name: {key: value}})); the kubelet would not start the container"
+                )
+            found[variable["name"]] = value
+        return found
+
+    def _expanded(self, text: str) -> str:
+        environment = self.environment()
+        return _REFERENCE.sub(lambda m: "$" if m[0] == "$$" else environment.get(m[1], m[0]), text)
 
     def docker_flags(self) -> list[str]:
         """``docker run`` flags doing what the kubelet does with this container (everything but the image)."""
@@ -89,8 +128,8 @@ class Pod:
         flags += [f"--cap-add={cap}" for cap in capabilities.get("add", [])]
         if security.get("readOnlyRootFilesystem"):
             flags.append("--read-only")
-        for variable in spec.get("env", []):
-            flags += ["-e", f"{variable['name']}={variable.get('value', '')}"]
+        for name, value in self.environment().items():
+            flags += ["-e", f"{name}={value}"]
         for mount in spec.get("volumeMounts", []):
             flags += self._volume_flags(mount)
         limits = spec.get("resources", {}).get("limits", {})
@@ -99,7 +138,7 @@ class Pod:
         if "cpu" in limits:
             flags.append(f"--cpus={_cpus(str(limits['cpu']))}")
         if "command" in spec:
-            flags += ["--entrypoint", spec["command"][0]]
+            flags += ["--entrypoint", self._expanded(spec["command"][0])]
         return flags
 
     def _volume_flags(self, mount: Mapping[str, Any]) -> list[str]:
@@ -115,7 +154,7 @@ class Pod:
 
     def arguments(self) -> list[str]:
         """What follows the image on ``docker run``: the rest of ``command``, then ``args``."""
-        return [*self.spec.get("command", [])[1:], *self.spec.get("args", [])]
+        return [self._expanded(part) for part in [*self.spec.get("command", [])[1:], *self.spec.get("args", [])]]
 
     def run(self, engine: Engine, name: str, image: str | None = None, extra: Sequence[str] = ()) -> Container:
         """Start the container (``image`` in place of the spec's, e.g. a locally built tag; ``extra`` flags, e.g.

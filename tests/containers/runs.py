@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from repogen.server.running.docker import Container, Engine, unique_name
 ROOT = Path(__file__).resolve().parents[2]
 YAML_PAIR = ROOT / "tests" / "apps" / "containers" / "yaml_pair.py"
 """Two models shipping PyYAML: a small app whose package trees are hard-linked between models."""
+ACCESS_KEY = secrets.token_urlsafe(24)
+"""The access key the deployments' restricted APIs get in this run (``REPOGEN_ACCESS_TOKEN``, a Secret's value)."""
 PREFIX = os.environ.get("REPOGEN_DOCKER_PREFIX", "repogen-test")
 """Start of the names of every container, image, volume and network these tests make: on an engine that
 several checkouts share, give each its own (REPOGEN_DOCKER_PREFIX=repogen-i31)."""
@@ -27,6 +30,14 @@ PACKAGES_INPUTS = {
     "Plain": {"x": np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=np.float32)},
 }
 """tests/apps/packages/expected.py's inputs: scikit-learn, onnxruntime, PyYAML and numpy alone."""
+
+
+def secrets_of(manifest: str) -> dict[str, dict[str, str]]:
+    """Every Secret key the manifest's containers read, each holding :data:`ACCESS_KEY` (``kubectl create secret``)."""
+    found: dict[str, dict[str, str]] = {}
+    for match in re.finditer(r"secretKeyRef:\s+name: (\S+)\s+key: (\S+)", manifest):
+        found.setdefault(match[1], {})[match[2]] = ACCESS_KEY
+    return found
 
 
 def disk_usage(path: Path, count_links: bool) -> int:

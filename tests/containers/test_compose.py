@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import pytest
-from runs import PREFIX, YAML_PAIR, image_name
+from runs import ACCESS_KEY, PREFIX, YAML_PAIR, image_name
 
 from repogen.server.running.docker import Container, removing, unique_name
 from repogen.server.running.process import free_ports
@@ -38,7 +38,8 @@ def service(request, standin_image, docker_engine, built_context):
     subprocess.run([sys.executable, "-m", "repogen", "deploy", "model_repository", "--compose", *extra, "-o", str(out)],
                    cwd=context, check=True, capture_output=True)  # fmt: skip
     http, grpc, metrics = free_ports(3)
-    env = {**os.environ, "TRITON_IMAGE": standin_image(NEWEST.ngc).tag, "TRITON_HTTP_PORT": str(http),
+    env = {**os.environ, "TRITON_IMAGE": standin_image(NEWEST.ngc).tag, "REPOGEN_ACCESS_TOKEN": ACCESS_KEY,
+           "TRITON_HTTP_PORT": str(http),
            "TRITON_GRPC_PORT": str(grpc), "TRITON_METRICS_PORT": str(metrics)}  # fmt: skip
     compose = [shutil.which("docker-compose") or "docker-compose", "-p", project, "-f", str(out / "compose.yaml")]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from runs import PACKAGES_INPUTS, PREFIX, assert_same
+from runs import PACKAGES_INPUTS, PREFIX, assert_same, secrets_of
 
 from repogen.server.running.docker import unique_name
 from repogen.testing.client import PROTOCOLS, infer
@@ -103,8 +103,10 @@ def served(request, deployed, standin_image, docker_engine, tmp_path_factory):
     isvc = yaml.safe_load(manifest)
     predictor = isvc["spec"]["predictor"]
     model = predictor["model"]
-    container = {**RUNTIME, **{key: model[key] for key in ("resources", "volumeMounts", "livenessProbe")}}
-    pod = Pod({"containers": [container], "volumes": predictor["volumes"]})
+    container = {**RUNTIME, **{key: model[key] for key in ("resources", "volumeMounts", "livenessProbe")},
+                 "args": [*RUNTIME["args"], *model.get("args", [])], "env": model.get("env", [])}  # fmt: skip
+    # KServe appends the model's args (the restriction flags) to the runtime's and merges its env (the key)
+    pod = Pod({"containers": [container], "volumes": predictor["volumes"]}, secrets=secrets_of(manifest))
     image = standin_image(model["runtimeVersion"]).tag
     with pod.run(docker_engine, unique_name(f"{PREFIX}-kserve-{request.param}"), image=image,
                  extra=["-v", f"{copy}:/mnt/models:ro"]) as running:  # fmt: skip

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 import pytest
-from runs import PREFIX
+from runs import ACCESS_KEY, PREFIX, secrets_of
 
 from repogen.server.running.docker import unique_name
 from repogen.testing.client import PROTOCOLS, infer
@@ -34,7 +34,7 @@ def pod(deploy_image, docker_engine):
         [sys.executable, "-m", "repogen", "deploy", "model_repository", "--k8s", "--image", image.tag],
         cwd=image.context, check=True, capture_output=True, text=True,
     ).stdout  # fmt: skip
-    pod = Pod.from_manifest(manifest)
+    pod = Pod.from_manifest(manifest, secrets=secrets_of(manifest))  # the access key's Secret, created
     with pod.run(docker_engine, unique_name(f"{PREFIX}-pod")):
         print(f"docker run {' '.join(pod.docker_flags())} {image.tag} {' '.join(pod.arguments())}")
         print(f"startup probe passed {pod.wait_started():.0f} s after the container started")
@@ -44,6 +44,7 @@ def pod(deploy_image, docker_engine):
 def test_the_container_runs_as_the_security_context_says(pod):
     flags = pod.docker_flags()
     assert flags[:2] == ["--user", "1000:1000"] and "--cap-drop=ALL" in flags and "no-new-privileges" in flags
+    assert any(arg.startswith("--http-restricted-api=") and arg.endswith(ACCESS_KEY) for arg in pod.arguments())
     assert "--shm-size=67108864" in flags and "--memory=4294967296" in flags and "--cpus=2" in flags
     state = pod.container.inspect()["HostConfig"]
     assert state["CapDrop"] == ["ALL"] and state["ShmSize"] == 64 << 20 and state["Memory"] == 4 << 30

@@ -33,12 +33,20 @@ def test_the_stock_image_serves_the_repository_mounted_read_only(repo):
     service = _service(out.files[COMPOSE_FILE])
     assert service["image"] == f"${{TRITON_IMAGE:-{NEWEST.image}}}"
     assert service["volumes"] == ["../model_repository:/models:ro"]  # relative to the file's directory
-    assert service["command"] == ["tritonserver", "--model-repository=/models"] and service["user"] == "1000:1000"
+    shell, flag, line = service["command"]  # the Dockerfile's CMD: the key from $REPOGEN_ACCESS_TOKEN, or no start
+    assert (shell, flag) == ("/bin/sh", "-c") and "exec tritonserver --model-repository=/models" in line
+    assert '"$${REPOGEN_ACCESS_TOKEN:?' in line and ":triton-access-token=$${REPOGEN_ACCESS_TOKEN}" in line
+    assert service["environment"] == ["REPOGEN_ACCESS_TOKEN"] and service["user"] == "1000:1000"
     assert service["ports"][0] == "${TRITON_ADDRESS:-127.0.0.1}:${TRITON_HTTP_PORT:-8000}:8000"
     assert service["shm_size"] == "64m" and service["restart"] == "unless-stopped"
     health = service["healthcheck"]
     assert health["test"][:3] == ["CMD", "python3", "-c"] and health["start_period"] == "600s"
     assert "$" not in "".join(health["test"]).replace("$$", "")  # compose interpolates a lone $
+
+
+def test_with_nothing_restricted_the_command_is_tritonservers_own(repo):
+    service = _service(generate(repo, DeployOptions(compose=True, restrict=())).files[COMPOSE_FILE])
+    assert service["command"] == ["tritonserver", "--model-repository=/models"] and "environment" not in service
 
 
 def test_prebuilt_builds_the_dockerfile_written_beside_it(repo):

@@ -25,8 +25,9 @@ from typing import Any
 from ...deploy.resources import shm_size_bytes
 from ...errors import DockerError, ServeError
 from ...ondisk.repository import read_repository
+from ...triton.access import GRPC_FLAG, HTTP_FLAG, restricts_grpc, restricts_http
 from ...triton.endpoints import DEFAULT_PORTS
-from ...triton.releases import DEFAULT_RELEASE
+from ...triton.releases import DEFAULT_RELEASE, version_tuple
 from ..provision.install import ServerInstall, VenvInfo
 from .docker import Engine, engine, unique_name
 from .process import HOST, TritonServer
@@ -43,9 +44,16 @@ class ContainerTritonServer(TritonServer):
     """tritonserver in ``image``, started by ``docker run`` in the foreground (the process this class manages)."""
 
     def __init__(
-        self, image: str, model_repository: str | Path, *, docker: Engine, mount_parent: bool = False, **kwargs: Any
+        self,
+        image: str,
+        model_repository: str | Path,
+        *,
+        docker: Engine,
+        mount_parent: bool = False,
+        server_version: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        self.image, self.docker, self.mount_parent = image, docker, mount_parent
+        self.image, self.docker, self.mount_parent, self.server_version = image, docker, mount_parent, server_version
         self.name = unique_name("repogen-serve")
         placeholder_venv = VenvInfo(Path(sys.prefix), "", "", "")
         super().__init__(model_repository, ServerInstall(DEFAULT_RELEASE, Path(image)), placeholder_venv, **kwargs)
@@ -72,8 +80,18 @@ class ContainerTritonServer(TritonServer):
             f"--shm-size={self.shm_size}", "-v", mount,
             *(f"-p{HOST}:{host}:{inside}" for host, inside in zip(ports, DEFAULT_PORTS.values(), strict=True)),
             self.image, "tritonserver", f"--model-repository={self.repository_in_container}",
-            f"--log-verbose={self.log_verbose}", *self.extra_args,
+            f"--log-verbose={self.log_verbose}", *self.restriction_args(), *self.extra_args,
         ]  # fmt: skip
+
+    def restricts(self) -> dict[str, bool]:
+        """The restriction flags the image's tritonserver has: from its ``TRITON_SERVER_VERSION`` (NGC's images and
+        the stand-ins set it), else from its ``--help``."""
+        if self.server_version:
+            version = version_tuple(self.server_version)
+            return {"http": restricts_http(version), "grpc": restricts_grpc(version)}
+        done = self.docker("run", "--rm", "--entrypoint", "tritonserver", self.image, "--help", check=False, timeout=99)
+        text = done.stdout + done.stderr
+        return {"http": HTTP_FLAG in text, "grpc": GRPC_FLAG in text}
 
     def environment(self) -> dict[str, str]:
         return dict(os.environ)
@@ -101,5 +119,7 @@ def container_server(image: str, repository: Path, *, mount_parent: bool, **opti
     found = docker.inspect("image", image)
     environment = dict(item.split("=", 1) for item in ((found or {}).get("Config") or {}).get("Env") or [])
     version = environment.get("TRITON_SERVER_VERSION")
-    server = ContainerTritonServer(image, repository, docker=docker, mount_parent=mount_parent, **options)
+    server = ContainerTritonServer(
+        image, repository, docker=docker, mount_parent=mount_parent, server_version=version, **options
+    )
     return server, f"{version} in {image}" if version else f"in {image}"
