@@ -115,6 +115,9 @@ def test_a_repository_served_in_an_image_banner_requests_and_ctrl_c(standin_imag
         assert done.returncode == 0 and "add" in done.stdout, done.stdout + done.stderr
         a = np.array([[1.0, 2.0]], dtype=np.float32)
         assert infer("grpc", serve, "AddSub", {"a": a, "b": a})["add"].tolist() == [[2.0, 4.0]]
+        status = subprocess.run([sys.executable, "-m", "repogen", "status", "--url", serve.http_url],
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert status.returncode == 0 and "AddSub" in status.stdout, status.stderr  # statistics: behind the key
     finally:
         code, seconds = serve.stop()
     print(f"Ctrl+C stopped the container in {seconds:.1f} s")
