@@ -10,7 +10,6 @@ errors themselves.
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import sys
 from typing import Any
@@ -19,18 +18,8 @@ import click
 
 from . import commands
 from .errors import RepogenError
+from .relaunch import restart_with_fixed_seed
 from .version import __version__
-
-
-def _pin_hash_seed() -> None:
-    """Builds must not depend on string hashing (set iteration order in pickled values).
-
-    Re-executes the CLI once with PYTHONHASHSEED=0 when the seed is not already fixed.
-    """
-    if os.environ.get("PYTHONHASHSEED") == "0" or os.environ.get("REPOGEN_NO_REEXEC"):
-        return
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    os.execve(sys.executable, [sys.executable, "-m", "repogen", *sys.argv[1:]], env)
 
 
 class _Repogen(click.Group):
@@ -83,5 +72,5 @@ def _load_all(group: click.Group) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "build":
-        _pin_hash_seed()
+        restart_with_fixed_seed()  # builds must not depend on string hashing (repogen.relaunch)
     cli(prog_name="repogen")
