@@ -89,7 +89,8 @@ class Repository:
         self._ensembles: list[EnsembleDefinition] = []
         self._networks: list[NetworkDefinition] = []
         self._included: list[IncludedDefinition] = []
-        self._local: tuple[tuple[int, int], Any] | None = None
+        self._generation = 0  # declarations so far, of every kind: local() runs a fresh lowering after any
+        self._local: tuple[int, Any] | None = None
 
     @property
     def definitions(self) -> tuple[ModelDefinition, ...]:
@@ -135,6 +136,7 @@ class Repository:
             backend=backend,
         )
         self._networks.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     @property
@@ -151,6 +153,7 @@ class Repository:
         """
         definition = IncludedDefinition(name=model_name, path=_resolve(path))
         self._included.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def torchscript(
@@ -203,6 +206,7 @@ class Repository:
             kind=kind,
         )
         self._networks.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def ensemble(
@@ -233,6 +237,7 @@ class Repository:
                 fuse=bool(fuse),
             )
             self._ensembles.append(definition)
+            self._generation += 1
             return ModelHandle(self, definition)
 
         return register
@@ -244,9 +249,8 @@ class Repository:
         """
         if _local_runner is None:
             raise RuntimeError("no in-process runner is set; import repogen (its __init__ sets it)")
-        key = (len(self._definitions), len(self._ensembles))
-        if self._local is None or self._local[0] != key:
-            self._local = (key, _local_runner(self))
+        if self._local is None or self._local[0] != self._generation:
+            self._local = (self._generation, _local_runner(self))
         return self._local[1]
 
     def bind(
@@ -279,6 +283,7 @@ class Repository:
             files=tuple(_resolve(f) for f in files),
         )
         self._definitions.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)
 
     def model(
