@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
 from ..errors import RepogenError
-from ..ondisk.repository import model_dirs, require_directory
+from ..ondisk.repository import model_dirs
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
     UsageError,
@@ -19,16 +18,13 @@ from ..server.running.choice import (
     explicit_arguments,
     stop_arguments,
 )
-from ..server.running.foreground import ServeError, run_server
+from ..server.running.foreground import run_server
 from ..server.running.process import HOST
-from ..server.running.reload import AppBuild, Reloader, check_models
+from ..server.running.reload import Reloader, check_models
+from ..server.running.target import clear_scratch, is_app, repository_for
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from .params import TritonRelease
-
-
-def _is_app(target: str) -> bool:
-    return ":" in target and not Path(target).is_dir()
 
 
 def _echo(line: str) -> None:
@@ -106,7 +102,7 @@ def serve(
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
     """
-    app = target if _is_app(target) else None
+    app = target if is_app(target) else None
     if app is None and (reload or output or app_dir):
         raise click.UsageError(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
@@ -123,16 +119,9 @@ def serve(
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None
+    keep: Path | None = None
     try:
-        if app is not None:
-            build = AppBuild(app, (output or scratch / "model_repository").resolve(), app_dir)
-            click.echo(f"Building {app} into {build.output}...")
-            failure = build.run()
-            if failure is not None:
-                raise ServeError(failure.removeprefix("Error: "))
-            repository = build.output
-        else:
-            repository = require_directory(target)
+        repository, build = repository_for(target, output or scratch / "model_repository", app_dir, _echo)
         loaded = check_models(repository, models) if models else None
         extra = ["--exit-on-error=false"]
         if explicit:
@@ -147,7 +136,7 @@ def serve(
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served
             loaded = serve_without(server, repository, skipped, loaded, version, _echo)
             explicit = True
-        if reload and app is not None:
+        if reload and build is not None:
             reloader = Reloader(build, server, loaded)
         run_server(
             server,
@@ -160,15 +149,12 @@ def serve(
             explicit=explicit,
         )
     except RepogenError:
-        if log_path.exists():  # serving failed: the error names the log, so keep it (and nothing else)
-            shutil.rmtree(scratch / "model_repository", ignore_errors=True)
-            raise
-        shutil.rmtree(scratch, ignore_errors=True)
+        keep = log_path  # serving failed: the error names the log, so keep it (and nothing else)
         raise
     finally:
         if reloader is not None:
             reloader.close()
-    shutil.rmtree(scratch, ignore_errors=True)
+        clear_scratch(scratch, keep)  # however serve ends: an error, Ctrl+C during the build
 
 
 COMMANDS = [serve]
