@@ -1,10 +1,11 @@
 """``repogen``: a thin click layer over the library API (commands live in ``repogen.commands``).
 
 One exit-code rule for every command: a usage error (a missing argument, an unknown option, a value
-an option does not accept) is click's, exit status 2; any :class:`~repogen.errors.RepogenError` (a
-user's mistake found by repogen, or an environment problem) is printed here as ``Error: <message>``,
-with the error's ``exit_code`` (``repogen.errors``: 1). Commands therefore never re-wrap repogen's
-errors themselves.
+an option does not accept, options that contradict each other) is click's, exit status 2, with the
+command's usage line: click finds some itself, and the library raises
+:class:`~repogen.errors.UsageError` for the others, which is turned into click's here. Any other
+:class:`~repogen.errors.RepogenError` (a user's mistake found by repogen, or an environment problem) is
+printed here as ``Error: <message>``, exit status 1. Commands therefore never re-wrap repogen's errors.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import click
 
 from . import commands
-from .errors import RepogenError
+from .errors import RepogenError, UsageError
 from .relaunch import restart_with_fixed_seed
 from .version import __version__
 
@@ -44,6 +45,8 @@ class _Repogen(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except UsageError as exc:  # shown as click shows its own: the command's usage line, exit status 2
+            raise click.UsageError(str(exc), _command_context(self, ctx)) from None
         except RepogenError as exc:
             click.echo(f"Error: {exc}", err=True)  # as click prints its own ClickException
             ctx.exit(exc.exit_code)
@@ -53,6 +56,13 @@ class _Repogen(click.Group):
 @click.version_option(__version__, prog_name="repogen")
 def cli() -> None:
     """Compile Python inference callables into a static Triton model repository."""
+
+
+def _command_context(group: click.Group, ctx: click.Context) -> click.Context:
+    """A context of the command that ran (for its usage line); its own is gone once it has raised."""
+    name = ctx.invoked_subcommand
+    command = group.get_command(ctx, name) if name else None
+    return click.Context(command, info_name=name, parent=ctx) if command is not None else ctx
 
 
 def _command_modules() -> list[str]:

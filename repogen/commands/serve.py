@@ -11,7 +11,6 @@ from ..errors import RepogenError
 from ..ondisk.repository import model_dirs
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
-    UsageError,
     check_passthrough,
     choose_ports,
     choose_server,
@@ -111,11 +110,8 @@ def serve(
     if control == "none" and (reload or models):
         raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
     explicit = reload or bool(models) or control == "explicit"
-    try:
-        check_passthrough(tritonserver_args, explicit)
-        ports = choose_ports(http_port, grpc_port, metrics_port)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
+    check_passthrough(tritonserver_args, explicit)
+    ports = choose_ports(http_port, grpc_port, metrics_port)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ..emit.templates import render
-from ..errors import DeployError
+from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository, read_repository
 from ..triton.releases import DEFAULT_RELEASE, Release, get_release
 from ..version import __version__
@@ -104,12 +104,12 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
     if options.max_replicas is None:
         return None
     if options.max_replicas < options.replicas:
-        raise DeployError(
+        raise UsageError(
             f"--max-replicas {options.max_replicas} is below --replicas {options.replicas} (the minimum the "
             "autoscaler keeps); expected at least that. Raise --max-replicas or lower --replicas."
         )
     if not 1 <= options.target_cpu_utilization <= 100:
-        raise DeployError(
+        raise UsageError(
             f"--target-cpu-utilization {options.target_cpu_utilization} is not a percentage of the CPU request; "
             "expected 1 to 100."
         )
@@ -119,7 +119,7 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
 def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     """Every requested deployment file for ``repository`` (nothing is written here)."""
     if not (options.docker or options.k8s or options.kserve):
-        raise DeployError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
+        raise UsageError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
     info = read_repository(repository)
     target = get_release(options.triton_version)
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
@@ -132,13 +132,13 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
         repogen_wheel = None
         if options.prebuilt and options.app:
-            raise DeployError(
+            raise UsageError(
                 f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
                 "image; expected one of them. Leave --app out to copy the repository (the default)."
             )
         if options.app:
             if out_dir is None:
-                raise DeployError(
+                raise UsageError(
                     "rebuilding the repository inside the image (--app) installs repogen from a wheel written beside "
                     "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
                     "to copy the repository built here."
@@ -192,7 +192,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
-                raise DeployError(
+                raise UsageError(
                     "--image and --storage-uri both given for --kserve; expected one: --storage-uri serves the "
                     "repository on KServe's stock Triton runtime, --image serves an image with it baked in."
                 )

@@ -77,7 +77,7 @@ def test_lossy_values_are_refused(served: ServeProcess, tmp_path: Path) -> None:
 
 def test_an_input_given_twice_is_refused(served: ServeProcess) -> None:
     code, _, err = _infer(served, "Typed", *VALID, "-i", "n=5")
-    assert code == 1
+    assert code == 2  # a usage error
     assert "input 'n' is given twice (--input n=2 and --input n=5); pass each input once" in err
 
 
@@ -92,7 +92,7 @@ def test_a_decoupled_model_streams_its_responses(served: ServeProcess) -> None:
     code, _, err = _infer(served, "Count", "-i", "n=2")
     assert code == 1 and "model 'Count' is decoupled" in err and "Add --stream" in err
     code, _, err = _infer(served, "Count", "--stream", "-i", "n=2", protocol="http")
-    assert code == 1 and "--stream needs gRPC" in err
+    assert code == 2 and "--stream needs gRPC" in err
     result = repogen("infer", "Count", "--stream", "-i", "n=1", "-o", "i")
     assert result.returncode == 2 and "No such option '-o'" in result.stderr  # -o means a directory elsewhere
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UsageError
 from .infer import ModelClient, is_decoupled, prepare
 from .values import InferError, sample_value
 
@@ -52,7 +53,7 @@ def parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
         except ValueError:
             values = []
         if not values or min(values) < 1:
-            raise InferError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
+            raise UsageError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
         parsed[name] = values
     return parsed
 
