@@ -16,6 +16,9 @@ class RepogenError(Exception):
     exit_code = 1
     """The CLI's exit status for this error (2: a usage error, :class:`UsageError`)."""
 
+    details = ""
+    """The longer story, when there is one (the traceback of the user's code that failed): ``--traceback``."""
+
 
 class UsageError(RepogenError):
     """The command line asks for something contradictory or malformed (``--prebuilt`` with ``--app``, no target).
@@ -29,6 +32,9 @@ class UsageError(RepogenError):
 
 class BuildError(RepogenError):
     """A user's declaration cannot become a loadable repository; the message says how to fix it."""
+
+    site: object = None
+    """Where the user declared what failed (``repogen.dsl.site.Site``), already at the front of the message."""
 
 
 class NoSourceError(BuildError):

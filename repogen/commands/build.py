@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+import traceback
 
 import click
 
 from ..build import build_app
+from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
 from ..packages.targets import MACHINES
 from ..triton.releases import Release
@@ -72,6 +74,13 @@ from .params import RELEASE_HELP, TritonRelease
     type=click.IntRange(min=1),
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="On an error, print the Python traceback behind it first (for an app that fails to import: from its own "
+    "first frame).",
+)
 def build(
     app: str,
     output: str,
@@ -83,21 +92,27 @@ def build(
     provided: tuple[str, ...],
     machines: tuple[str, ...],
     model_version: int | None,
+    show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     started = time.perf_counter()
-    result = build_app(
-        app,
-        output,
-        app_dir=app_dir,
-        force=force,
-        target_triton=target_triton,
-        pin_python=pin_python,
-        version=model_version,
-        progress=_Progress(),
-        packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
-        log=lambda line: click.echo(line, err=True),
-    )
+    try:
+        result = build_app(
+            app,
+            output,
+            app_dir=app_dir,
+            force=force,
+            target_triton=target_triton,
+            pin_python=pin_python,
+            version=model_version,
+            progress=_Progress(),
+            packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
+            log=lambda line: click.echo(line, err=True),
+        )
+    except RepogenError as exc:
+        if show_traceback:
+            click.echo(exc.details or "".join(traceback.format_exception(exc)), err=True, nl=False)
+        raise
     names = result.spec.names
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ..hashing import sha256_bytes
+from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
 from ..triton.layout import MANIFEST
@@ -57,7 +58,8 @@ def emit_repository(
         *((i.name, functools.partial(emit_included, i, targets)) for i in spec.included),
     ]
     for done, (name, emit) in enumerate(emitters, start=1):
-        files.update(emit())
+        with declared_at(spec.site(name)):  # a failure (pickling, packages) names where the model was declared
+            files.update(emit())
         if progress is not None:
             progress(done, len(emitters), name)
     files[MANIFEST] = dumps(
