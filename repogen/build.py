@@ -12,6 +12,7 @@ from .dsl.repository import Repository
 from .emit import pickling
 from .emit.model_config import model_config, to_text
 from .emit.repository import Progress, emit_repository
+from .hashing import Files
 from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec
 from .ir.versions import lower_version_policy
@@ -123,7 +124,7 @@ def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolic
         config = model_config(dataclasses.replace(models[name], version_policy=policy), backend, platform)
         return to_text(config).encode("utf-8")
 
-    def merge(output: Path, files: dict[str, bytes]) -> WritePlan:
+    def merge(output: Path, files: Files) -> WritePlan:
         return merge_versions(
             output, files, versions={name: version for name in models}, config_for=config_for, force=force
         )

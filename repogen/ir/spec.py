@@ -143,6 +143,7 @@ class NetworkSpec:
     filename: str
     graphs: tuple[tuple[int, Path], ...]  # (version, source path), sorted by version
     platform: str = ""  # "pytorch_libtorch", "tensorrt_plan"
+    external: tuple[tuple[int, str, Path], ...] = ()  # an ONNX graph's data files: (version, location, source)
 
     @property
     def name(self) -> str:

@@ -33,7 +33,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import BuildError
+from ..hashing import Files
 from ..runtime.records import MANIFEST_FILE as MANIFEST
+from .copying import copy_in
 from .integrity import unlisted_files
 
 _AT_FDCWD = -100
@@ -45,14 +47,15 @@ _PAUSE_ENV = "REPOGEN_WRITER_PAUSE"  # tests: "phase[,phase...]" sleeps there, s
 
 @dataclasses.dataclass(frozen=True)
 class WritePlan:
-    """What the staging directory receives: new bytes, plus existing files carried over unchanged."""
+    """What the staging directory receives: the build's entries (bytes, or a user's file to copy, see
+    ``hashing.FileCopy``), plus existing files carried over unchanged."""
 
-    files: dict[str, bytes]
+    files: Files
     carried: dict[str, Path | str] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
 
 
 #: Called under the lock with the existing output directory; returns what to write instead of the plain map.
-Merge = Callable[[Path, dict[str, bytes]], WritePlan]
+Merge = Callable[[Path, Files], WritePlan]
 
 
 def checkpoint(phase: str) -> None:
@@ -134,13 +137,20 @@ def _carry(source: Path | str, destination: Path | str) -> None:
 
 def _fill(staging: Path, plan: WritePlan) -> None:
     half = len(plan.files) // 2
-    for index, (relative, data) in enumerate(plan.files.items()):
+    copied: dict[Path, Path] = {}  # a user's file copied once: later paths link to that copy
+    for index, (relative, entry) in enumerate(plan.files.items()):
         if index == half:
             checkpoint("writing")
         path = staging / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            if isinstance(entry, bytes):
+                path.write_bytes(entry)
+            elif entry.source in copied:
+                os.link(copied[entry.source], path)
+            else:
+                copy_in(entry, str(path))
+                copied[entry.source] = path
         except OSError as exc:  # write() names no file: say which one did not fit
             raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
     staged: dict[Path | str, str] = {}  # a source copied (not linked) once: later paths link to that copy
@@ -207,13 +217,15 @@ def _file_system_error(exc: OSError, output: Path, previous: str) -> BuildError:
 
 
 def write_repository(
-    files: dict[str, bytes],
+    files: Files,
     output: Path,
     force: bool = False,
     merge: Merge | None = None,
     links: dict[str, str] | None = None,
 ) -> None:
     """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
+
+    Generated files are written from their bytes, a user's files (``FileCopy``) copied (see ``copying``).
 
     ``links`` (repository path -> file) are hard-linked in (copied once where links cannot cross file
     systems): the shipped packages, whose files live in the wheel cache.
@@ -231,7 +243,7 @@ def write_repository(
         raise _file_system_error(exc, output, previous) from exc
 
 
-def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
+def _write(files: Files, output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with _directory_lock(output.parent):
         checkpoint("locked")

@@ -8,6 +8,7 @@ app that makes its graph with ``onnx`` needs it, repogen does not. Nothing here 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
@@ -46,10 +47,12 @@ class GraphTensor:
 
 @dataclasses.dataclass(frozen=True)
 class Graph:
-    """A graph's inputs (initializers left out: they are weights, not inputs) and outputs, in order."""
+    """A graph's inputs (initializers left out: they are weights, not inputs) and outputs, in order, and the
+    files its tensors keep their data in (external data, ``location`` relative to the graph file), sorted."""
 
     inputs: tuple[GraphTensor, ...]
     outputs: tuple[GraphTensor, ...]
+    external: tuple[str, ...] = ()
 
 
 def read_graph(path: Path, where: str) -> Graph:
@@ -79,7 +82,30 @@ def read_graph(path: Path, where: str) -> Graph:
     return Graph(
         inputs=tuple(_tensor(v) for v in model.graph.input if v.name not in weights),
         outputs=tuple(_tensor(v) for v in model.graph.output),
+        external=tuple(sorted({_location(t) for t in _tensors(model.graph) if _location(t)})),
     )
+
+
+def _tensors(graph: onnx_pb.GraphProto) -> Iterator[onnx_pb.TensorProto]:
+    """Every tensor that can hold data: initializers (sparse ones too) and node attributes, subgraphs included."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for attribute in node.attribute:
+            yield attribute.t
+            yield from attribute.tensors
+            for sparse in (attribute.sparse_tensor, *attribute.sparse_tensors):
+                yield from (sparse.values, sparse.indices)
+            for subgraph in (attribute.g, *attribute.graphs):
+                yield from _tensors(subgraph)
+
+
+def _location(tensor: onnx_pb.TensorProto) -> str:
+    """The external data file of a tensor stored outside the graph file, else ''."""
+    if tensor.data_location != onnx_pb.TensorProto.EXTERNAL:
+        return ""
+    return next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
 
 
 def _tensor(value: onnx_pb.ValueInfoProto) -> GraphTensor:
