@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from .dsl.repository import Repository
 from .emit import pickling
 from .emit.model_config import model_config, to_text
 from .emit.repository import Progress, emit_repository
+from .errors import RepogenWarning, UnreachableContainersError
 from .hashing import Files
 from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec
@@ -32,6 +34,12 @@ class BuildResult:
     files: tuple[str, ...]
     packages: str | None = None
     """What the shipped packages add, in one line (None when nothing ships)."""
+    targets: Targets | None = None
+    """The containers the repository serves: all it was asked for, less those its packages cannot reach."""
+
+
+class ContainersLeftOutWarning(RepogenWarning):
+    """A default build targets fewer containers than every one from 23.10: its packages cannot reach the others."""
 
 
 def build_repository(
@@ -49,7 +57,8 @@ def build_repository(
 ) -> BuildResult:
     """Compile ``repository`` into ``output`` (replaced atomically).
 
-    By default the payloads ship source and serve on every NGC container from 23.10;
+    By default the payloads ship source and serve on every NGC container from 23.10 that the shipped
+    packages reach (the others are left out with a :class:`ContainersLeftOutWarning`);
     ``target_triton`` (``"24.10"``, ``"2.51.0"``) narrows the checks to that container and records it.
     ``roots[0]`` is the user's project: the modules loaded from under it ship with the models.
     ``pin_python`` ships this interpreter's bytecode instead (only this Python minor loads it; with a
@@ -69,12 +78,36 @@ def build_repository(
     policies = {d.name: d.config.version_policy for d in repository.definitions}
     policies.update({d.name: d.config.version_policy for d in repository.networks})
     options = packages or PackageOptions()
-    packager = Packager(options, targets, default_cache_dir(), log, find_python) if options.mode == "ship" else None
-    files = emit_repository(spec, roots, targets, progress, packager)
+    while True:
+        packager = Packager(options, targets, default_cache_dir(), log, find_python) if options.mode == "ship" else None
+        try:
+            files = emit_repository(spec, roots, targets, progress, packager)
+            break
+        except UnreachableContainersError as exc:
+            targets = _narrowed(targets, exc)
     merge = _merger(spec, version, policies, force) if version is not None else None
     write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)
     summary = packager.summary() if packager else None
-    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary)
+    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=targets)
+
+
+def _narrowed(targets: Targets, exc: UnreachableContainersError) -> Targets:
+    """``targets`` less the containers ``exc`` says the packages cannot reach, warned once; else ``exc`` itself.
+
+    A default build serves what its packages reach (numpy, scipy and scikit-learn dropped Python 3.10
+    in 2025: today's packages reach only the 3.12 containers); naming a container (--triton-version)
+    or requiring every one (--all-containers) keeps the error.
+    """
+    left = targets.without(exc.containers) if targets.may_narrow and exc.containers else None
+    if left is None:
+        raise exc
+    warnings.warn(
+        f"not targeting {targets.span(exc.containers)}: {exc.reason}. The repository serves "
+        f"{left.span()}. Pass --all-containers to make this an error, or --triton-version for one container",
+        ContainersLeftOutWarning,
+        stacklevel=3,
+    )
+    return left
 
 
 def build_app(
@@ -89,12 +122,14 @@ def build_app(
     progress: Progress | None = None,
     packages: PackageOptions | None = None,
     log: Callable[[str], None] | None = None,
+    all_containers: bool = False,
 ) -> BuildResult:
     """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value.
 
     The target is checked before the app is imported: a wrong interpreter fails in a second.
+    ``all_containers`` fails the build when its packages cannot reach every container from 23.10.
     """
-    targets = resolve_targets(target_triton, pin_python=pin_python)
+    targets = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
     app = load_app(target, app_dir)
     return build_repository(
         app.repository,

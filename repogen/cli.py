@@ -13,12 +13,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+import warnings
 from typing import Any
 
 import click
 
 from . import commands
-from .errors import RepogenError, UsageError
+from .errors import RepogenError, RepogenWarning, UsageError
 from .relaunch import restart_with_fixed_seed
 from .version import __version__
 
@@ -43,13 +44,27 @@ class _Repogen(click.Group):
         return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except UsageError as exc:  # shown as click shows its own: the command's usage line, exit status 2
-            raise click.UsageError(str(exc), _command_context(self, ctx)) from None
-        except RepogenError as exc:
-            click.echo(f"Error: {exc}", err=True)  # as click prints its own ClickException
-            ctx.exit(exc.exit_code)
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", RepogenWarning)  # each message once
+            warnings.showwarning = _show_warning
+            try:
+                return super().invoke(ctx)
+            except UsageError as exc:  # shown as click shows its own: the command's usage line, exit status 2
+                raise click.UsageError(str(exc), _command_context(self, ctx)) from None
+            except RepogenError as exc:
+                click.echo(f"Error: {exc}", err=True)  # as click prints its own ClickException
+                ctx.exit(exc.exit_code)
+
+
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """A :class:`RepogenWarning` as one ``Warning: ...`` line on stderr; any other warning as Python shows it."""
+    if issubclass(category, RepogenWarning):
+        click.echo(f"Warning: {message}", err=True)
+    else:
+        _python_showwarning(message, category, *args, **kwargs)
 
 
 @click.group(cls=_Repogen, context_settings={"help_option_names": ["-h", "--help"]})

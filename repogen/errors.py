@@ -9,6 +9,13 @@ it imports nothing of repogen's. The modules that raise these re-export the ones
 (``repogen.server.provision.install.ServerInstallError``), so either import works.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the release table imports this module
+    from .triton.releases import Release
+
 
 class RepogenError(Exception):
     """Root of repogen's errors: the message names what is wrong and what to do about it."""
@@ -41,12 +48,38 @@ class NoSourceError(BuildError):
     """A code object whose source cannot be found or does not match it."""
 
 
+class UnreachableContainersError(BuildError):
+    """What a build ships cannot load in some targeted containers: no wheel for their Python, another CUDA major.
+
+    A default build leaves those containers out and warns (``repogen.build``); a build that names its
+    container, or requires every one (``--all-containers``), fails with the message.
+    """
+
+    def __init__(self, message: str, reason: str, containers: tuple[Release, ...] = ()) -> None:
+        super().__init__(message)
+        self.reason = reason
+        """The cause in a clause: ``scikit-learn 1.9.1 has no wheel for Python 3.10 (1.7.2 has one)``."""
+        self.containers = containers
+        """The targeted releases (``repogen.triton.releases.Release``) it cannot load in."""
+
+
 class GraphMismatchError(BuildError):
     """An exported network's declared tensors disagree with its graph (name, data type or dims)."""
 
 
 class UnknownReleaseError(RepogenError, LookupError):
     """A Triton release that is not in repogen's table (``repogen.triton.releases``)."""
+
+
+class RepogenWarning(UserWarning):
+    """Root of repogen's warnings: something works, on an assumption or with a limit the user should know.
+
+    The CLI prints each as one ``Warning: <message>`` line on stderr (``repogen.cli``).
+    """
+
+
+class ReleaseAssumedWarning(RepogenWarning):
+    """A Triton release newer than repogen's table: its facts are assumed to be the newest row's."""
 
 
 class RepositoryError(RepogenError):

@@ -35,7 +35,13 @@ from .params import RELEASE_HELP, TritonRelease
     type=TritonRelease(),
     help=f"The one release that will serve the repository ({RELEASE_HELP}): sources and imports are checked "
     "against its container's Python only, and the target is recorded. Default: every NGC release from 23.10 "
-    "(Python 3.10 and 3.12).",
+    "(Python 3.10 and 3.12) that the shipped packages reach; the others are named in a warning.",
+)
+@click.option(
+    "--all-containers",
+    is_flag=True,
+    help="Require every NGC release from 23.10: fail when a shipped package cannot reach one (no wheel for its "
+    "Python, another CUDA major) instead of leaving it out with a warning.",
 )
 @click.option(
     "--pin-python",
@@ -87,6 +93,7 @@ def build(
     app_dir: str | None,
     force: bool,
     target_triton: Release | None,
+    all_containers: bool,
     pin_python: bool,
     packages_mode: str,
     provided: tuple[str, ...],
@@ -95,6 +102,10 @@ def build(
     show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
+    if all_containers and target_triton is not None:
+        raise click.UsageError(
+            "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other."
+        )
     started = time.perf_counter()
     try:
         result = build_app(
@@ -108,6 +119,7 @@ def build(
             progress=_Progress(),
             packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
             log=lambda line: click.echo(line, err=True),
+            all_containers=all_containers,
         )
     except RepogenError as exc:
         if show_traceback:

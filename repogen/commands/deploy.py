@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..deploy import DeployOptions, generate
-from ..triton.releases import DEFAULT_RELEASE, IMAGE_REPOSITORY
+from ..triton.releases import IMAGE_REPOSITORY, NEWEST
 from .params import RELEASE_HELP, TritonRelease
 
 
@@ -22,9 +22,11 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option(
     "--triton-version",
     type=TritonRelease(),
-    default=DEFAULT_RELEASE.ngc,
+    default=NEWEST.ngc,
     show_default=True,
-    help=f"The release of {IMAGE_REPOSITORY}:<release>-py3 to serve on: {RELEASE_HELP}.",
+    help=f"The release of {IMAGE_REPOSITORY}:<release>-py3 to serve on: {RELEASE_HELP}. The default is the newest "
+    "release repogen knows: a default build ships for every container Python, so it loads there; the repository "
+    "is checked against the release named and refused if it cannot load there.",
 )
 @click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY into the image as built (the default).")
 @click.option(

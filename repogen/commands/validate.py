@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ..ondisk.validate import validate_repository
-from ..triton.fields import TARGET_RELEASE
-from ..triton.releases import Release, get_release
+from ..ondisk.repository import read_manifest, require_directory
+from ..ondisk.validate import checked_releases, validate_repository
+from ..triton.fields import SCHEMA_RELEASE
+from ..triton.releases import Release
 from .params import RELEASE_HELP, TritonRelease
 
 
@@ -17,20 +18,20 @@ from .params import RELEASE_HELP, TritonRelease
     "--release",
     "release",
     type=TritonRelease(),
-    default=TARGET_RELEASE,
-    show_default=True,
-    help=f"Oldest Triton release that must load the repository: {RELEASE_HELP}. Configs are read with the "
-    f"r{TARGET_RELEASE} schema, so for a newer release no field of it is too new.",
+    help=f"The Triton release that must load the repository: {RELEASE_HELP}. Its container's Python, CUDA major, "
+    "python_backend rules and config schema are checked. Default: every release the build recorded it serves "
+    "(the newest release for a repository repogen did not build).",
 )
-def validate(repository: str, release: Release) -> None:
-    """Check REPOSITORY statically: configs parse, names, versions, ensembles, manifest hashes."""
+def validate(repository: str, release: Release | None) -> None:
+    """Check REPOSITORY statically: configs parse, names, versions, ensembles, manifest hashes, target fit."""
     problems = validate_repository(repository, release=release)
     for problem in problems:
         click.echo(f"{'Warning' if problem.warning else 'Error'}: {problem}", err=True)
     if any(not p.warning for p in problems):
         raise SystemExit(1)
-    schema = "" if release.version <= get_release(TARGET_RELEASE).version else f" with the r{TARGET_RELEASE} schema"
-    click.echo(f"OK: {repository} has no problems (checked against Triton {release.ngc}{schema})")
+    releases = [release] if release else checked_releases(read_manifest(require_directory(repository)) or {})
+    names = ", ".join(r.ngc for r in releases) or "no NGC container (a --pin-python build for another Python)"
+    click.echo(f"OK: {repository} has no problems (checked against Triton {names}; config schema r{SCHEMA_RELEASE})")
 
 
 COMMANDS = [validate]

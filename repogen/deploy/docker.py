@@ -24,7 +24,7 @@ from ..version import __version__
 from .probe import healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
-__all__ = ["DockerFiles", "context_path", "dockerfile", "python_mismatch", "requirements_run"]
+__all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
 
 
 @dataclass(frozen=True)
@@ -48,29 +48,6 @@ def requirements_run(info: BuiltRepository, build: bool = False) -> str:
         return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
     packages = " ".join(shlex.quote(r) for r in wanted)
     return f"RUN python3 -m pip install --no-cache-dir {packages}"
-
-
-_PREBUILT_FIX = "Pass --app APP:ATTR to rebuild it inside the image, with the image's Python"
-
-
-def python_mismatch(info: BuiltRepository, target: Release, fix: str = _PREBUILT_FIX) -> str | None:
-    """Why a prebuilt repository may not load on ``target`` (``None`` when it can, or is unknown)."""
-    if info.portable:
-        if not info.pythons or target.python in info.pythons:
-            return None
-        return (
-            f"{info.path} was checked for Python {', '.join(info.pythons)} only (built with --target-triton), but "
-            f"{target.image} serves models with Python {target.python}: its sources may not compile there. "
-            f"Rebuild without --target-triton (every container) or with --target-triton {target.ngc}."
-        )
-    built = info.build.get("python")
-    if not built or built == target.python:
-        return None
-    return (
-        f"{info.path} was built with --pin-python on Python {built}, but {target.image} serves models with Python "
-        f"{target.python}; pinned payloads only load under the Python that wrote them. {fix}, "
-        f"or rebuild without --pin-python."
-    )
 
 
 def _python_note(info: BuiltRepository, target: Release) -> str:

@@ -10,8 +10,9 @@ import yaml
 
 from ..emit.templates import render
 from ..errors import DeployError, UsageError
+from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
-from ..triton.releases import DEFAULT_RELEASE, Release, get_release
+from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
 from . import docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
@@ -30,8 +31,8 @@ class DeployOptions:
     docker: bool = False
     k8s: bool = False
     kserve: bool = False
-    triton_version: str | Release = DEFAULT_RELEASE.ngc
-    """Any spelling of a release in :data:`repogen.triton.releases.RELEASES` (``24.10``, ``2.51.0``, ...)."""
+    triton_version: str | Release = NEWEST.ngc
+    """Any spelling of a release (``26.11``, ``2.75.0``, ...); by default the newest in the table."""
     prebuilt: bool = False
     """Docker: copy the repository as built, the default without ``app`` (kept for the ``--prebuilt`` flag)."""
     app: str | None = None
@@ -80,8 +81,16 @@ def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources
     ).decode()
 
 
+def _check_fit(info: BuiltRepository, target: Release, fix: str) -> list[str]:
+    """What stops ``target`` loading the repository as built is an error (nothing is written); what may, a warning."""
+    found = compatibility.fit(info, target)
+    if found.errors:
+        raise DeployError(" ".join(f"{error}." for error in found.errors) + f" {fix}. Nothing was written.")
+    return found.warnings
+
+
 def _check_stock_runtime(info: BuiltRepository, target: Release) -> list[str]:
-    """A repository copied as is onto a stock image must need no packages and (pinned) match its Python.
+    """A repository copied as is onto a stock image must need no packages and load on its container.
 
     What cannot load is an error, nothing is written; what may not load (a build checked for another
     container's Python only) is a warning.
@@ -94,10 +103,7 @@ def _check_stock_runtime(info: BuiltRepository, target: Release) -> list[str]:
             f"was written. Rebuild without --packages record (or --provided for them) so that they ship inside the "
             f"repository, or: {fix}."
         )
-    mismatch = docker.python_mismatch(info, target, fix)
-    if mismatch and not info.portable:
-        raise DeployError(f"{mismatch} Nothing was written.")
-    return [mismatch] if mismatch else []
+    return _check_fit(info, target, f"Or: {fix[0].lower()}{fix[1:]}")
 
 
 def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
@@ -157,11 +163,9 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         )
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
-        if not options.app:
-            mismatch = docker.python_mismatch(info, target)
-            if mismatch and not info.portable:  # pinned to another Python: it cannot load there
-                raise DeployError(f"{mismatch} Nothing was written.")
-            warnings.extend(filter(None, [mismatch]))
+        if not options.app:  # the repository as built goes into the image: it must load there
+            fix = "Or pass --app APP:ATTR to rebuild it inside the image, with the image's Python"
+            warnings.extend(_check_fit(info, target, fix))
     scaling = _scaling(options)
     if options.k8s or options.kserve:
         resources = kubernetes.resolve_resources(

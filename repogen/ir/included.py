@@ -63,18 +63,13 @@ def _parse(where: str, path: Path) -> mc.ModelConfig:
         unknown = fields.unknown_field(str(exc))
         message = str(exc).replace("repogen.inference.", "inference.")
         if unknown is None:
-            raise BuildError(f"{where}: {CONFIG} does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: "
-                             f"{message}") from None  # fmt: skip
+            raise BuildError(f"{where}: {CONFIG} does not parse as a Triton ModelConfig (r{fields.SCHEMA_RELEASE} "
+                             f"schema): {message}") from None  # fmt: skip
         field, full = unknown[0], fields.triton_name(unknown[1])
-        added = fields.FIELDS_AFTER_TARGET.get(full)
-        why = (
-            f"introduced in Triton {added}, after {fields.TARGET_RELEASE}, the newest release repogen targets"
-            if added
-            else f"not in Triton {fields.TARGET_RELEASE}'s ModelConfig schema (check the spelling)"
-        )
         raise BuildError(
-            f"{where}: {CONFIG} sets {field!r} ({full}), {why}; tritonserver {fields.TARGET_RELEASE} would "
-            "refuse the whole model. Remove it from the included config"
+            f"{where}: {CONFIG} sets {field!r} ({full}), which is not in Triton's ModelConfig schema up to "
+            f"r{fields.SCHEMA_RELEASE}, the newest repogen knows (check the spelling); a tritonserver that does not "
+            "know it refuses the whole model. Remove it from the included config"
         ) from None
     return config
 

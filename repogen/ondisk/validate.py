@@ -7,16 +7,19 @@ names the file, what was expected, what was found and the fix.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import RepositoryError
 from ..triton import fields
 from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
-from ..triton.releases import Release, get_release
+from ..triton.releases import NEWEST, Release, first_with_python, get_release
+from . import compatibility
 from .ensembles import check_ensemble
 from .integrity import changed_files, tree_problems
 from .problems import Problem
-from .repository import ModelDir, files, load_json, model_dirs, sha256
+from .repository import BuiltRepository, ModelDir, files, load_json, model_dirs, read_manifest, sha256
 
 
 def _server(release: str | Release) -> str:
@@ -24,38 +27,40 @@ def _server(release: str | Release) -> str:
     return f"{found.ngc} (tritonserver {found.tritonserver})"
 
 
-def _too_new_for_the_schema(message: str, release: str | Release) -> str | None:
-    """A field newer than the schema that ``release`` knows: a warning, since the server would load it."""
+def _line_of(path: Path, field: str) -> int:
+    """The first line of ``path`` that sets ``field`` (``field:`` or ``field {``), 0 when none does."""
+    pattern = re.compile(rf"(^|[\s{{]){re.escape(field)}\s*[:{{]")
+    for number, text in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+        if pattern.search(text.split("#", 1)[0]):
+            return number
+    return 0
+
+
+def _beyond_the_schema(message: str, release: Release) -> str | None:
+    """A field repogen's schema lacks, for a release newer than the table: a warning, since that server may know it.
+
+    The schema (r26.07) is taken to hold up to the newest release in the table, as the table's other facts are.
+    """
     unknown = fields.unknown_field(message)
-    if unknown is None:
+    if unknown is None or not release.assumed:
         return None
     field, full_name = unknown
-    added = fields.FIELDS_AFTER_TARGET.get(full_name)
-    if added is None or not fields.supported_by(full_name, release):
-        return None
     return (
-        f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}, which the requested release "
-        f"{_server(release)} supports; repogen reads configs with the r{fields.TARGET_RELEASE} schema, so the rest "
-        "of this model's config is not checked"
+        f"field {field!r} ({full_name}) is not in Triton's ModelConfig schema up to r{fields.SCHEMA_RELEASE}, the "
+        f"newest repogen knows; the requested release {_server(release)} is newer and may know it, so the rest of "
+        "this model's config is not checked"
     )
 
 
 def explain_parse_error(message: str) -> str:
-    """Turn protobuf's parse error into what to do, naming the release that added an unknown field."""
+    """Turn protobuf's parse error into what to do."""
     unknown = fields.unknown_field(message)
     if unknown is None:
-        return f"does not parse as a Triton {fields.TARGET_RELEASE} ModelConfig: {message}"
+        return f"does not parse as a Triton ModelConfig (r{fields.SCHEMA_RELEASE} schema): {message}"
     field, full_name = unknown
-    added = fields.FIELDS_AFTER_TARGET.get(full_name)
-    if added:
-        return (
-            f"field {field!r} ({full_name}) was introduced in Triton {_server(added)}; the target release "
-            f'{_server(fields.TARGET_RELEASE)} rejects the whole model ("failed to read text proto"). '
-            f"Remove it, or serve with tritonserver {added} or newer"
-        )
     return (
-        f"unknown field {field!r} in {full_name.rsplit('.', 1)[0]}: it is not in Triton {fields.TARGET_RELEASE}'s "
-        "ModelConfig schema, so tritonserver rejects the whole model. Check the spelling, or remove it"
+        f"unknown field {field!r} in {full_name.rsplit('.', 1)[0]}: it is not in Triton's ModelConfig schema up to "
+        f"r{fields.SCHEMA_RELEASE}, so tritonserver rejects the whole model. Check the spelling, or remove it"
     )
 
 
@@ -68,7 +73,7 @@ _MODEL_FILES = {
 }
 
 
-def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
+def _check_model(model: ModelDir, release: Release) -> list[Problem]:
     config_path = model.path / CONFIG
     problems: list[Problem] = []
     if not model.has_config:
@@ -80,7 +85,7 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
             )
         ]
     if model.error is not None:
-        newer = _too_new_for_the_schema(model.error.message, release)
+        newer = _beyond_the_schema(model.error.message, release)
         if newer:
             problems.append(Problem.at(config_path, newer, model.error.line, warning=True))
         else:
@@ -92,7 +97,8 @@ def _check_model(model: ModelDir, release: str | Release) -> list[Problem]:
                 problems.append(
                     Problem.at(
                         config_path,
-                        f"sets {name.rsplit('.', 1)[-1]!r} ({name}), introduced in Triton "
+                        line=_line_of(config_path, name.rsplit(".", 1)[-1]),
+                        message=f"sets {name.rsplit('.', 1)[-1]!r} ({name}), introduced in Triton "
                         f"{fields.introduced_in(name)}; the requested release {_server(release)} rejects "
                         "the whole model. Remove it, or target a newer release",
                     )
@@ -222,13 +228,14 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     return problems
 
 
-def validate_repository(repository: str | Path, release: str | Release = fields.TARGET_RELEASE) -> list[Problem]:
+def validate_repository(repository: str | Path, release: str | Release | None = None) -> list[Problem]:
     """Every problem found in ``repository``, in a stable order; an empty list means clean.
 
-    ``release`` (any release of the table, in any spelling) also flags fields our r24.10 schema knows
-    but an older server does not (e.g. ``runtime`` before 24.01). For a release newer than 24.10 no
-    field of the schema is too new; a field newer than the schema that such a release supports is a
-    warning (``Problem.warning``): the server loads it, but the rest of that config goes unchecked.
+    ``release`` (any release of the table, in any spelling) is the one that must load it: a field it
+    does not know, a Python, CUDA major or python_backend rule of its container that the repository
+    does not meet is an error. Without it, every release the build recorded it serves is checked
+    (:func:`checked_releases`). A field newer than repogen's schema is a warning for a release newer
+    than the schema (``Problem.warning``): the server may load it, but the rest of that config goes unchecked.
     """
     repo = Path(repository)
     if not repo.is_dir():
@@ -236,11 +243,31 @@ def validate_repository(repository: str | Path, release: str | Release = fields.
     models = model_dirs(repo)
     if not models:
         return [Problem.at(repo, "holds no model directories; expected <model>/config.pbtxt and <model>/1/")]
+    manifest = read_manifest(repo) or {}
+    releases = [get_release(release)] if release is not None else checked_releases(manifest)
+    oldest = min(releases, key=lambda r: r.version) if releases else NEWEST
     problems: list[Problem] = []
     by_name = {m.name: m for m in models}
     for model in models:
-        problems.extend(_check_model(model, release))
+        problems.extend(_check_model(model, oldest))
         if model.is_ensemble:
             problems.extend(check_ensemble(model, by_name))
     problems.extend(_check_manifest(repo, models))
-    return problems
+    info = BuiltRepository(repo, tuple(m for m in models if m.config is not None), manifest)
+    for each in releases:
+        found = compatibility.fit(info, each, configs=False)
+        problems += [Problem.at(repo, message) for message in found.errors]
+        problems += [Problem.at(repo, message, warning=True) for message in found.warnings]
+    return list(dict.fromkeys(problems))
+
+
+def checked_releases(manifest: dict[str, Any]) -> list[Release]:
+    """The releases a repository says it serves: its one target, else the oldest container of each Python
+    it was built for (the newest release for a repository repogen did not build)."""
+    target = manifest.get("target")
+    if isinstance(target, dict) and target.get("ngc"):
+        return [get_release(str(target["ngc"]))]
+    if not manifest:
+        return [NEWEST]
+    pythons = [str(p) for p in manifest.get("pythons") or ()]
+    return [r for r in (first_with_python(p) for p in pythons) if r is not None]

@@ -17,12 +17,13 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import BuildError
+from ..errors import BuildError, UnreachableContainersError
 from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
 from ..runtime.records import dumps
-from ..triton.releases import RELEASES
+from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets
 from . import resolve, wheels
+from .cuda import CudaNeeds, cuda_needs
 from .options import PackageOptions, canonical
 from .resolve import Pin
 from .targets import WheelTarget, wheel_targets
@@ -40,6 +41,8 @@ class ShippedTree:
     listing: dict[str, str]  # path in the tree -> sha256
     bytecode: bool
     sizes: dict[str, int]  # cache file -> bytes
+    cuda: tuple[int, ...] = ()
+    """CUDA majors the container must provide for the tree's native libraries (``repogen.packages.cuda``)."""
 
     @property
     def size(self) -> int:
@@ -57,6 +60,7 @@ class ShippedTree:
             "files": len(self.listing),
             "lock": [pin.record() for pin in self.pins],
             "size": self.size,
+            **({"cuda": list(self.cuda)} if self.cuda else {}),
         }
 
 
@@ -74,6 +78,7 @@ class Packager:
         """``find_python("3.10")`` is an interpreter of that minor to compile bytecode with (None: none here)."""
         self.options = options
         self.find_python = find_python
+        self.containers = targets.containers
         self.targets = wheel_targets(targets, options.machines)
         self.numpy = (targets.containers or RELEASES)[0].numpy
         self.cache = cache / "packages"
@@ -100,12 +105,19 @@ class Packager:
             self._shipped[wanted] = {t.tag: self._tree(what, wanted, t) for t in self.targets}
         return self._shipped[wanted]
 
+    def _serving(self, python: str) -> tuple[Release, ...]:
+        return tuple(c for c in self.containers if c.python == python)
+
     def _tree(self, what: str, wanted: tuple[str, ...], target: WheelTarget) -> ShippedTree:
-        pins = tuple(
-            p for p in resolve.resolve(wanted, target, self.numpy, self.cache, what) if self.options.ships(p.name)
-        )
+        try:
+            resolved = resolve.resolve(wanted, target, self.numpy, self.cache, what)
+        except UnreachableContainersError as exc:
+            raise UnreachableContainersError(str(exc), exc.reason, self._serving(target.python)) from None
+        pins = tuple(p for p in resolved if self.options.ships(p.name))
         paths = wheels.fetch(pins, target, self.cache, what)
         unpacked = {pin.sha256: wheels.unpack(paths[pin.sha256], pin.sha256, self.cache, what) for pin in pins}
+        needs = cuda_needs((p.name, p.version, _paths(*unpacked[p.sha256])) for p in pins)
+        self._check_cuda(what, target, needs)
         interpreter = self._interpreter(target.python)
         overlays = (
             wheels.bytecode([(s, root) for s, (root, _) in unpacked.items()], target.python, interpreter, self.cache)
@@ -125,7 +137,28 @@ class Packager:
                     files[relative] = f"{base}/{relative}"
                     listing[relative] = str(digest)
                     sizes[files[relative]] = int(str(length))
-        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes)
+        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes, needs.majors)
+
+    def _check_cuda(self, what: str, target: WheelTarget, needs: CudaNeeds) -> None:
+        """Refuse the targeted containers whose CUDA major differs from what the tree's libraries need."""
+        if not needs.majors:
+            return
+        lacking = tuple(c for c in self._serving(target.python) if any(m != c.cuda for m in needs.majors))
+        if not lacking:
+            return
+        first = lacking[0]
+        wrong = next(m for m in needs.majors if m != first.cuda)
+        reason = f"{needs.describe(wrong)} needs CUDA {wrong}"
+        right = [c.ngc for c in RELEASES if c.cuda == wrong and c.python == target.python]
+        elsewhere = f" (--triton-version {right[-1]} or another CUDA {wrong} release)" if right else ""
+        raise UnreachableContainersError(
+            f"{what} ships {needs.describe(wrong)}: built for CUDA {wrong}, but {first.label} has CUDA {first.cuda} "
+            f"(libcudart.so.{first.cuda}) and the repository ships no CUDA {wrong} runtime, so it fails there when it "
+            f"touches the GPU. Install the CUDA {first.cuda} build of it where you build, target a container with CUDA "
+            f"{wrong}{elsewhere}, or pass --provided NAME if your image has it",
+            reason,
+            lacking,
+        )
 
     def _interpreter(self, python: str) -> Path | None:
         """A Python of the container's minor to compile bytecode with; without one, the server compiles into /tmp."""
@@ -167,3 +200,9 @@ class Packager:
             f"Shipped {len(dists)} distribution(s) into {len(self.trees)} tree(s): {', '.join(parts)} "
             "(hard-linked: each file once on disk)"
         )
+
+
+def _paths(root: Path, index: Mapping[str, object]) -> dict[str, str]:
+    """Tree path -> file on disk, for one unpacked wheel."""
+    base = str(root)
+    return {relative: f"{base}/{relative}" for relative in index}

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import BuildError
+from ..errors import BuildError, UnreachableContainersError
 from ..hashing import sha256_bytes
 from .options import canonical
 from .targets import WheelTarget
@@ -91,7 +91,7 @@ def resolve(requirements: Iterable[str], target: WheelTarget, numpy: str, cache:
                 "format": LOCK_FORMAT,
                 "requirements": wanted,
                 "constraints": constraints,
-                "target": dataclasses.asdict(target),
+                "target": target.pip_args(),  # what pip resolves for, not which containers it stands for
             },
             sort_keys=True,
         ).encode()
@@ -127,7 +127,10 @@ def _run_pip(wanted: list[str], target: WheelTarget, constraints: dict[str, str]
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise BuildError(_failure(proc.stdout + proc.stderr, wanted, target, constraints, what))
+            message, reason = _failure(proc.stdout + proc.stderr, wanted, target, constraints, what)
+            if reason is None:
+                raise BuildError(message)
+            raise UnreachableContainersError(message, reason)
         data = json.loads(report.read_text())
     pins = []
     for item in data.get("install", []):
@@ -141,13 +144,17 @@ def _run_pip(wanted: list[str], target: WheelTarget, constraints: dict[str, str]
     return tuple(sorted(pins, key=lambda p: canonical(p.name)))
 
 
-def _failure(output: str, wanted: list[str], target: WheelTarget, constraints: dict[str, str], what: str) -> str:
-    """pip's refusal as the user's fix: which distribution has no wheel for the target, and the nearest that does."""
+def _failure(
+    output: str, wanted: list[str], target: WheelTarget, constraints: dict[str, str], what: str
+) -> tuple[str, str | None]:
+    """pip's refusal as the user's fix, and the cause in a clause when it is that a distribution cannot
+    reach the target's Python (None when pip failed for another reason: nothing to narrow)."""
     head = f"{what} needs {', '.join(wanted)}, which cannot ship for {target.describe()}"
     missing = _NOT_FOUND.search(output)
     if missing:
         name, version, listed = missing.groups()
-        return head + ": " + _no_wheel(name, version, _versions(listed), target)
+        available = _versions(listed)
+        return head + ": " + _no_wheel(name, version, available, target), _reason(name, version, available, target)
     for name, version in _CONSTRAINT.findall(output):
         if canonical(name) == "numpy":
             cause = _conflict(output)
@@ -155,10 +162,10 @@ def _failure(output: str, wanted: list[str], target: WheelTarget, constraints: d
                 f"{head}: a distribution needs a numpy that the container lacks ({cause}); the container provides "
                 f"numpy {version}, and numpy never ships with a model. Install a version that supports numpy "
                 f"{version} where you build (the one before it usually does) and build again"
-            )
+            ), f"a distribution needs a numpy other than the container's {version} ({cause})"
         available = _available(name, target)
         if version not in available:
-            return head + ": " + _no_wheel(name, version, available, target)
+            return head + ": " + _no_wheel(name, version, available, target), _reason(name, version, available, target)
     lines = [line for line in output.splitlines() if line.strip() and "Location 'file:" not in line][-12:]
     return (
         head
@@ -168,7 +175,7 @@ def _failure(output: str, wanted: list[str], target: WheelTarget, constraints: d
             "\nFix what pip names, build with --triton-version for the one container you deploy to, pass "
             "--provided NAME for what your image already has, or --packages record to ship nothing"
         )
-    )
+    ), None
 
 
 def _conflict(output: str) -> str:
@@ -211,6 +218,13 @@ def _no_wheel(name: str, version: str, available: list[str], target: WheelTarget
         f"'{name}=={close}'`) and build again; or build with --triton-version for a container whose Python it "
         f"supports, or pass --provided {name} if your image has it"
     )
+
+
+def _reason(name: str, version: str, available: list[str], target: WheelTarget) -> str:
+    """``scikit-learn 1.9.1 (installed here) has no wheel for Python 3.10; scikit-learn 1.7.2 has one``."""
+    close = nearest(version, available)
+    tail = f"; {name} {close} has one" if close else f"; no version of {name} has one"
+    return f"{name} {version} (installed here) has no wheel for Python {target.python} on {target.machine}{tail}"
 
 
 def _versions(listed: str) -> list[str]:

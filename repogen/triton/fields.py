@@ -1,18 +1,16 @@
-"""Which Triton release introduced which ``ModelConfig`` field (used by ``repogen validate``).
+"""Which Triton release introduced which ``ModelConfig`` field (builds, ``include`` and ``validate`` read it).
 
 Keys are fully-qualified protobuf names, as ``FieldDescriptor.full_name`` spells them
 (``inference.<Message>[.<Nested>].<field>``); values are NGC release tags (``"yy.mm"``).
 
-How these facts were verified: the ``tritonclient`` wheel of each release ships
-``tritonclient/grpc/model_config_pb2.py`` compiled from that release's
-``model_config.proto``; the serialized descriptors of tritonclient 2.38.0 (23.09), 2.39.0
-(23.10), 2.40.0, 2.41.0, 2.42.0, 2.45.0, 2.48.0, 2.49.0, 2.50.0, 2.51.0 (24.10), 2.52.0,
-2.53.0, 2.62.0, 2.63.0 and 2.73.0 were compared field by field. A release is listed as "introduced in"
-only where the field is absent from the previous release's wheel and present in that one's.
-Everything else in ``proto/model_config.proto`` (``ModelInput.optional``,
-``ModelTransactionPolicy.decoupled``, ``ModelResponseCache``, ``ModelRateLimiter``,
-``TYPE_BF16``, ``Step.model_namespace``, ...) was already present in 23.09 (2.38.0), so it
-loads on every release repogen supports (23.10 and later) and is not listed.
+How these facts were verified: triton-inference-server/common's ``protobuf/model_config.proto`` was
+compared field by field between consecutive release branches r23.10 ... r26.07 (and earlier
+against the serialized descriptors of each release's ``tritonclient`` wheel, 2.38.0 ... 2.73.0). A
+release is listed as "introduced in" only where the field is absent from the previous release's
+schema and present in that one's. Everything else in ``proto/model_config.proto``
+(``ModelInput.optional``, ``ModelTransactionPolicy.decoupled``, ``ModelResponseCache``,
+``ModelRateLimiter``, ``TYPE_BF16``, ``Step.model_namespace``, ...) was already present in 23.09
+(2.38.0), so it loads on every release repogen supports (23.10 and later) and is not listed.
 """
 
 from __future__ import annotations
@@ -24,11 +22,12 @@ from google.protobuf.message import Message
 
 from .releases import Release, get_release
 
-#: The release whose schema ``proto/model_config.proto`` mirrors; nothing newer may be emitted.
-TARGET_RELEASE = "24.10"
+#: The release whose schema ``proto/model_config.proto`` mirrors: common's newest branch read here.
+#: No field of a later release is known; r26.08-r26.11 are assumed to add none (not read).
+SCHEMA_RELEASE = "26.07"
 
-#: Fields added between r23.10 and r24.10 (inclusive): they are in our schema, but a config
-#: that sets them is rejected by a server older than the release given here.
+#: Fields added after r23.10, with the first release that parses them: a config that sets one is
+#: rejected whole ("failed to read text proto") by an older server.
 FIELDS_ADDED: dict[str, str] = {
     "inference.ModelSequenceBatching.State.use_same_buffer_for_input_output": "23.11",
     "inference.ModelSequenceBatching.State.use_growable_memory": "23.11",
@@ -36,14 +35,9 @@ FIELDS_ADDED: dict[str, str] = {
     "inference.ModelConfig.runtime": "24.01",
     "inference.ModelInput.is_non_linear_format_io": "24.08",
     "inference.ModelOutput.is_non_linear_format_io": "24.08",
-}
-
-#: Fields added AFTER r24.10. They are deliberately absent from our schema; a 24.10 server
-#: rejects a config.pbtxt that sets them ("failed to read text proto").
-FIELDS_AFTER_TARGET: dict[str, str] = {
     # message inference.ModelMetrics (per-model histogram bucket overrides) came with it
     "inference.ModelConfig.model_metrics": "24.11",
-    "inference.ModelEnsembling.max_inflight_requests": "25.10",
+    "inference.ModelEnsembling.max_inflight_requests": "25.11",
 }
 
 
@@ -54,7 +48,7 @@ def triton_name(full_name: str) -> str:
 
 def introduced_in(full_name: str) -> str | None:
     """The release that added ``full_name``, or None when it predates 23.10 (or is unknown)."""
-    return FIELDS_ADDED.get(full_name) or FIELDS_AFTER_TARGET.get(full_name)
+    return FIELDS_ADDED.get(full_name)
 
 
 def supported_by(full_name: str, release: str | Release) -> bool:

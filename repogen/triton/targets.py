@@ -2,9 +2,12 @@
 
 A portable build (the default) is checked against the Python of every container it targets: all
 of them from 23.10 (Python 3.10 and 3.12), or the one ``--triton-version`` (``--target-triton``)
-names. A build pinned to its own Python (``--pin-python``) carries bytecode, which only loads under
-the Python minor that wrote it, so a named release then refuses a mismatched interpreter *before*
-any user code is imported. The target is recorded in every ``model.json`` and in the manifest.
+names. When the packages a default build ships cannot reach some containers (no wheel for their
+Python, a CUDA major they lack), the build narrows to the ones they reach and says so
+(:meth:`Targets.without`); ``--all-containers`` (``required``) makes that an error instead. A build
+pinned to its own Python (``--pin-python``) carries bytecode, which only loads under the Python minor
+that wrote it, so a named release then refuses a mismatched interpreter *before* any user code is
+imported. The target is recorded in every ``model.json`` and in the manifest.
 
 The facts about each container come from :mod:`repogen.triton.releases`, the one release table.
 """
@@ -77,6 +80,32 @@ class Targets:
     """True when ``--target-triton`` named one container (recorded in ``model.json`` as ``target``)."""
     pinned: str | None = None
     """The build's Python minor when payloads carry its bytecode (``--pin-python``) instead of source."""
+    required: bool = False
+    """``--all-containers``: a container the packages cannot reach fails the build instead of being left out."""
+
+    @property
+    def may_narrow(self) -> bool:
+        """Whether containers the packages cannot reach are left out (with a warning) rather than an error."""
+        return not (self.narrowed or self.required)
+
+    def without(self, containers: tuple[Release, ...]) -> Targets | None:
+        """These targets less ``containers``; None when nothing would be left."""
+        left = tuple(c for c in self.containers if c not in containers)
+        return dataclasses.replace(self, containers=left) if left else None
+
+    def span(self, containers: tuple[Release, ...] | None = None) -> str:
+        """``NGC 23.10-24.10 (Python 3.10), 24.11-26.11 (Python 3.12)``: contiguous runs of ``containers``."""
+        chosen = self.containers if containers is None else containers
+        runs: list[list[Release]] = []
+        for release in chosen:
+            index = TARGETS.index(release) if release in TARGETS else -1
+            last = runs[-1][-1] if runs else None
+            if last is not None and last.python == release.python and TARGETS.index(last) == index - 1:
+                runs[-1].append(release)
+            else:
+                runs.append([release])
+        parts = [f"{r[0].ngc}-{r[-1].ngc}" if len(r) > 1 else r[0].ngc for r in runs]
+        return "NGC " + ", ".join(f"{p} (Python {r[0].python})" for p, r in zip(parts, runs, strict=True))
 
     @property
     def pythons(self) -> tuple[str, ...]:
@@ -90,20 +119,29 @@ class Targets:
         return next((t for t in TARGETS if python_key(t.python) >= python_key(python)), None)
 
     def describe(self, python: str) -> str:
-        """``NGC 23.10-24.11`` for the targeted containers that serve with ``python``."""
-        ngcs = [c.ngc for c in self.containers if c.python == python]
-        span = ngcs[0] if len(ngcs) == 1 else f"{ngcs[0]}-{ngcs[-1]}"
-        return f"NGC {span} (Python {python})"
+        """``NGC 23.10-24.10 (Python 3.10)`` for the targeted containers that serve with ``python``."""
+        return self.span(tuple(c for c in self.containers if c.python == python))
 
     def record(self) -> dict[str, str] | None:
         return self.containers[0].record() if self.narrowed else None
 
 
-def resolve_targets(target_triton: str | Release | None = None, *, pin_python: bool = False) -> Targets:
-    """Every container from 23.10, or the one named; a pinned build must run on that container's Python."""
+def resolve_targets(
+    target_triton: str | Release | None = None, *, pin_python: bool = False, all_containers: bool = False
+) -> Targets:
+    """Every container from 23.10, or the one named; a pinned build must run on that container's Python.
+
+    ``all_containers`` requires every container: packages that cannot reach one fail the build.
+    """
     pinned = current_python() if pin_python else None
     if target_triton is None:
-        return Targets(tuple(t for t in TARGETS if not pinned or t.python == pinned), pinned=pinned)
+        containers = tuple(t for t in TARGETS if not pinned or t.python == pinned)
+        return Targets(containers, pinned=pinned, required=all_containers)
+    if all_containers:
+        raise BuildError(
+            "--all-containers requires every NGC container from 23.10, but --triton-version names one; pass one "
+            "or the other"
+        )
     target = get_target(target_triton)
     if pin_python:
         check_interpreter(target)

@@ -9,6 +9,7 @@ version that has no wheel for the containers' Python 3.10.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 from repogen.testing.builders import BuildWithError
 from repogen.testing.client import infer
 from repogen.testing.packages import TOO_NEW, build_packages_app
+from repogen.triton.releases import RELEASES
 
 pytestmark = pytest.mark.integration
 
@@ -108,15 +110,23 @@ def test_a_tampered_shipped_file_is_refused_naming_it(repo, triton_server, tmp_p
     assert status["Yaml"][0] == "READY"
 
 
-def test_a_version_without_a_wheel_for_python_3_10_is_refused_at_build_time(repogen_cache_dir, tmp_path):
-    with pytest.raises(BuildWithError) as refused:
-        build_packages_app(repogen_cache_dir, tmp_path / "refused", app=TOO_NEW)
-    message = str(refused.value)
-    assert "networkx 3.5 (the version installed where the build runs) has no wheel for Python 3.10" in message
-    assert "NGC 23.10-24.11" in message and "networkx==3.4.2" in message, message
-    assert not (tmp_path / "refused").exists()
-    build_packages_app(repogen_cache_dir, tmp_path / "narrowed", "--triton-version", "24.12", app=TOO_NEW)
+def test_a_version_without_a_wheel_for_python_3_10_leaves_those_containers_out(repogen_cache_dir, tmp_path):
+    last_310 = [r.ngc for r in RELEASES if r.python == "3.10"][-1]
+    built = build_packages_app(repogen_cache_dir, tmp_path / "narrowed", app=TOO_NEW)
+    (warning,) = [line for line in built.stderr.splitlines() if line.startswith("Warning:")]
+    assert warning.startswith(
+        f"Warning: not targeting NGC 23.10-{last_310} (Python 3.10): networkx 3.5 (installed here) has no wheel for "
+        "Python 3.10 on x86_64; networkx 3.4.2 has one. The repository serves NGC "
+    ), warning
+    assert "Pass --all-containers to make this an error" in warning
     assert sorted(os.listdir(tmp_path / "narrowed" / "Graph" / "1" / "packages")) == [
         "cp312-x86_64", "cp312-x86_64.files.json"
     ]  # fmt: skip
+    assert json.loads((tmp_path / "narrowed" / "repogen.manifest.json").read_text())["pythons"] == ["3.12"]
     shutil.rmtree(tmp_path / "narrowed")
+    with pytest.raises(BuildWithError) as refused:  # who needs the older containers says so
+        build_packages_app(repogen_cache_dir, tmp_path / "refused", "--all-containers", app=TOO_NEW)
+    message = str(refused.value)
+    assert "networkx 3.5 (the version installed where the build runs) has no wheel for Python 3.10" in message
+    assert f"NGC 23.10-{last_310}" in message and "networkx==3.4.2" in message, message
+    assert not (tmp_path / "refused").exists()

@@ -24,7 +24,7 @@ from repogen.server.provision.install import ServerInstallError
 from repogen.server.provision.pythons import PythonNotFoundError
 from repogen.server.running.foreground import ServeError
 from repogen.server.running.process import TritonServerError
-from repogen.triton.releases import get_release
+from repogen.triton.releases import NEWEST, get_release
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = f"{ROOT / 'examples' / 'quickstart' / 'app.py'}:models"
@@ -54,7 +54,7 @@ def test_every_error_type_has_one_root() -> None:
     [
         ("build",),  # missing APP
         ("deploy", "{repo}", "--k8s", "--triton-version", "latest"),
-        ("validate", "{repo}", "--triton-version", "26.01"),
+        ("validate", "{repo}", "--triton-version", "26.13"),
         ("serve", "{repo}", "--triton-version", "2.38.0"),
         ("build", "x.py:models", "-o", "{repo}/out", "--triton-version", "23.09"),
     ],
@@ -65,7 +65,7 @@ def test_usage_errors_exit_2(repo: Path, args: tuple[str, ...]) -> None:
     assert "Usage: repogen" in result.stderr
     if "--triton-version" in args:
         assert "Invalid value for '--triton-version'" in result.stderr
-        assert "expected an NGC release from 23.10 to 25.10 (e.g. 24.10)" in result.stderr
+        assert f"expected an NGC release from 23.10 on (the table reaches {NEWEST.ngc}" in result.stderr
 
 
 def test_domain_errors_exit_1_with_one_error_line(tmp_path: Path) -> None:

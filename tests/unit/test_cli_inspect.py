@@ -125,7 +125,7 @@ def test_mermaid_draws_bls_calls_from_model_json(tmp_path: Path) -> None:
 
 def test_text_of_ensemble_and_broken_model(tmp_path: Path) -> None:
     ensemble_repo(tmp_path)
-    (tmp_path / "Post" / "config.pbtxt").write_text("model_metrics { }\n")
+    (tmp_path / "Post" / "config.pbtxt").write_text("model_metrix { }\n")
     code, out = invoke(str(tmp_path))
     assert code == 0
     assert "Pipeline  (platform ensemble; versions: 1)" in out

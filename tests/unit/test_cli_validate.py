@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from repogen.build import build_app
 from repogen.cli import cli
 from repogen.ondisk.validate import validate_repository
+from repogen.triton.releases import NEWEST
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +84,8 @@ def test_hand_written_ensemble_is_clean(tmp_path: Path) -> None:
 def test_field_from_a_newer_release_names_field_release_file_and_line(tmp_path: Path) -> None:
     config = PYTHON_MODEL.format(name="M") + "model_metrics { }\n"
     write(tmp_path, python_model("M", config))
-    code, out, err = run(str(tmp_path))
+    assert run(str(tmp_path))[0] == 0  # a hand-written repository is checked against the newest release
+    code, out, err = run(str(tmp_path), "--triton-version", "24.10")
     assert code == 1
     lines = err.splitlines()
     assert len(lines) == 1, err
@@ -96,10 +98,11 @@ def test_field_from_a_newer_release_names_field_release_file_and_line(tmp_path: 
 def test_nested_field_from_a_newer_release(tmp_path: Path) -> None:
     ensemble = ENSEMBLE.replace("ensemble_scheduling {", "ensemble_scheduling {\n  max_inflight_requests: 4")
     ensemble_repo(tmp_path, ensemble)
-    code, _, err = run(str(tmp_path))
+    assert run(str(tmp_path), "--triton-version", "25.11")[0] == 0
+    code, _, err = run(str(tmp_path), "--triton-version", "25.10")
     assert code == 1
-    assert "Pipeline/config.pbtxt:7: field 'max_inflight_requests'" in err
-    assert "inference.ModelEnsembling.max_inflight_requests) was introduced in Triton 25.10" in err
+    assert "Pipeline/config.pbtxt:7: sets 'max_inflight_requests'" in err
+    assert "(inference.ModelEnsembling.max_inflight_requests), introduced in Triton 25.11" in err
 
 
 def test_unknown_field_is_named_as_a_likely_typo(tmp_path: Path) -> None:
@@ -114,7 +117,7 @@ def test_other_syntax_errors_keep_protobufs_message(tmp_path: Path) -> None:
     write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M").replace("KIND_CPU", "KIND_TPU")))
     code, _, err = run(str(tmp_path))
     assert code == 1
-    assert "config.pbtxt:6: does not parse as a Triton 24.10 ModelConfig" in err
+    assert "config.pbtxt:6: does not parse as a Triton ModelConfig (r26.07 schema)" in err
     assert "KIND_TPU" in err
 
 
@@ -123,26 +126,27 @@ def test_release_option_flags_fields_an_older_server_rejects(tmp_path: Path) -> 
     assert run(str(tmp_path))[0] == 0
     code, _, err = run(str(tmp_path), "--release", "23.12")
     assert code == 1
-    assert "sets 'runtime' (inference.ModelConfig.runtime), introduced in Triton 24.01" in err
+    assert "config.pbtxt:7: sets 'runtime' (inference.ModelConfig.runtime), introduced in Triton 24.01" in err
     assert "23.12 (tritonserver 2.41.0) rejects" in err
 
 
-def test_a_release_newer_than_the_schema_finds_no_field_too_new(tmp_path: Path) -> None:
-    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + 'runtime: "model.py"\n'))
-    code, out, err = run(str(tmp_path), "--triton-version", "25.01")
+def test_every_release_of_the_table_knows_the_schema(tmp_path: Path) -> None:
+    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + 'runtime: "model.py"\nmodel_metrics { }\n'))
+    code, out, err = run(str(tmp_path), "--triton-version", NEWEST.ngc)
     assert (code, err) == (0, "")
-    assert "checked against Triton 25.01 with the r24.10 schema" in out
+    assert f"checked against Triton {NEWEST.ngc}; config schema r26.07" in out
 
 
-def test_a_field_newer_than_the_schema_is_a_warning_for_a_release_that_has_it(tmp_path: Path) -> None:
-    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + "model_metrics { }\n"))
-    code, out, err = run(str(tmp_path), "--triton-version", "2.53.0")
+def test_a_field_newer_than_the_schema_is_a_warning_for_a_release_newer_than_the_table(tmp_path: Path) -> None:
+    write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + "model_priority: 2\n"))
+    assert run(str(tmp_path), "--triton-version", NEWEST.ngc)[0] == 1  # unknown to every release repogen knows
+    code, out, err = run(str(tmp_path), "--triton-version", "27.01")
     assert code == 0, err
-    (line,) = err.splitlines()
-    assert line.startswith(f"Warning: {tmp_path / 'M' / 'config.pbtxt'}:7: field 'model_metrics'")
-    assert "introduced in Triton 24.11 (tritonserver 2.52.0), which the requested release 24.12" in line
-    assert "the rest of this model's config is not checked" in line
-    assert run(str(tmp_path), "--triton-version", "24.10")[0] == 1  # 24.10 itself rejects it
+    lines = err.splitlines()
+    assert lines[0].startswith("Warning: tritonserver 2.77.0 (NGC 27.01) is newer than repogen's release table")
+    assert lines[1].startswith(f"Warning: {tmp_path / 'M' / 'config.pbtxt'}:7: field 'model_priority'")
+    assert "the requested release 27.01 (tritonserver 2.77.0) is newer and may know it" in lines[1]
+    assert "the rest of this model's config is not checked" in lines[1]
 
 
 # --------------------------------------------------------------------------- layout

@@ -379,15 +379,15 @@ def test_prebuilt_warns_where_python_may_not_load_and_refuses_where_it_cannot(re
     assert read_repository(repo).portable and warnings(repo) == warnings(repo, "25.01") == ()
     narrowed = _manifest_says(repo, tmp_path / "narrowed", pythons=["3.12"])
     (message,) = warnings(narrowed)
-    assert "was checked for Python 3.12 only (built with --target-triton)" in message
-    assert "serves models with Python 3.10" in message and "--target-triton 24.10" in message
+    assert "was checked for Python 3.12 only, but tritonserver 2.51.0 (NGC 24.10)" in message
+    assert "serves models with Python 3.10" in message and "--triton-version 24.10" in message
     assert warnings(narrowed, "25.01") == ()
     pinned = _manifest_says(repo, tmp_path / "pinned", portable=False, build={"python": "3.11"})
     with pytest.raises(DeployError) as error:  # cannot load there: nothing is written
         warnings(pinned)
     message = str(error.value)
-    assert "was built with --pin-python on Python 3.11" in message and "rebuild without --pin-python" in message
-    assert "Pass --app APP:ATTR to rebuild it inside the image, with the image's Python" in message
+    assert "was built with --pin-python on Python 3.11" in message and "Rebuild without --pin-python" in message
+    assert "Or pass --app APP:ATTR to rebuild it inside the image, with the image's Python" in message
     assert message.endswith("Nothing was written.")
 
 

@@ -11,6 +11,7 @@ import yaml
 from repogen.build import build_app
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
+from repogen.triton.releases import NEWEST
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "examples/pipeline/app.py:models"
@@ -29,7 +30,7 @@ def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
     text = generate(repo, options).files[DOCKERFILE]
     lines = text.splitlines()
     assert [line for line in lines if line.startswith("ARG TRITON_IMAGE")] == [
-        "ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:24.10-py3"
+        f"ARG TRITON_IMAGE={NEWEST.image}"  # the newest release repogen knows, by default
     ]
     assert "RUN repogen build /src/examples/pipeline/app.py:models -o /models" in lines
     assert 'CMD ["tritonserver", "--model-repository=/models"]' in lines

@@ -69,19 +69,25 @@ def test_a_field_the_targeted_releases_do_not_know_is_named(handmade: Path, tmp_
     build_repository(models, tmp_path / "newer", target_triton="24.10")  # a 24.10 container knows it
 
 
+def test_a_field_newer_than_the_target_is_refused_naming_both(handmade: Path, tmp_path: Path) -> None:
+    models = Repository()
+    models.include("Handmade", _with_config(handmade, "model_metrics {\n}\n"))
+    with pytest.raises(BuildError) as caught:
+        build_repository(models, tmp_path / "old", target_triton="24.10")
+    assert (
+        "sets 'model_metrics' (inference.ModelConfig.model_metrics), introduced in Triton 24.11; the targeted "
+        "NGC 24.10 (tritonserver 2.51.0) rejects the whole model" in str(caught.value)
+    )
+    build_repository(models, tmp_path / "new", target_triton="26.11")  # a 26.11 container knows it
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
         (
-            "model_metrics {\n}\n",
-            "config.pbtxt sets 'model_metrics' (inference.ModelConfig.model_metrics), introduced in Triton 24.11, "
-            "after 24.10, the newest release repogen targets; tritonserver 24.10 would refuse the whole model. "
-            "Remove it from the included config",
-        ),
-        (
             "max_batch_sise: 4\n",
-            "config.pbtxt sets 'max_batch_sise' (inference.ModelConfig.max_batch_sise), not in Triton 24.10's "
-            "ModelConfig schema (check the spelling)",
+            "config.pbtxt sets 'max_batch_sise' (inference.ModelConfig.max_batch_sise), which is not in Triton's "
+            "ModelConfig schema up to r26.07, the newest repogen knows (check the spelling)",
         ),
     ],
 )

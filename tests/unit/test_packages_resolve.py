@@ -30,7 +30,8 @@ To fix this you could try to:
 
 
 def test_a_version_without_a_wheel_names_the_nearest_one_that_has_one():
-    message = resolve._failure(NO_WHEEL, ["networkx==3.5"], PY310, {}, "model 'Graph'")
+    message, reason = resolve._failure(NO_WHEEL, ["networkx==3.5"], PY310, {}, "model 'Graph'")
+    assert reason == "networkx 3.5 (installed here) has no wheel for Python 3.10 on x86_64; networkx 3.4.2 has one"
     assert message.startswith("model 'Graph' needs networkx==3.5, which cannot ship for Python 3.10 on linux x86_64")
     assert "networkx 3.5 (the version installed where the build runs) has no wheel for Python 3.10" in message
     assert "The nearest version that has one is 3.4.2" in message and "pip install 'networkx==3.4.2'" in message
@@ -38,7 +39,8 @@ def test_a_version_without_a_wheel_names_the_nearest_one_that_has_one():
 
 
 def test_a_distribution_needing_numpy_2_is_refused_naming_the_containers_numpy():
-    message = resolve._failure(NUMPY_2, ["opencv-python-headless==4.12.0.88"], PY310, {}, "model 'Cv'")
+    message, reason = resolve._failure(NUMPY_2, ["opencv-python-headless==4.12.0.88"], PY310, {}, "model 'Cv'")
+    assert reason is not None and reason.startswith("a distribution needs a numpy other than the container's 1.26.4")
     assert "needs a numpy that the container lacks" in message
     assert "opencv-python-headless 4.12.0.88 depends on numpy<2.3.0 and >=2" in message
     assert "the container provides numpy 1.26.4" in message

@@ -22,6 +22,7 @@ from repogen.errors import BuildError
 from repogen.runtime.errors import PayloadError
 from repogen.runtime.payload import load_payload
 from repogen.testing.payloads import bytecode_in_pickle, bytecode_in_repository
+from repogen.triton.releases import RELEASES, first_with_python
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
@@ -233,19 +234,22 @@ def test_build_time_objects_in_a_callable_fail_the_build(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("statement", "needs", "oldest"),
-    [
-        ("try:\n    pass\nexcept* ValueError:\n    pass\n", "3.11", "NGC 24.12 (tritonserver 2.53.0)"),
-        ("rows = {}\nidx = (1,)\nrows[*idx] = 1\n", "3.11", "NGC 24.12 (tritonserver 2.53.0)"),
-    ],
+    ("statement", "needs"),
+    [("try:\n    pass\nexcept* ValueError:\n    pass\n", "3.11"), ("rows = {}\nidx = (1,)\nrows[*idx] = 1\n", "3.11")],
 )
-def test_grammar_newer_than_a_target_python_fails_the_build(tmp_path, statement, needs, oldest):
+def test_grammar_newer_than_a_target_python_fails_the_build(tmp_path, statement, needs):
+    first_312 = first_with_python("3.12")
+    runs_310 = [r.ngc for r in RELEASES if r.python == "3.10"]
+    oldest = f"NGC {first_312.ngc} (tritonserver {first_312.tritonserver})"
     source = f"{statement}{_PLAIN_APP}"
     with pytest.raises(BuildError) as info:
         _build(tmp_path, source)
     message = str(info.value)
     assert f"userapp.py:3: {'an except* clause' if 'except' in statement else 'a starred expression'}" in message
-    assert f"this needs Python {needs}, but NGC 23.10-24.11 (Python 3.10) compiles the shipped source" in message
+    assert (
+        f"this needs Python {needs}, but NGC {runs_310[0]}-{runs_310[-1]} (Python 3.10) compiles the shipped "
+        in message
+    )
     assert f"The oldest release that can serve it is {oldest}" in message
     _build(tmp_path / "narrowed", source, target_triton="25.01")  # a 3.12 container compiles it
 

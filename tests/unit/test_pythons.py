@@ -21,7 +21,7 @@ from repogen.server.provision.pythons import (
 )
 from repogen.testing import builders
 from repogen.testing.releases import PYTHON_ENV, RELEASE_ENV, pairing_under_test
-from repogen.triton.releases import DEFAULT_RELEASE, get_release, pairing_label
+from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, get_release, pairing_label
 
 
 def fake_python(path: Path, version: str, base: str | None = None) -> Path:
@@ -91,7 +91,10 @@ def test_serving_falls_back_to_this_python_in_one_line_naming_the_pairing_it_is_
 
 def test_pairing_labels_name_the_container_or_say_there_is_none() -> None:
     assert pairing_label(get_release("2.39.0"), "3.10") == "tritonserver 2.39.0 + Python 3.10 (NGC 23.10)"
-    assert pairing_label(DEFAULT_RELEASE, "3.12") == "tritonserver 2.51.0 + Python 3.12 (stands in for NGC 24.12+)"
+    first = next(r for r in RELEASES if r.python == "3.12")  # 24.11: Ubuntu 24.04 (the release table)
+    assert (
+        pairing_label(DEFAULT_RELEASE, "3.12") == f"tritonserver 2.51.0 + Python 3.12 (stands in for NGC {first.ngc}+)"
+    )
     assert pairing_label(DEFAULT_RELEASE, "3.11") == "tritonserver 2.51.0 + Python 3.11 (matches no NGC container)"
 
 

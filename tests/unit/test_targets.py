@@ -3,6 +3,7 @@ what the build records."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,9 +14,9 @@ from click.testing import CliRunner
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.cli import cli
-from repogen.errors import BuildError, RepogenError, UnknownReleaseError
+from repogen.errors import BuildError, ReleaseAssumedWarning, RepogenError, UnknownReleaseError
 from repogen.ondisk.validate import validate_repository
-from repogen.triton.releases import EMBEDDED, RELEASES, Release, get_release
+from repogen.triton.releases import EMBEDDED, NEWEST, RELEASES, Release, get_release
 from repogen.triton.targets import TARGETS, TritonTarget, check_interpreter, current_python, get_target, resolve_targets
 
 
@@ -28,15 +29,30 @@ def test_every_spelling_finds_24_10(key):
     assert target.image == "nvcr.io/nvidia/tritonserver:24.10-py3"
 
 
+def _month(ngc: str) -> int:
+    year, month = ngc.split(".")
+    return int(year) * 12 + int(month)
+
+
 def test_table_covers_every_monthly_release_from_23_10():
     assert TARGETS is RELEASES and TritonTarget is Release
     first = TARGETS[0]
-    assert (first.ngc, first.tritonserver, first.python, first.numpy) == ("23.10", "2.39.0", "3.10", "1.26.4")
-    assert [t.tritonserver for t in TARGETS] == [f"2.{39 + i}.0" for i in range(len(TARGETS))]
-    assert (TARGETS[-1].ngc, TARGETS[-1].tritonserver) == ("25.10", "2.63.0")
-    assert get_target("24.12").python == get_target("25.10").python == "3.12"
-    assert get_target("24.11").python == "3.10"
-    assert [r.version for r in TARGETS] == sorted(r.version for r in TARGETS)
+    assert (first.ngc, first.tritonserver) == ("23.10", "2.39.0")
+    assert [_month(r.ngc) for r in TARGETS] == list(range(_month("23.10"), _month(NEWEST.ngc) + 1))
+    assert [r.version for r in TARGETS] == sorted({r.version for r in TARGETS})  # increasing, each once
+    steps = {b.version[1] - a.version[1] for a, b in zip(TARGETS, TARGETS[1:], strict=False)}
+    assert steps <= {0, 1}  # one minor a month, or a patch release (25.07 = 2.59.1)
+    assert all(r.version[1] - 39 <= _month(r.ngc) - _month("23.10") for r in TARGETS)
+    assert [r.cuda for r in TARGETS] == sorted(r.cuda for r in TARGETS)
+    assert all(r.numpy == "1.26.4" and r.numpy_pin in ("", "<2") and not r.assumed for r in TARGETS)
+
+
+def test_python_and_glibc_follow_the_ubuntu_of_each_image():
+    by_ubuntu = {r.ubuntu: (r.python, r.glibc) for r in RELEASES}
+    assert by_ubuntu == {"22.04": ("3.10", "2.35"), "24.04": ("3.12", "2.39")}
+    switch = next(r for r in RELEASES if r.ubuntu == "24.04")
+    assert all((r.ubuntu == "24.04") == (r.version >= switch.version) for r in RELEASES)
+    assert get_release("24.11") is switch  # Triton's build.py at v2.52.0 builds on ubuntu:24.04
 
 
 def test_wheels_ride_on_their_release_rows():
@@ -46,18 +62,80 @@ def test_wheels_ride_on_their_release_rows():
         ("2.51.0", "24.10"),
     ]
     assert all(r.wheel and r.wheel.filename.startswith(f"nvidia_pytriton-{r.wheel.pytriton}-") for r in EMBEDDED)
+    assert all(r.python in r.stub_pythons for r in EMBEDDED)
     assert get_release("2.51").stub_pythons[-2:] == ("3.12", "3.13") and get_release("24.11").stub_pythons == ()
     assert get_release("24.11").wheel is None
 
 
-@pytest.mark.parametrize("key", ["23.09", "2.38.0", "24.13", "latest", ""])
-def test_unknown_release_names_the_range(key):
-    message = r"unknown Triton release .* from 23\.10 to 25\.10 \(e\.g\. 24\.10\)"
+def test_a_major_minor_spelling_means_the_x_0_release():
+    patched = next(r for r in RELEASES if not r.tritonserver.endswith(".0"))
+    major_minor = patched.tritonserver.rsplit(".", 1)[0]
+    assert get_release(major_minor).tritonserver == f"{major_minor}.0"
+    assert get_release(patched.tritonserver) is patched
+
+
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("23.09", "older than NGC 23.10"),
+        ("2.38.0", "older than tritonserver 2.39.0"),
+        ("24.13", "no such month"),
+        ("2.51.1", "no NGC release shipped that tritonserver version"),
+        ("latest", ""),
+        ("", ""),
+    ],
+)
+def test_what_cannot_be_a_release_is_refused_naming_the_range(key, why):
+    message = (
+        rf"unknown Triton release .*{why}.*; expected an NGC release from 23\.10 on \(the table reaches {NEWEST.ngc}"
+    )
     with pytest.raises(BuildError, match=message):
         get_target(key)
     with pytest.raises(UnknownReleaseError, match=message) as raised:
         get_release(key)
     assert isinstance(raised.value, RepogenError) and isinstance(raised.value, LookupError)
+
+
+def _ahead(months: int) -> str:
+    total = _month(NEWEST.ngc) - 1 + months
+    return f"{total // 12:02d}.{total % 12 + 1:02d}"
+
+
+@pytest.mark.parametrize("months", [1, 14])
+def test_a_release_newer_than_the_table_is_assumed_like_the_newest_with_one_warning(months):
+    name = _ahead(months)
+    with pytest.warns(ReleaseAssumedWarning) as caught:
+        release = get_release(name)
+    (warning,) = caught
+    server = f"2.{NEWEST.version[1] + months}.0"
+    assert (release.ngc, release.tritonserver, release.assumed, release.wheel) == (name, server, True, None)
+    assert (release.python, release.glibc, release.numpy, release.cuda) == (
+        NEWEST.python, NEWEST.glibc, NEWEST.numpy, NEWEST.cuda
+    )  # fmt: skip
+    text = str(warning.message)
+    assert text.startswith(f"tritonserver {server} (NGC {name}) is newer than repogen's release table (newest: ")
+    for part in (f"Python {NEWEST.python}", f"glibc {NEWEST.glibc}", f"numpy {NEWEST.numpy}", f"CUDA {NEWEST.cuda}"):
+        assert part in text
+    assert f"docker run --rm nvcr.io/nvidia/tritonserver:{name}-py3 python3 -c" in text
+    with pytest.warns(ReleaseAssumedWarning):
+        assert get_release(server).ngc == name  # the tritonserver version names the same month
+
+
+def test_a_build_for_a_future_release_warns_once_and_targets_its_assumed_python(tmp_path):
+    app = tmp_path / "app.py"
+    app.write_text(
+        "import numpy as np\nfrom repogen import Repository, Tensor, ModelConfig\nmodels = Repository()\n"
+        "X = [Tensor(name='x', dtype=np.float32, shape=(-1,))]\n"
+        "models.bind('M', infer_func=lambda rs: rs, inputs=X, outputs=X, config=ModelConfig(batching=False))\n"
+    )
+    name = _ahead(2)
+    result = CliRunner().invoke(cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--triton-version", name])
+    assert result.exit_code == 0, result.output
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and f"(NGC {name}) is newer than repogen's release table" in warnings[0], result.stderr
+    target = json.loads((tmp_path / "out" / "M" / "1" / "model.json").read_text())["target"]
+    assert (target["ngc"], target["python"], target["numpy"]) == (name, NEWEST.python, NEWEST.numpy)
+    assert json.loads((tmp_path / "out" / "repogen.manifest.json").read_text())["pythons"] == [NEWEST.python]
 
 
 def test_interpreter_mismatch_says_what_to_do():
@@ -107,7 +185,7 @@ def _models() -> Repository:
 
 
 def test_target_is_recorded_in_model_json_and_manifest(tmp_path):
-    target = TritonTarget("24.10", "2.51.0", current_python(), "1.26.4")  # a container matching this interpreter
+    target = dataclasses.replace(get_release("24.10"), python=current_python())  # a container matching this Python
     repo = tmp_path / "repo"
     build_repository(_models(), repo, target_triton=target)
     record = {
@@ -119,7 +197,7 @@ def test_target_is_recorded_in_model_json_and_manifest(tmp_path):
     }
     assert json.loads((repo / "Double" / "1" / "model.json").read_text())["target"] == record
     assert json.loads((repo / "repogen.manifest.json").read_text())["target"] == record
-    assert validate_repository(repo) == []  # the manifest's hashes cover the stamped model.json
+    assert [p for p in validate_repository(repo) if not p.warning] == []  # hashes cover the stamped model.json
 
 
 def test_without_a_target_nothing_is_recorded(tmp_path):
@@ -131,7 +209,7 @@ def test_without_a_target_nothing_is_recorded(tmp_path):
 
 def test_library_refuses_a_mismatched_target_for_a_pinned_build(tmp_path):
     other = "3.10" if current_python() != "3.10" else "3.12"
-    target = TritonTarget("24.10", "2.51.0", other, "1.26.4")
+    target = dataclasses.replace(get_release("24.10"), python=other)
     with pytest.raises(BuildError, match=f"this --pin-python build runs on Python {current_python()}"):
         build_repository(_models(), tmp_path / "repo", target_triton=target, pin_python=True)
     assert not (tmp_path / "repo").exists()
@@ -142,8 +220,15 @@ def test_library_refuses_a_mismatched_target_for_a_pinned_build(tmp_path):
 
 def test_targets_default_to_every_container_and_narrow_to_one():
     assert resolve_targets().pythons == ("3.10", "3.12")
+    assert resolve_targets().containers == RELEASES
     assert resolve_targets("24.10").pythons == ("3.10",)
     assert resolve_targets("25.01").pythons == ("3.12",)
     assert resolve_targets(pin_python=True).pythons == (current_python(),)
-    assert resolve_targets().oldest_with("3.11") == get_target("24.12")
-    assert resolve_targets().describe("3.10") == "NGC 23.10-24.11 (Python 3.10)"
+    first_312 = next(r for r in RELEASES if r.python == "3.12")
+    assert resolve_targets().oldest_with("3.11") == first_312
+    last_310 = [r for r in RELEASES if r.python == "3.10"][-1]
+    assert resolve_targets().describe("3.10") == f"NGC 23.10-{last_310.ngc} (Python 3.10)"
+    assert (
+        resolve_targets().span()
+        == f"NGC 23.10-{last_310.ngc} (Python 3.10), {first_312.ngc}-{NEWEST.ngc} (Python 3.12)"
+    )

@@ -21,6 +21,10 @@ NO_PORTS = ("--http-port", "0", "--grpc-port", "0", "--metrics-port", "0")
 URL = ("--url", "127.0.0.1:1")
 
 CONFLICTS = {
+    "build --all-containers --triton-version": (
+        ("build", APP, "-o", "{context}/out", "--all-containers", "--triton-version", "24.10"),
+        "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other.",
+    ),
     "serve --reload on a directory": (
         ("serve", "{repo}", "--reload"),
         "--reload, --output and --app-dir rebuild from an app; '{repo}' is a directory",

@@ -14,6 +14,7 @@ from ...errors import ServeError, UsageError
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import Release
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
+from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
 
 # tritonserver options `serve` sets itself → the serve option to use instead.
@@ -128,5 +129,9 @@ def choose_server(
     if external is not None:
         echo(f"Using {external}")
         return ExternalTritonServer(external, repository, **options), str(external)  # type: ignore[arg-type]
+    if triton_version is None and server_python is None and (pick := pairing_for(repository)) is not None:
+        echo(f"{pick.why}, so the embedded server runs it on Python {pick.python} (tritonserver "
+             f"{pick.release.tritonserver}).")  # fmt: skip
+        triton_version, server_python = pick.release, pick.python
     install, venv = embedded_server(triton_version, echo, server_python)
     return TritonServer(repository, install, venv, **options), install.release.tritonserver  # type: ignore[arg-type]

@@ -1,0 +1,110 @@
+"""Whether a built repository can load on one Triton release, from what the build recorded.
+
+``validate --triton-version R``, ``deploy --triton-version R`` and ``serve`` (which picks the
+embedded pairing) ask the same question, so it is answered here once. A build records the Pythons
+its sources were checked for (``pythons``), the bytecode Python of a ``--pin-python`` build, the
+package trees it ships per container Python and the CUDA major their native libraries need; the
+configs say which fields they set, and the model names are the directories'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..runtime.packages import abi_tag
+from ..triton import fields, python_backend
+from ..triton.releases import NEWEST, RELEASES, Release
+from .repository import BuiltRepository, ModelDir
+
+
+@dataclass
+class Fit:
+    """What stops ``release`` loading the repository (``errors``), and what may (``warnings``)."""
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def trees(info: BuiltRepository) -> dict[str, dict[str, Any]]:
+    """Every shipped package tree the manifest lists: ``<model>/<version>/packages/<tag>`` -> its record."""
+    found = info.manifest.get("packages") or {}
+    return {str(k): v for k, v in found.items() if isinstance(v, dict)}
+
+
+def tree_pythons(info: BuiltRepository) -> set[str]:
+    """The ABI tags (``cp312``) the shipped trees are built for; empty when nothing ships."""
+    return {path.rsplit("/", 1)[-1].split("-", 1)[0] for path in trees(info)}
+
+
+def fit(info: BuiltRepository, release: Release, *, configs: bool = True) -> Fit:
+    """Can ``release`` (its container's Python, CUDA, schema, python_backend) load every model of ``info``?
+
+    ``configs=False`` leaves out the fields each config sets (``validate`` names those by file and line).
+    """
+    found = Fit()
+    where = f"{release.label} ({release.image})"
+    built = info.build.get("python")
+    if not info.portable and built and built != release.python:
+        found.errors.append(
+            f"{info.path} was built with --pin-python on Python {built}, but {where} serves models with Python "
+            f"{release.python}; pinned payloads only load under the Python that wrote them. Rebuild without "
+            "--pin-python, or with a Python of that container"
+        )
+    elif info.pythons and release.python not in info.pythons:
+        shipped = tree_pythons(info)
+        if shipped and abi_tag(release.python) not in shipped:
+            serves = serving(info.pythons)
+            found.errors.append(
+                f"{info.path} ships its packages for Python {', '.join(info.pythons)} only ({serves}), but {where} "
+                f"serves models with Python {release.python}, so its models would be refused at load. Deploy to "
+                f"{serves}, or rebuild with --triton-version {release.ngc} (its packages must have wheels for "
+                f"Python {release.python})"
+            )
+        else:
+            found.warnings.append(
+                f"{info.path} was checked for Python {', '.join(info.pythons)} only, but {where} serves models with "
+                f"Python {release.python}: its sources may not compile there. Rebuild without --triton-version "
+                f"(every container) or with --triton-version {release.ngc}"
+            )
+    for path, record in sorted(trees(info).items()):
+        needs = [int(m) for m in record.get("cuda") or []]
+        if any(m != release.cuda for m in needs):
+            found.errors.append(
+                f"{path} holds packages built for CUDA {', '.join(map(str, needs))} (recorded at build), but "
+                f"{where} has CUDA {release.cuda}; rebuild with --triton-version {release.ngc} to be told which, "
+                "or deploy to a container with that CUDA"
+            )
+    for model in info.models:
+        found.errors.extend(_model_errors(model, release, configs))
+        if model.is_python:
+            found.warnings.extend(python_backend.name_warnings(model.name, release))
+    return found
+
+
+def _model_errors(model: ModelDir, release: Release, configs: bool) -> list[str]:
+    errors = []
+    refused = python_backend.refused_name(model.name, release) if model.is_python else None
+    if refused:
+        errors.append(refused)
+    if configs and model.config is not None:
+        for name in sorted(set(fields.set_fields(model.config))):
+            if not fields.supported_by(name, release):
+                errors.append(
+                    f"model {model.name!r} sets {name.rsplit('.', 1)[-1]!r} ({name}), introduced in Triton "
+                    f"{fields.introduced_in(name)}; {release.label} rejects the whole model"
+                )
+    return errors
+
+
+def serving(pythons: list[str] | tuple[str, ...]) -> str:
+    """``NGC 24.11+ (Python 3.12)``: the containers that serve with the recorded Pythons."""
+    parts = []
+    for python in pythons:
+        runs = [r for r in RELEASES if r.python == python]
+        if not runs:
+            parts.append(f"Python {python}, which no NGC image runs")
+        else:
+            last = "+" if runs[-1] is NEWEST else f"-{runs[-1].ngc}"
+            parts.append(f"NGC {runs[0].ngc}{last} (Python {python})")
+    return ", ".join(parts)

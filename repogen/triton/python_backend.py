@@ -1,0 +1,80 @@
+"""What newer python_backends change for a generated model, each with the first NGC release that has it.
+
+Read at python_backend's release branches (``git show r25.08:src/stub_launcher.cc``); each fact is
+used by a build-time check, a runtime adaptation or the docs (docs/releases.md):
+
+* r25.08 (#404): the stub refuses to start for a model instance whose name (``<model>_<group>_<n>``,
+  or the model's own name for the auto-complete stub) contains one of :data:`INVALID_NAME_CHARS`
+  ("Invalid stub name: contains invalid characters"), and launches the stub with ``execv`` instead
+  of a shell; an ``EXECUTION_ENV_PATH``'s ``bin/activate`` is no longer sourced (its variables are
+  derived instead). repogen ships packages inside the model, so only the name rule touches it.
+* r25.12 (#423): a dead stub fails the model's ready endpoint (``TRITONBACKEND_ModelInstanceReady``):
+  before it only an inference finds out (2.39/2.41 restart the stub, 2.51-25.11 never do).
+* r26.03 (#430): ``TritonPythonModel.is_ready()``, when the loaded model object has it, answers
+  ``/v2/models/<model>/ready`` (5 s timeout; must return a bool; may be ``async``).
+* r26.06 (#437): an ``EXECUTION_ENV_PATH`` archive whose members point outside it is refused.
+"""
+
+from __future__ import annotations
+
+from .releases import Release, get_release
+
+__all__ = [
+    "DEAD_STUB_FAILS_READY_FROM",
+    "INVALID_NAME_CHARS",
+    "IS_READY_FROM",
+    "NAME_CHECK_FROM",
+    "has_is_ready",
+    "invalid_characters",
+    "name_warnings",
+    "ready_detects_dead_stub",
+    "refused_name",
+]
+
+INVALID_NAME_CHARS = ";|&$`<>()[]{}\\\"'*?~#!"
+"""python_backend's ``INVALID_CHARS`` (src/pb_utils.h, r25.08): none may appear in a stub's name."""
+NAME_CHECK_FROM = "25.08"
+DEAD_STUB_FAILS_READY_FROM = "25.12"
+IS_READY_FROM = "26.03"
+
+
+def _from(release: str | Release, first: str) -> bool:
+    return get_release(release).version >= get_release(first).version
+
+
+def invalid_characters(name: str) -> str:
+    """The characters of ``name`` that python_backend r25.08+ refuses in a stub's name, in order, once each."""
+    return "".join(dict.fromkeys(c for c in name if c in INVALID_NAME_CHARS))
+
+
+def _name_problem(name: str, what: str = "model") -> str | None:
+    bad = invalid_characters(name)
+    if not bad:
+        return None
+    first = get_release(NAME_CHECK_FROM)
+    return (
+        f"{what} name {name!r} contains {' '.join(repr(c) for c in bad)}, which python_backend refuses in a model "
+        f'instance\'s name from {first.label} on ("Invalid stub name: contains invalid characters"); rename it '
+        "(letters, digits, '_', '-' and '.' load everywhere)"
+    )
+
+
+def refused_name(name: str, release: str | Release, what: str = "model") -> str | None:
+    """Why ``release`` refuses to start the stub of a Python model called ``name``; None when it does not."""
+    return _name_problem(name, what) if _from(release, NAME_CHECK_FROM) else None
+
+
+def name_warnings(name: str, release: str | Release, what: str = "model") -> list[str]:
+    """A name ``release`` loads but 25.08 and later refuse: repositories move between releases."""
+    problem = None if _from(release, NAME_CHECK_FROM) else _name_problem(name, what)
+    return [f"{problem}; {get_release(release).label} still loads it"] if problem else []
+
+
+def ready_detects_dead_stub(release: str | Release) -> bool:
+    """Whether ``/v2/models/<model>/ready`` fails once a model's stub died (else only an inference shows it)."""
+    return _from(release, DEAD_STUB_FAILS_READY_FROM)
+
+
+def has_is_ready(release: str | Release) -> bool:
+    """Whether the Python backend asks a model's ``is_ready()`` when its ready endpoint is probed."""
+    return _from(release, IS_READY_FROM)
