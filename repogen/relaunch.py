@@ -6,7 +6,7 @@ reaches (measured: three seeds, three different ``model.pkl``). The seed is fixe
 start, so the CLI starts again under ``PYTHONHASHSEED=0``; ``serve --reload`` builds in a fresh process
 for a fresh import of the user's code. ``python -m repogen`` would put the working directory first on
 ``sys.path`` (a ``repogen/`` folder there would run instead) and drop ``-X``/``-W``/``-O``; the command
-here loads the package from the directory this one was imported from and repeats the flags.
+here repeats the flags and runs ``relaunched.py``, which loads the package from this one's directory.
 """
 
 from __future__ import annotations
@@ -22,18 +22,6 @@ _LETTERS = {
     "debug": "d", "optimize": "O", "dont_write_bytecode": "B", "no_user_site": "s", "no_site": "S",
     "ignore_environment": "E", "verbose": "v", "bytes_warning": "b", "quiet": "q", "isolated": "I", "safe_path": "P",
 }  # fmt: skip
-
-_BOOTSTRAP = """\
-import importlib.util, sys
-if sys.path[:1] == [""]:
-    del sys.path[0]  # -c put the working directory first; the repogen console script does not
-spec = importlib.util.spec_from_file_location("repogen", {init!r}, submodule_search_locations=[{package!r}])
-module = sys.modules["repogen"] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-sys.argv[0] = "repogen"
-from repogen.cli import main
-main()
-"""
 
 
 def interpreter_flags() -> list[str]:
@@ -51,9 +39,7 @@ def interpreter_flags() -> list[str]:
 
 def repogen_command(*args: str) -> list[str]:
     """``repogen ARGS`` run by this interpreter, with its flags, importing this repogen and no other."""
-    package = Path(__file__).resolve().parent
-    bootstrap = _BOOTSTRAP.format(init=str(package / "__init__.py"), package=str(package))
-    return [sys.executable, *interpreter_flags(), "-c", bootstrap, *args]
+    return [sys.executable, *interpreter_flags(), str(Path(__file__).resolve().with_name("relaunched.py")), *args]
 
 
 def seed_is_fixed() -> bool:
