@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from serve_cli import ServeProcess, cli_env, repogen
+from serve_cli import ServeProcess, cli_env, repogen, serving
 
 from repogen.testing.pytest_plugin import TritonInstallation
 
@@ -26,12 +26,8 @@ VALID = ("-i", "n=2", "-i", "u=3", "-i", "x=[1.5,2]")
 
 @pytest.fixture(scope="module")
 def served(triton_install: TritonInstallation) -> Iterator[ServeProcess]:
-    serve = ServeProcess("tests/apps/cli/app.py:models", triton_install)
-    try:
-        serve.wait_for(r"ready \(pid \d+\), serving 2 model\(s\)")
+    with serving("tests/apps/cli/app.py:models", triton_install, r"ready \(pid \d+\), serving 2 model\(s\)") as serve:
         yield serve
-    finally:
-        serve.stop()
 
 
 def _infer(served: ServeProcess, *args: str, protocol: str = "http") -> tuple[int, str, str]:
