@@ -8,12 +8,14 @@ app that makes its graph with ``onnx`` needs it, repogen does not. Nothing here 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
 from ..errors import BuildError
+from .onnx_skim import SkimError, skim_model
 from .proto import onnx_graph_pb2 as onnx_pb
 
 # ONNX element type (TensorProto.DataType) → Triton's data type; the others have no Triton tensor.
@@ -58,11 +60,16 @@ class Graph:
 def read_graph(path: Path, where: str) -> Graph:
     """The graph of the ONNX file at ``path``; :class:`BuildError` naming ``where`` if it is not one."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:  # weights inside the file are skipped, never read (onnx_skim)
+            data = skim_model(handle, os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         raise BuildError(
             f"{where}: cannot read the ONNX file {path} ({exc.strerror or exc}); paths are relative to the "
             "declaring module"
+        ) from None
+    except SkimError as exc:
+        raise BuildError(
+            f"{where}: {path} is not an ONNX model ({exc}); pass the .onnx file the export wrote"
         ) from None
     model = onnx_pb.ModelProto()
     try:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ from repogen.hashing import FileCopy, sha256_file
 from repogen.ir import lower
 from repogen.ondisk.writer import write_repository
 from repogen.testing.onnx_graphs import FLOAT, write_graph
+from repogen.triton.onnx_graph import read_graph
+from repogen.triton.proto import onnx_graph_pb2 as onnx_pb
 
 X = [Tensor(name="x", dtype=np.float32, shape=(3,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(3,))]
@@ -162,3 +165,34 @@ def test_external_data_outside_the_graph_directory_is_refused(tmp_path: Path) ->
     models.onnx("Net", graph, config=BATCHED)
     with pytest.raises(BuildError, match=r"keeps tensor data in '../net.data', which is not a path inside its dir"):
         build_repository(models, tmp_path / "repo")
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field, as ONNX's TensorProto.raw_data (9) is written."""
+    return bytes(_varint((number << 3) | 2)) + bytes(_varint(len(data))) + data
+
+
+def _varint(value: int) -> bytearray:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return out
+
+
+def test_weights_inside_an_onnx_file_are_skipped_not_read(tmp_path: Path) -> None:
+    path = write_graph(tmp_path / "net.onnx", [("x", FLOAT, ["b", 3])], [("y", FLOAT, ["b", 3])], initializers=["w"])
+    light = read_graph(path, "model 'Net'")
+    model = onnx_pb.ModelProto()
+    model.ParseFromString(path.read_bytes())
+    model.graph.initializer[0].MergeFromString(_field(9, b"\x01" * (16 << 20)))  # raw_data: 16 MiB of weights
+    path.write_bytes(model.SerializeToString())
+    assert path.stat().st_size > 16 << 20
+    tracemalloc.start()
+    try:
+        heavy = read_graph(path, "model 'Net'")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert heavy == light and peak < 4 << 20, peak  # parsed whole, the file alone was 16 MiB
