@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # ($REPOGEN_CACHE_DIR, else ~/.cache/repogen: repogen.server.provision.install.default_cache_dir).
 CACHE_DIR = $(shell $(PY) -c 'from repogen.server.provision.install import default_cache_dir as d; print(d())')
 
-.PHONY: install lint format test unit integration demo proto golden clean check-pythons
+.PHONY: install lint format test unit integration demo proto golden clean check-pythons standin
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ format: install
 	$(VENV)/bin/ruff format .
 
 # A serving pairing is <tritonserver release>+<Python its backend stub runs>, what one NGC container
-# runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.12+ (README,
+# runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.11+ (README,
 # "Testing"). `make test` runs lint, everything on FULL_PAIRING, then the smoke subset on each
 # SMOKE_PAIRING, and prints a summary; `make test-releases` runs the smoke pairings only.
 .PHONY: test-releases
@@ -44,6 +44,14 @@ PYTEST_ARGS ?= -q -ra
 
 check-pythons: install
 	$(PY) -m repogen.server.provision.pythons $(REQUIRED_PYTHONS)
+
+# Stand-ins for NGC's tritonserver images on the local Docker engine (repogen/testing/standin.py): Debian
+# bookworm minbase, the container's CPython, numpy 1.26.4 and the PyPI wheel's tritonserver. Needs a running
+# engine, debootstrap and root; each is rebuilt only when what it is built from changed. The container tests
+# (tests/containers) build the ones they use; STANDINS="24.10" for some.
+STANDINS ?=
+standin: install
+	$(PY) -m repogen.testing.standin $(STANDINS)
 
 # $(1): pairing=scope words (scope `all` or `smoke`). Every pairing runs; the summary names each one's
 # result and pytest's closing line; its last line counts pairings, and the recipe fails if any failed.

@@ -102,6 +102,10 @@ class TritonServerError(RepogenError, RuntimeError):
     """tritonserver did not start, did not become ready, or misbehaved."""
 
 
+class DockerError(RepogenError, RuntimeError):
+    """No Docker engine answers, or a ``docker`` command it ran failed; the message carries its output."""
+
+
 class ServeError(RepogenError):
     """The server could not be installed, started or kept running; the message says what to do."""
 

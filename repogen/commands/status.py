@@ -34,8 +34,9 @@ def status(url: str | None, protocol: str, metrics_url: str | None, as_json: boo
     """List the models of a running Triton server: state, failure reason, requests served and failed.
 
     A model that failed to load shows its error in one line (the traceback is in the server log). A
-    READY model whose backend stub died still shows READY on 2.51: the probe (the request the
-    deployment files' liveness check sends, repogen/deploy/probe.py) shows it does not answer.
+    READY model whose backend stub died still shows READY (before NGC 25.12 its ready endpoint says
+    200 too): the probe (the request the deployment files' liveness check sends,
+    repogen/deploy/probe.py) shows it does not answer, on every release.
     """
     with ModelClient(protocol, url) as client:
         client.check_live()
@@ -80,7 +81,7 @@ def status(url: str | None, protocol: str, metrics_url: str | None, as_json: boo
 
 
 def _silent(client: ModelClient, states: list[Any]) -> tuple[dict[str, str], dict[str, str]]:
-    """READY models that do not answer their probe, with why (a dead stub stays READY on 2.51), and those
+    """READY models that do not answer their probe, with why (a dead stub stays READY in the index), and those
     whose probe could not be made because their metadata or config could not be read, with the error."""
     probes, unprobed = [], {}
     for name in sorted({state.name for state in states if state.state == "READY"}):

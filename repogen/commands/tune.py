@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import click
 from ..errors import TuneError
 from ..server.client.perf import parse_shapes
 from ..server.running.foreground import find_tritonserver
+from ..server.running.pairing import pairing_for
 from ..server.running.target import clear_scratch, repository_for
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
@@ -73,6 +75,9 @@ def tune(
     scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
     try:
         repository, _ = repository_for(target, scratch / "model_repository", None, click.echo)
+        if not (triton_version or server_python or given) and (pick := pairing_for(repository)) is not None:
+            click.echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
+            options = dataclasses.replace(options, release=pick.release, server_python=pick.python)
         found = run_tune(repository, reports.resolve(), options, click.echo)
     finally:
         clear_scratch(scratch)

@@ -21,7 +21,7 @@ from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
-from .probe import healthcheck
+from .probe import dead_stub_note, healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
@@ -113,6 +113,7 @@ def dockerfile(
         "shm_per_instance": format_quantity(SHM_PER_INSTANCE),
         "http_port": HTTP_PORT,
         "healthcheck": healthcheck(info, HTTP_PORT),
+        "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info),
     }
     if app is None:

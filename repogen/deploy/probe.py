@@ -2,9 +2,11 @@
 
 tritonserver 2.51 never restarts a dead backend stub and keeps ``/v2/health/live`` and
 ``/v2/health/ready`` at 200 (docs/known-issues.md), so probes on those endpoints never notice a model
-that fails every request. The Dockerfile's ``HEALTHCHECK`` and the Kubernetes/KServe
-``livenessProbe`` therefore run :mod:`repogen.deploy.probe_check` inside the container (the image's
-``python3``, standard library only): one small request per model, built here from its inputs (the
+that fails every request; from NGC 25.12 a dead stub fails the ready endpoints
+(:func:`repogen.triton.python_backend.ready_detects_dead_stub`), but ``/v2/health/live`` never does,
+and only a request shows a model that loads and cannot answer. The Dockerfile's ``HEALTHCHECK`` and
+the Kubernetes/KServe ``livenessProbe`` therefore run :mod:`repogen.deploy.probe_check` inside the
+container (the image's ``python3``, standard library only): one small request per model, built here from its inputs (the
 dims of its first warmup sample when it has one, ``-1`` as 1, a batch of one, zeros and empty
 strings), sent to ``/infer``, or ``/generate_stream`` for a decoupled model. The startup probe on
 ``/v2/health/ready`` stays, so liveness only starts once every model has loaded.
@@ -23,14 +25,31 @@ from urllib.parse import quote
 from google.protobuf import json_format
 
 from ..ondisk.repository import BuiltRepository
+from ..triton.python_backend import ready_detects_dead_stub
+from ..triton.releases import Release
 
-__all__ = ["MAX_ELEMENTS", "command", "healthcheck", "liveness_probe", "probe_for", "probes", "timeout_s"]
+__all__ = [
+    "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes", "timeout_s"
+]  # fmt: skip
 
 MAX_ELEMENTS = 65536
 """A model whose probe would send more elements than this is left out (the check must stay small)."""
 PERIOD_S = 10
 FAILURES = 3
 _CHECK = Path(__file__).with_name("probe_check.py")
+
+
+def dead_stub_note(release: Release) -> str:
+    """One comment line for the generated files: what on ``release`` notices a dead backend stub."""
+    if ready_detects_dead_stub(release):
+        return (
+            f"on {release.ngc} a dead backend stub also fails the ready endpoints (NGC 25.12+); a model that "
+            "cannot answer shows only here."
+        )
+    return (
+        f"a dead backend stub leaves /v2/health/ready at 200 on {release.ngc} (before NGC 25.12): only an "
+        "inference notices it."
+    )
 
 
 def _dims(config: Mapping[str, Any], tensor: Mapping[str, Any]) -> list[int]:

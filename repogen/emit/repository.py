@@ -25,6 +25,7 @@ from .files import emit_ensemble, emit_model, emit_network
 from .fused import emit_fused
 from .included import emit_included
 from .payloads import Payloads, build_environment
+from .release_rules import check_release_rules
 
 if TYPE_CHECKING:
     from ..packages import Packager
@@ -48,6 +49,7 @@ def emit_repository(
     """
     files: dict[str, Entry] = {}
     payloads = Payloads.create(targets, roots, packager)
+    check_release_rules(spec, payloads.targets)
 
     def ensemble_files(ensemble: EnsembleSpec) -> dict[str, Entry]:
         fused = spec.fused_spec(ensemble.name)

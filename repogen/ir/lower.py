@@ -19,6 +19,7 @@ from ..dsl.handle import ModelHandle
 from ..dsl.repository import EnsembleDefinition, ModelDefinition, NetworkDefinition, Repository
 from ..dsl.site import Site
 from ..errors import BuildError
+from ..triton import python_backend
 from .config import lower_config
 from .declared import KINDS, lower_declared
 from .ensembles import find_cycle, lower_ensemble
@@ -208,10 +209,18 @@ def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
 
 def _check_model_name(name: Any) -> None:
     if not isinstance(name, str) or not MODEL_NAME.match(name):
+        bad = python_backend.invalid_characters(name) if isinstance(name, str) else ""
+        also = (
+            f"; its {' '.join(repr(c) for c in bad)} would also stop the Python backend of NGC "
+            f"{python_backend.NAME_CHECK_FROM} and later (python_backend #404) from starting the model's stubs "
+            '("Invalid stub name: contains invalid characters")'
+            if bad
+            else ""
+        )
         raise BuildError(
             f"model name {name!r} is not a valid Triton model name: expected letters, digits, '_', "
             "'.' or '-' (not starting with '.' or '-', at most 128 characters), since it becomes the "
-            "model's directory name"
+            f"model's directory name{also}"
         )
 
 

@@ -93,6 +93,15 @@ class LocalRepository:
                 break
         worker.join()
 
+    def is_ready(self, model: str) -> bool:
+        """What ``/v2/models/<model>/ready`` answers on a server that asks models (NGC 26.03+): the model is
+        set up (constructed, as a load would) and its class's ``is_ready()`` asked; True when it has none.
+        An ensemble is ready when every step is."""
+        if any(e.name == model for e in self.spec.ensembles):
+            return all(self.is_ready(step.model) for step in self.spec.ensemble(model).steps)
+        readiness = self._instance(self._model_spec(model)).readiness
+        return True if readiness is None else readiness.check()
+
     # -- models ----------------------------------------------------------------------------------
 
     def _model_spec(self, model: str) -> ModelSpec:

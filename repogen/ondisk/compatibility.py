@@ -77,16 +77,21 @@ def fit(info: BuiltRepository, release: Release, *, configs: bool = True) -> Fit
             )
     for model in info.models:
         found.errors.extend(_model_errors(model, release, configs))
-        if model.is_python:
-            found.warnings.extend(python_backend.name_warnings(model.name, release))
+        for name, what in _stub_names(model):
+            found.warnings.extend(python_backend.name_warnings(name, release, what))
     return found
 
 
+def _stub_names(model: ModelDir) -> list[tuple[str, str]]:
+    """The names a Python model's stubs are called by: the model's, and each named instance group's."""
+    if not model.is_python or model.config is None:
+        return []
+    groups = [(g.name, f"model {model.name!r}: instance group") for g in model.config.instance_group if g.name]
+    return [(model.name, "model"), *groups]
+
+
 def _model_errors(model: ModelDir, release: Release, configs: bool) -> list[str]:
-    errors = []
-    refused = python_backend.refused_name(model.name, release) if model.is_python else None
-    if refused:
-        errors.append(refused)
+    errors = [e for name, what in _stub_names(model) if (e := python_backend.refused_name(name, release, what))]
     if configs and model.config is not None:
         for name in sorted(set(fields.set_fields(model.config))):
             if not fields.supported_by(name, release):
@@ -108,3 +113,22 @@ def serving(pythons: list[str] | tuple[str, ...]) -> str:
             last = "+" if runs[-1] is NEWEST else f"-{runs[-1].ngc}"
             parts.append(f"NGC {runs[0].ngc}{last} (Python {python})")
     return ", ".join(parts)
+
+
+def serves(manifest: dict[str, Any]) -> str | None:
+    """``NGC 24.11+ (Python 3.12)``: the containers a built repository serves, from its records (None: unknown)."""
+    if not manifest:
+        return None
+    target = manifest.get("target")
+    if isinstance(target, dict) and target.get("ngc"):
+        return f"tritonserver {target.get('tritonserver')} (NGC {target['ngc']}) only, Python {target.get('python')}"
+    pythons = [str(p) for p in manifest.get("pythons") or ()]
+    if not manifest.get("portable", True):
+        built = (manifest.get("build") or {}).get("python")
+        return f"Python {built} only (built with --pin-python): {serving([str(built)])}"
+    text = serving(pythons) if pythons else "every NGC container from 23.10"
+    cuda = sorted({int(m) for tree in (manifest.get("packages") or {}).values() for m in (tree.get("cuda") or [])})
+    if cuda:
+        releases = [r.ngc for r in RELEASES if r.cuda in cuda]
+        text += f"; its packages need CUDA {', '.join(map(str, cuda))} (NGC {releases[0]}-{releases[-1]})"
+    return text

@@ -16,7 +16,8 @@ from google.protobuf.message import Message
 from ..errors import RepositoryError
 from ..triton.layout import CONFIG
 from ..triton.proto import model_config_pb2 as mc
-from .repository import ModelDir, model_dirs
+from .compatibility import serves
+from .repository import ModelDir, model_dirs, read_manifest
 
 
 def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> dict[str, Any]:
@@ -152,7 +153,8 @@ def shipped_packages(model: ModelDir, version: int) -> dict[str, Any]:
 
 def describe_repository(repository: str | Path) -> dict[str, Any]:
     """Independent of where the repository lives, so the JSON of two checkouts compares equal."""
-    return {"models": [describe_model(m) for m in model_dirs(Path(repository))]}
+    where = serves(read_manifest(Path(repository)) or {})
+    return {"models": [describe_model(m) for m in model_dirs(Path(repository))], **({"serves": where} if where else {})}
 
 
 def to_json(description: dict[str, Any]) -> str:
@@ -169,7 +171,7 @@ def _shape(tensor: dict[str, Any], max_batch_size: int) -> str:
 
 def to_text(description: dict[str, Any]) -> str:
     """A human summary: one block per model."""
-    lines: list[str] = []
+    lines: list[str] = [f"Serves {description['serves']}", ""] if description.get("serves") else []
     for model in description["models"]:
         versions = ", ".join(map(str, model["versions"])) or "none"
         if "error" in model:

@@ -25,7 +25,7 @@ class WheelTarget:
     machine: str
     glibc: str
     containers: str
-    """``NGC 23.10-24.11``: the targeted containers that serve with this Python."""
+    """``NGC 23.10-24.10``: the targeted containers that serve with this Python."""
 
     @property
     def tag(self) -> str:

@@ -161,6 +161,10 @@ class FusedPipeline:
             built.append(_Step(model, step["input_map"], step["output_map"]))
         return cls(built, outputs)
 
+    def fused_steps(self) -> list[tuple[str, Any]]:
+        """``(model name, its callable)`` per step: what readiness asks (runtime/readiness.py)."""
+        return [(step.model.model_name, step.model.infer_func) for step in self.steps]
+
     def __call__(self, requests: list[Request]) -> list[Any]:
         if len(requests) == 1 and self.calls is not None:
             return [self._one(requests[0])]

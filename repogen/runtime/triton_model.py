@@ -35,6 +35,7 @@ from .instance import instantiate
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
 from .payload import config_drift, load_payload
+from .readiness import Readiness, readiness_checks
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
@@ -93,7 +94,13 @@ class TritonPythonModel:
         for problem in filter(None, problems):  # what this release moved, and what still works
             _log("log_warn", f"model '{self._model}': {problem}")
         self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
+        if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
+            self.is_ready = self.readiness
         self._report_environment(version_dir, args)
+
+    @property
+    def model_name(self) -> str:
+        return self._model
 
     def configure(self, args: dict[str, str], funcs: list[Any], strict: bool) -> None:
         """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file."""
@@ -103,6 +110,9 @@ class TritonPythonModel:
         target = funcs[context.instance_index % len(funcs)]
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
         self.infer_func = instantiate(target, context)
+        checks = readiness_checks(self._model, self.infer_func)
+        self.readiness = Readiness(checks, lambda line: _log("log_error", line), _error_message) if checks else None
+        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}

@@ -19,8 +19,8 @@ __all__ = ["APP", "BUILDER_PACKAGES", "TOO_NEW", "build_packages_app", "builder_
 
 APP = "tests/apps/packages/app.py:models"
 TOO_NEW = "tests/apps/packages/too_new.py:models"
-# Versions with wheels for Python 3.10 and 3.12 (NGC 23.10-24.11 and 24.12+), except networkx 3.5
-# (Python >= 3.11), which too_new.py imports to prove such a build is refused.
+# Versions with wheels for Python 3.10 and 3.12 (NGC 23.10-24.10 and 24.11+), except networkx 3.5
+# (Python >= 3.11), which too_new.py imports to prove such a build leaves the 3.10 containers out.
 BUILDER_PACKAGES = (
     "scikit-learn==1.6.1", "scipy==1.15.3", "onnxruntime==1.20.1", "onnx==1.17.0", "PyYAML==6.0.2",
     "networkx==3.5",

@@ -9,6 +9,11 @@
 * ``triton_server`` (function): a factory ``triton_server(repo_dir, **kw) -> TritonServer``
   returning a started, ready server; every server it made is stopped at teardown, and a
   failing test's report shows the tail of each server's log.
+* ``docker_engine`` (session): the Docker engine the ``docker`` command reaches. Without one a test
+  that asks for it **fails** naming why (a skip would hide that nothing ran in a container).
+* ``standin_image`` (session): ``standin_image("24.10") -> StandInImage``, the stand-in for that NGC
+  image (:mod:`repogen.testing.standin`), built at most once per run and only when its inputs
+  changed; the terminal summary says what each cost.
 """
 
 from __future__ import annotations
@@ -29,14 +34,24 @@ from repogen.server.provision.install import (
     venv_info,
 )
 from repogen.server.provision.pythons import find_python, require_python
+from repogen.server.running.docker import DockerError, Engine, engine
 from repogen.server.running.process import TritonServer
 from repogen.testing.releases import pairing_under_test
-from repogen.triton.releases import pairing_label
+from repogen.testing.standin import StandInImage, ensure_standin, standin_for
+from repogen.triton.releases import Release, pairing_label
 
-__all__ = ["TritonInstallation", "repogen_cache_dir", "triton_install", "triton_server"]
+__all__ = [
+    "TritonInstallation",
+    "docker_engine",
+    "repogen_cache_dir",
+    "standin_image",
+    "triton_install",
+    "triton_server",
+]
 
 _SERVERS = pytest.StashKey[list[TritonServer]]()
 _SERVED = pytest.StashKey[str]()
+_STANDINS = pytest.StashKey[list[str]]()
 
 
 @dataclass(frozen=True)
@@ -75,6 +90,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Name the pairing served (also under ``-q``, which hides the header); ``make test`` reads this line."""
     if _SERVED in config.stash:
         terminalreporter.write_line(f"repogen served on: {config.stash[_SERVED]}")
+    standins = config.stash.get(_STANDINS, [])
+    if standins:
+        terminalreporter.write_line(f"repogen stand-in images: {'; '.join(standins)}")
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +111,38 @@ def triton_install(repogen_cache_dir: Path, pytestconfig: pytest.Config) -> Trit
     installation = TritonInstallation(install, venv_info(venv))
     pytestconfig.stash[_SERVED] = installation.label
     return installation
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Engine:
+    """The Docker engine of the container tests; without one each test using it fails, saying why and the fix."""
+    try:
+        return engine()
+    except DockerError as exc:
+        pytest.fail(f"the container tests need a Docker engine: {exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def standin_image(
+    docker_engine: Engine, repogen_cache_dir: Path, pytestconfig: pytest.Config
+) -> Callable[[str | Release], StandInImage]:
+    """``standin_image("24.10")``: the stand-in image for a release (or a tag such as ``24.10-py3.12``), built once."""
+    images: dict[str, StandInImage] = {}
+    built = pytestconfig.stash.setdefault(_STANDINS, [])
+
+    def get(key: str | Release = "24.10") -> StandInImage:
+        standin = standin_for(key)
+        if standin.tag not in images:
+            try:
+                image = ensure_standin(standin, cache_dir=repogen_cache_dir, docker=docker_engine, log=lambda _: None)
+            except DockerError as exc:
+                pytest.fail(f"building the stand-in {standin.tag} failed: {exc}", pytrace=False)
+            how = "up to date" if image.built_s is None else f"built in {image.built_s:.0f} s"
+            built.append(f"{image.tag} {how} ({image.size / 1e6:.0f} MB)")
+            images[standin.tag] = image
+        return images[standin.tag]
+
+    return get
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 A *pairing* is a tritonserver release plus the Python its backend stub runs: production is an NGC
 container, and each container fixes both (2.39/2.41/2.51 + Python 3.10 are NGC 23.10/23.12/24.10;
-2.51 + Python 3.12 stands in for 24.12+). ``REPOGEN_TRITON_VERSION`` picks the release (default
+2.51 + Python 3.12 stands in for 24.11+). ``REPOGEN_TRITON_VERSION`` picks the release (default
 2.51.0) and ``REPOGEN_SERVER_PYTHON`` the Python (default: the release's container Python).
 
 A test that needs a newer server skips with a reason that names the release it needs, so a run on

@@ -30,6 +30,7 @@ class KnownIssue:
         return before_fix and version_tuple(python) >= version_tuple(self.min_python)
 
 
+#: NGC 24.11 shows it: its stub embeds Python 3.12 (Ubuntu 24.04) and its python_backend is r24.11.
 BLS_STREAM_WITHOUT_GIL = KnownIssue(
     title="A drained decoupled BLS stream kills the consumer's stub",
     fixed_in="24.12",

@@ -148,10 +148,11 @@ class Release:
         """Pythons with a backend stub in this release's wheel; none without a wheel."""
         return self.wheel.stub_pythons if self.wheel else ()
 
-    def record(self) -> dict[str, str]:
-        """What a build writes into ``model.json`` and the manifest under ``"target"``."""
-        return {"image": self.image, "ngc": self.ngc, "numpy": self.numpy, "python": self.python,
-                "tritonserver": self.tritonserver}  # fmt: skip
+    def record(self) -> dict[str, str | int | bool]:
+        """What a build writes into ``model.json`` and the manifest under ``"target"``: what it assumed of the image."""
+        return {"cuda": self.cuda, "glibc": self.glibc, "image": self.image, "ngc": self.ngc, "numpy": self.numpy,
+                "python": self.python, "tritonserver": self.tritonserver,
+                **({"assumed": True} if self.assumed else {})}  # fmt: skip
 
 
 _PY_38_311 = ("3.8", "3.9", "3.10", "3.11")

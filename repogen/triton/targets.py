@@ -122,7 +122,7 @@ class Targets:
         """``NGC 23.10-24.10 (Python 3.10)`` for the targeted containers that serve with ``python``."""
         return self.span(tuple(c for c in self.containers if c.python == python))
 
-    def record(self) -> dict[str, str] | None:
+    def record(self) -> dict[str, str | int | bool] | None:
         return self.containers[0].record() if self.narrowed else None
 
 

@@ -31,19 +31,26 @@ VENDORED_DIRS = ("cloudpickle", "repogen")
 APPS = {"quickstart": ROOT / "examples" / "quickstart" / "app.py"}
 #: Families whose app builds itself through the library API (``python app.py OUTPUT``), as a notebook would.
 LIBRARY_API = frozenset({"notebook"})
+#: One app built for several releases (``--triton-version``): family -> release; the app is
+#: tests/golden/targets/app.py and each build is tests/golden/targets/expected-<release>/.
+TARGETED = {f"targets-{release}": release for release in ("23.10", "24.11", "26.11")}
 
 
 def families() -> list[str]:
-    """Every family: a directory of tests/golden with an ``app.py``, and those in APPS."""
-    found = {path.parent.name for path in GOLDEN.glob("*/app.py")}
-    return sorted(found | APPS.keys())
+    """Every family: a directory of tests/golden with an ``app.py``, and those in APPS and TARGETED."""
+    found = {path.parent.name for path in GOLDEN.glob("*/app.py")} - {"targets"}
+    return sorted(found | APPS.keys() | TARGETED.keys())
 
 
 def app(family: str) -> Path:
+    if family in TARGETED:
+        return GOLDEN / "targets" / "app.py"
     return APPS.get(family, GOLDEN / family / "app.py")
 
 
 def expected(family: str) -> Path:
+    if family in TARGETED:
+        return GOLDEN / "targets" / f"expected-{TARGETED[family]}"
     return GOLDEN / family / "expected"
 
 
@@ -51,7 +58,8 @@ def build_command(family: str, output: Path, python: str = sys.executable) -> li
     """``repogen build APP:models -o OUTPUT``, or ``python app.py OUTPUT`` for a library-API family."""
     if family in LIBRARY_API:
         return [python, str(app(family)), str(output)]
-    return [python, "-m", "repogen", "build", f"{app(family).relative_to(ROOT)}:models", "-o", str(output)]
+    target = ["--triton-version", TARGETED[family]] if family in TARGETED else []
+    return [python, "-m", "repogen", "build", f"{app(family).relative_to(ROOT)}:models", "-o", str(output), *target]
 
 
 def build(family: str, output: Path, python: str = sys.executable) -> subprocess.CompletedProcess[str]:

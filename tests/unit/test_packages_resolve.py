@@ -10,7 +10,7 @@ from repogen.packages.options import PackageOptions
 from repogen.packages.targets import WheelTarget, wheel_targets
 from repogen.triton.targets import resolve_targets
 
-PY310 = WheelTarget("3.10", "x86_64", "2.35", "NGC 23.10-24.11 (Python 3.10)")
+PY310 = WheelTarget("3.10", "x86_64", "2.35", "NGC 23.10-24.10 (Python 3.10)")
 
 NO_WHEEL = """\
 ERROR: Ignored the following versions that require a different python version: 3.5 Requires-Python >=3.11

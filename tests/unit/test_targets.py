@@ -135,6 +135,7 @@ def test_a_build_for_a_future_release_warns_once_and_targets_its_assumed_python(
     assert len(warnings) == 1 and f"(NGC {name}) is newer than repogen's release table" in warnings[0], result.stderr
     target = json.loads((tmp_path / "out" / "M" / "1" / "model.json").read_text())["target"]
     assert (target["ngc"], target["python"], target["numpy"]) == (name, NEWEST.python, NEWEST.numpy)
+    assert (target["cuda"], target["glibc"], target["assumed"]) == (NEWEST.cuda, NEWEST.glibc, True)
     assert json.loads((tmp_path / "out" / "repogen.manifest.json").read_text())["pythons"] == [NEWEST.python]
 
 
@@ -189,6 +190,8 @@ def test_target_is_recorded_in_model_json_and_manifest(tmp_path):
     repo = tmp_path / "repo"
     build_repository(_models(), repo, target_triton=target)
     record = {
+        "cuda": 12,
+        "glibc": "2.35",
         "image": "nvcr.io/nvidia/tritonserver:24.10-py3",
         "ngc": "24.10",
         "numpy": "1.26.4",

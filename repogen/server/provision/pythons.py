@@ -1,7 +1,7 @@
 """Find a CPython of a given ``major.minor``: the NGC containers' own Pythons beside the default one.
 
 A server venv (and a builder venv) must run the Python that production runs: 3.10 in NGC
-23.10-24.11, 3.12 from 24.12. This looks in pyenv first (highest patch of
+23.10-24.10, 3.12 from 24.11 (repogen.triton.releases). This looks in pyenv first (highest patch of
 ``<pyenv root>/versions/<X.Y>.*``; these machines build them with a shared libpython, which the
 backend stub needs) and then for ``python<X.Y>`` on PATH, and runs each candidate to check that it
 really is that version. ``python -m repogen.server.provision.pythons 3.10 3.12`` prints what it finds.

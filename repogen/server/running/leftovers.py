@@ -5,7 +5,10 @@ a tritonserver stopped (SIGTERM, SIGKILL, a crashed test run) while models were 
 leave stubs running, each holding its ``/dev/shm`` region and its memory, forever. A stub names its
 server's pid on its command line (``runtime.stub``); one whose server is gone (no longer its
 parent, or a zombie) serves nobody, so ``repogen serve`` and the test harness end it before starting a
-server of their own. Only stubs of this user are looked at (signalling others' would fail anyway).
+server of their own. Only stubs of this user are looked at (signalling others' would fail anyway), and
+only those in this process's PID namespace: a stub in a container names its server by the container's
+pid (1 when tritonserver is the container's first process), which means nothing out here, and ending it
+would take a model from a server that still runs.
 """
 
 from __future__ import annotations
@@ -44,10 +47,18 @@ def _argv(pid_dir: Path) -> list[str]:
         return []
 
 
+def _pid_namespace(pid_dir: Path) -> str | None:
+    try:
+        return os.readlink(pid_dir / "ns" / "pid")
+    except OSError:
+        return None
+
+
 def leftover_stubs(proc: Path = _PROC) -> list[Leftover]:
     """This user's running backend stubs whose server is gone (or whose pid now belongs to something else)."""
     found = []
     uid = os.getuid()
+    namespace = _pid_namespace(proc / "self")
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -55,6 +66,8 @@ def leftover_stubs(proc: Path = _PROC) -> list[Leftover]:
             if entry.stat().st_uid != uid:
                 continue
         except OSError:
+            continue
+        if _pid_namespace(entry) != namespace:  # a container's stub: its server pid is another namespace's
             continue
         stub = current(str(entry / "cmdline"))
         if stub is None or _serving(int(entry.name), stub.server_pid):

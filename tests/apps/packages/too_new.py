@@ -1,6 +1,7 @@
-"""A model importing networkx 3.5, which needs Python >= 3.11: no wheel for NGC 23.10-24.11's 3.10.
+"""A model importing networkx 3.5, which needs Python >= 3.11: no wheel for NGC 23.10-24.10's 3.10.
 
-repogen build tests/apps/packages/too_new.py:models -o out   -> refused, naming networkx 3.4.2
+repogen build tests/apps/packages/too_new.py:models -o out   -> leaves 23.10-24.10 out, naming networkx 3.4.2
+repogen build ... --all-containers                             -> refused
 """
 
 import networkx

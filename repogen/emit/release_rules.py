@@ -1,0 +1,61 @@
+"""python_backend rules that depend on the release, checked against every container a build targets.
+
+A class model's ``is_ready`` is only asked from r26.03: a build for one older container refuses it
+(the model would report ready while its check says no), a build for several warns, naming the
+releases that ignore it. (The model names r25.08 refuses cannot be built: repogen's own name rule,
+``repogen.ir.lower``, is stricter and says so; ``validate`` and ``deploy`` check hand-written
+repositories, repogen.ondisk.compatibility.)
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Iterator
+
+from ..errors import BuildError, RepogenWarning
+from ..ir.spec import RepositorySpec
+from ..triton import python_backend
+from ..triton.releases import Release, get_release
+from ..triton.targets import Targets
+
+__all__ = ["ReleaseRuleWarning", "check_release_rules"]
+
+
+class ReleaseRuleWarning(RepogenWarning):
+    """Something of the build that some targeted (or later) releases treat differently."""
+
+
+def _readiness_owners(spec: RepositorySpec) -> Iterator[tuple[str, str]]:
+    """``(model, Class.is_ready)`` for every bound class that defines ``is_ready``."""
+    for model in (*spec.models, *(step for fused in spec.fused for step in fused.step_models)):
+        for version in model.versions:
+            for func in version.infer_funcs:
+                if inspect.isclass(func) and callable(getattr(func, "is_ready", None)):
+                    yield model.name, f"{func.__qualname__}.is_ready"
+
+
+def check_release_rules(spec: RepositorySpec, targets: Targets) -> None:
+    """Refuse what a targeted release would ignore to the user's harm; warn about what some of them ignore."""
+    containers = targets.containers
+    first = get_release(python_backend.IS_READY_FROM)
+    for model, method in sorted(set(_readiness_owners(spec))):
+        ignoring = [c for c in containers if not python_backend.has_is_ready(c)]
+        if not ignoring:
+            continue
+        if len(containers) == 1:
+            raise BuildError(
+                f"model {model!r}: {method} answers the model's ready endpoint only from {first.label} on "
+                f"(python_backend r{first.ngc}); the targeted {ignoring[0].label} never asks it, so the model would "
+                f"report ready whatever it says. Target {first.ngc} or newer (--triton-version), or drop is_ready"
+            )
+        warnings.warn(
+            f"model {model!r}: {method} answers the model's ready endpoint from {first.label} on; "
+            f"{_span(ignoring)} never ask it (the model is ready once loaded there)",
+            ReleaseRuleWarning,
+            stacklevel=3,
+        )
+
+
+def _span(releases: list[Release]) -> str:
+    return f"NGC {releases[0].ngc}" if len(releases) == 1 else f"NGC {releases[0].ngc}-{releases[-1].ngc}"
