@@ -8,7 +8,7 @@ import click
 
 from ..deploy import DeployOptions, generate
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
-from .params import RELEASE_HELP, TritonRelease
+from .params import RELEASE_HELP, TritonRelease, restrict_option
 
 
 @click.command()
@@ -58,6 +58,9 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
 @click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
+@restrict_option
+@click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
+              "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip
 def deploy(repository: Path, output: Path | None, **options: object) -> None:
     """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
 

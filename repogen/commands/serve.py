@@ -9,6 +9,7 @@ import click
 
 from ..errors import RepogenError
 from ..ondisk.repository import model_dirs
+from ..server.client.access import Access
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
     check_passthrough,
@@ -23,7 +24,7 @@ from ..server.running.reload import Reloader, check_models
 from ..server.running.target import clear_scratch, is_app, repository_for
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
-from .params import TritonRelease
+from .params import TritonRelease, restrict_option
 
 
 def _echo(line: str) -> None:
@@ -74,6 +75,10 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
 @click.option("--embedded", is_flag=True, help="Use the embedded tritonserver even if one is on PATH.")
 @click.option("--ready-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for the models.")
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
+@restrict_option
+@click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
+              "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "
+              "this machine find it.")  # fmt: skip
 def serve(
     target: str,
     tritonserver_args: tuple[str, ...],
@@ -91,6 +96,8 @@ def serve(
     embedded: bool,
     ready_timeout: float,
     log_verbose: int,
+    restrict: tuple[str, ...],
+    token: str | None,
 ) -> None:
     """Serve TARGET with a stock tritonserver on 127.0.0.1 until Ctrl+C (or SIGTERM).
 
@@ -100,6 +107,9 @@ def serve(
     The embedded server (the unmodified tritonserver from PyPI's nvidia-pytriton wheel) is
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
+
+    Shared memory, the model repository API, statistics, trace and logging settings answer only requests
+    carrying the run's access key (--restrict, as PyTriton 0.7); health, metadata and inference stay open.
     """
     app = target if is_app(target) else None
     if app is None and (reload or output or app_dir):
@@ -126,7 +136,7 @@ def serve(
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
-            _echo,
+            _echo, Access.choose(restrict, token),
         )  # fmt: skip
         skipped = unservable(server, repository, loaded)
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served

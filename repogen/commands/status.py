@@ -14,7 +14,7 @@ from ..server.client.infer import ModelClient
 from ..server.client.states import model_states
 from ..triton.endpoints import DEFAULT_PORTS, METRICS_PATH
 from ..triton.known_issues import error_responses_count_as_success
-from .infer import URL_ENV, URL_HELP
+from .infer import URL_ENV, URL_HELP, access_token_option
 
 
 @click.command()
@@ -30,7 +30,10 @@ from .infer import URL_ENV, URL_HELP
     show_default=True,
     help="Send each READY model one small real request (over HTTP) and say which do not answer.",
 )
-def status(url: str | None, protocol: str, metrics_url: str | None, as_json: bool, probe: bool) -> None:
+@access_token_option
+def status(
+    url: str | None, protocol: str, metrics_url: str | None, as_json: bool, probe: bool, token: str | None
+) -> None:
     """List the models of a running Triton server: state, failure reason, requests served and failed.
 
     A model that failed to load shows its error in one line (the traceback is in the server log). A
@@ -38,7 +41,7 @@ def status(url: str | None, protocol: str, metrics_url: str | None, as_json: boo
     200 too): the probe (the request the deployment files' liveness check sends,
     repogen/deploy/probe.py) shows it does not answer, on every release.
     """
-    with ModelClient(protocol, url) as client:
+    with ModelClient(protocol, url, token) as client:
         client.check_live()
         states = model_states(client.index())
         version = client.server_version()
@@ -92,7 +95,7 @@ def _silent(client: ModelClient, states: list[Any]) -> tuple[dict[str, str], dic
             continue
         if found is not None:
             probes.append(found)
-    return dict(check(f"http://{client.url}", probes)), unprobed
+    return dict(check(f"http://{client.url}", probes, headers=client.client.headers)), unprobed
 
 
 COMMANDS = [status]

@@ -17,7 +17,7 @@ from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
 from ..tuning import tune as run_tune
 from ..tuning.results import describe
-from .params import TritonRelease
+from .params import TritonRelease, restrict_option
 
 
 @click.command()
@@ -45,10 +45,12 @@ from .params import TritonRelease
 @click.option("--tritonserver", "tritonserver_path", metavar="PATH", help="Run this tritonserver (e.g. "
               "/opt/tritonserver/bin/tritonserver in an NGC container) with its own backends and Python, "
               "instead of the embedded one.")  # fmt: skip
+@restrict_option
 def tune(
     target: str, models: tuple[str, ...], reports: Path, max_instances: int, max_batch_size: int,
     max_concurrency: int, search: str, timeout: int | None, shapes: tuple[str, ...],
     triton_version: Release | None, server_python: str | None, tritonserver_path: str | None,
+    restrict: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Tune instance counts and batching with NVIDIA Model Analyzer; print what to write in app.py.
 
@@ -71,7 +73,7 @@ def tune(
             f"{', '.join(r.tritonserver for r in EMBEDDED)}."
         )
     budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
-    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given)
+    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given, restrict)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
     try:
         repository, _ = repository_for(target, scratch / "model_repository", None, click.echo)

@@ -10,6 +10,7 @@ app imports): for a ``--pin-python`` build, whose payloads load only under the P
 
 from __future__ import annotations
 
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -21,6 +22,7 @@ from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
+from . import access
 from .probe import dead_stub_note, healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
 
@@ -85,6 +87,9 @@ def _app_in_image(app: str, context: Path) -> str:
     return f"/src/{relative}:{attr}"
 
 
+_SERVER = ["tritonserver", "--model-repository=/models"]
+
+
 def dockerfile(
     info: BuiltRepository,
     target: Release,
@@ -95,8 +100,12 @@ def dockerfile(
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
+    apis: tuple[str, ...] = (),
 ) -> DockerFiles:
-    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image."""
+    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image.
+
+    ``apis``: the API groups the server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
+    """
     shm = format_quantity(shm_size_bytes(info, gpus))
     common = {
         "repogen_version": __version__,
@@ -112,8 +121,11 @@ def dockerfile(
         "python_instances": info.python_instances(gpus),
         "shm_per_instance": format_quantity(SHM_PER_INSTANCE),
         "http_port": HTTP_PORT,
-        "healthcheck": healthcheck(info, HTTP_PORT),
+        "healthcheck": healthcheck(info, HTTP_PORT, apis),
         "dead_stub_note": dead_stub_note(target),
+        "access_note": access.docker_note(apis),
+        "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, _SERVER))}",
+        "run_env": f"-e {access.ENV} " if apis else "",
         "requirements_run": requirements_run(info),
     }
     if app is None:

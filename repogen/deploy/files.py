@@ -12,9 +12,10 @@ from ..emit.templates import render
 from ..errors import DeployError, UsageError
 from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
+from ..triton.access import DEFAULT_RESTRICTED
 from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
-from . import docker, kserve, kubernetes, probe
+from . import access, docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
 from .wheel import wheel_bytes, wheel_name
 
@@ -53,6 +54,10 @@ class DeployOptions:
     shm_size: str | None = None
     gpus: int | None = None
     storage_uri: str | None = None
+    restrict: tuple[str, ...] = DEFAULT_RESTRICTED
+    """The API groups only a request carrying the access key reaches (PyTriton 0.7's set); ``()``: none."""
+    access_secret: str | None = None
+    """Kubernetes/KServe: the Secret holding the key (default ``<name>-access-token``)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ def dump_yaml(*documents: dict[str, Any]) -> str:
     return yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
 
 
-def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources, gpus: int) -> str:
+def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources, gpus: int, access_note: str) -> str:
     return render(
         "deploy/manifest_header.tmpl",
         repogen_version=__version__,
@@ -78,6 +83,7 @@ def _header(info: BuiltRepository, command: str, resources: kubernetes.Resources
         shm_size=resources.shm_size,
         python_instances=info.python_instances(max(gpus, 1)),
         shm_per_instance=format_quantity(SHM_PER_INSTANCE),
+        access_note=access_note,
     ).decode()
 
 
@@ -128,7 +134,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         raise UsageError("nothing to generate; expected at least one of --docker, --k8s, --kserve.")
     info = read_repository(repository)
     target = get_release(options.triton_version)
+    apis = tuple(options.restrict)
+    access.check_release(target, apis)
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
+    secret = access.secret_name(name, options.access_secret)
     image = options.image or f"{name}:latest"
     files: dict[str, str] = {}
     binaries: dict[str, bytes] = {}
@@ -160,6 +169,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             tag=image,
             repogen_wheel=repogen_wheel,
             gpus=max(options.gpus or 0, 1),
+            apis=apis,
         )
         files[DOCKERFILE] = built.dockerfile
         files[DOCKERIGNORE] = built.dockerignore
@@ -177,6 +187,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             shm_size=options.shm_size,
             gpus=options.gpus,
         )
+        env = access.kubernetes_env(secret) if apis else None
+        note = access.manifest_note(apis, secret)
         if options.k8s:
             documents = [
                 kubernetes.deployment(
@@ -184,7 +196,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                     image,
                     resources,
                     replicas=options.replicas,
-                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT),
+                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT, apis),
+                    access_args=access.kubernetes_args(target, apis),
+                    env=env,
+                    ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
                 ),
                 kubernetes.service(name),
             ]
@@ -193,7 +208,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 documents.append(
                     kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
                 )
-            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus) + dump_yaml(*documents)
+            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus, note) + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
                 raise UsageError(
@@ -205,7 +220,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 warnings.extend(_check_stock_runtime(info, target))
             isvc = kserve.inference_service(
                 name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
-                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT),
+                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
+                access_args=access.kubernetes_args(target, apis), env=env,
             )  # fmt: skip
-            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus) + dump_yaml(isvc)
+            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus, note) + dump_yaml(isvc)
     return DeployOutput(files, tuple(warnings), binaries)

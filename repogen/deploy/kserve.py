@@ -43,12 +43,17 @@ def inference_service(
     image: str | None,
     scaling: tuple[int, int, int] | None = None,
     liveness: dict[str, Any] | None = None,
+    access_args: list[str] | None = None,
+    env: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one).
 
     ``scaling`` is (min replicas, max replicas, target CPU utilization %); ``liveness`` a probe by
     inference on :data:`KSERVE_HTTP_PORT` (deploy/probe.py), set on the container or the model.
+    ``access_args``/``env``: the restriction flags and the key from a Secret (deploy/access.py); on the
+    stock runtime KServe appends the model's ``args`` to the runtime's and merges ``env`` by name.
     """
+    access = {"env": env} if env else {}
     if image:
         predictor: dict[str, Any] = {
             "containers": [
@@ -56,8 +61,12 @@ def inference_service(
                     "name": "kserve-container",
                     "image": image,
                     "args": server_args(
-                        MODEL_REPOSITORY, f"--http-port={KSERVE_HTTP_PORT}", f"--grpc-port={KSERVE_GRPC_PORT}"
+                        MODEL_REPOSITORY,
+                        f"--http-port={KSERVE_HTTP_PORT}",
+                        f"--grpc-port={KSERVE_GRPC_PORT}",
+                        *(access_args or []),
                     ),
+                    **access,
                     "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
                     "resources": resources.as_dict(),
                     "securityContext": security_context(),
@@ -72,6 +81,8 @@ def inference_service(
                 "protocolVersion": "v2",
                 "runtimeVersion": target.tag,
                 "storageUri": storage_uri,
+                **({"args": access_args} if access_args else {}),
+                **access,
                 "resources": resources.as_dict(),
                 "volumeMounts": [shm_mount()],
             },

@@ -126,8 +126,10 @@ def shm_mount() -> dict[str, Any]:
     return {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
 
 
-def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": HTTP_PORT}, "periodSeconds": period, "failureThreshold": failures}
+def _probe(path: str, period: int, failures: int, check: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An ``httpGet`` of ``path``, or ``check`` (an ``exec`` sending the access key: deploy/probe.py)."""
+    how = {"exec": check} if check else {"httpGet": {"path": path, "port": HTTP_PORT}}
+    return {**how, "periodSeconds": period, "failureThreshold": failures}
 
 
 def _labels(name: str) -> dict[str, str]:
@@ -157,18 +159,31 @@ def server_args(model_repository: str = MODEL_REPOSITORY, *extra: str) -> list[s
 
 
 def deployment(
-    name: str, image: str, resources: Resources, *, replicas: int = 1, liveness: dict[str, Any] | None = None
+    name: str,
+    image: str,
+    resources: Resources,
+    *,
+    replicas: int = 1,
+    liveness: dict[str, Any] | None = None,
+    access_args: list[str] | None = None,
+    env: list[dict[str, Any]] | None = None,
+    ready_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live."""
+    """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live.
+
+    ``access_args`` and ``env``: tritonserver's restriction flags and the access key they read from a Secret
+    (deploy/access.py); ``ready_check``: the startup/readiness ``exec`` where health needs the key.
+    """
     container = {
         "name": "tritonserver",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "args": server_args(),
+        "args": server_args(MODEL_REPOSITORY, *(access_args or [])),
+        **({"env": env} if env else {}),
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
-        "startupProbe": _probe(HEALTH_READY, 5, 120),
-        "readinessProbe": _probe(HEALTH_READY, 5, 3),
-        "livenessProbe": liveness or _probe(HEALTH_LIVE, 10, 3),
+        "startupProbe": _probe(HEALTH_READY, 5, 120, ready_check),
+        "readinessProbe": _probe(HEALTH_READY, 5, 3, ready_check),
+        "livenessProbe": liveness or _probe(HEALTH_LIVE, 10, 3, ready_check),
         "resources": resources.as_dict(),
         "securityContext": security_context(),
         "volumeMounts": [shm_mount()],

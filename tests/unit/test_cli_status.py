@@ -18,7 +18,9 @@ class _Client:
 
     url = "127.0.0.1:8000"
 
-    def __init__(self, protocol: str, url: str | None = None) -> None:
+    headers: dict[str, str] = {}
+
+    def __init__(self, protocol: str, url: str | None = None, token: str | None = None) -> None:
         self.client = self
 
     def __enter__(self) -> _Client:
@@ -53,7 +55,7 @@ def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
     probed: list[list[dict[str, Any]]] = []
     monkeypatch.setattr(status_command, "ModelClient", _Client)
     monkeypatch.setattr(status_command, "fetch_metrics", lambda url: None)
-    monkeypatch.setattr(status_command, "check", lambda url, probes: probed.append(probes) or [])
+    monkeypatch.setattr(status_command, "check", lambda url, probes, headers=None: probed.append(probes) or [])
     return probed
 
 

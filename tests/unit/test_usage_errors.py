@@ -91,6 +91,10 @@ CONFLICTS = {
         ("deploy", "{repo}", "--kserve", "--image", "registry.example.com/m:1", "--storage-uri", "s3://bucket/m"),
         "--image and --storage-uri both given for --kserve; expected one",
     ),
+    "deploy --restrict on a release that cannot": (
+        ("deploy", "{repo}", "--k8s", "--triton-version", "23.10"),
+        "tritonserver 2.39.0 (NGC 23.10) cannot keep its HTTP APIs behind a key",
+    ),
     "deploy --max-replicas below --replicas": (
         ("deploy", "{repo}", "--k8s", "--replicas", "3", "--max-replicas", "2"),
         "--max-replicas 2 is below --replicas 3 (the minimum the autoscaler keeps); expected at least that. "

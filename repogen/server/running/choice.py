@@ -11,8 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...errors import ServeError, UsageError
+from ...triton.access import GRPC_FLAG, HTTP_FLAG
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import Release
+from ..client.access import Access
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
 from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
@@ -24,6 +26,7 @@ _MANAGED = {
     "--http-address": f"nothing: serve binds {HOST}", "--grpc-address": f"nothing: serve binds {HOST}",
     "--metrics-address": f"nothing: serve binds {HOST}", "--backend-directory": "--tritonserver PATH",
     "--log-verbose": "--log-verbose",
+    HTTP_FLAG: "--restrict APIS and --access-token KEY", GRPC_FLAG: "--restrict APIS and --access-token KEY",
 }  # fmt: skip
 _EXPLICIT = {"--model-control-mode": "--reload/--model", "--load-model": "--model NAME"}
 
@@ -113,8 +116,12 @@ def choose_server(
     log_path: Path,
     log_verbose: int,
     echo: Callable[[str], None],
+    access: Access | None = None,
 ) -> tuple[TritonServer, str]:
-    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one."""
+    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one.
+
+    ``access``: the API groups it keeps behind a key (None: every API open).
+    """
     embedded = embedded or bool(triton_version) or bool(server_python)
     if tritonserver_path and embedded:
         raise UsageError(
@@ -123,7 +130,7 @@ def choose_server(
         )
     options = dict(
         http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
-        extra_args=extra,
+        extra_args=extra, access=access,
     )  # fmt: skip
     external = None if embedded else find_tritonserver(tritonserver_path)
     if external is not None:

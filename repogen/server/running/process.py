@@ -22,8 +22,10 @@ from typing import Any, BinaryIO
 
 from repogen.errors import TritonServerError
 from repogen.runtime.stub import current
+from repogen.server.client.access import Access, KeyedClient
 from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
+from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.endpoints import METRICS_PATH
 
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
@@ -90,7 +92,9 @@ class TritonServer:
     """A tritonserver process serving ``model_repository`` from a numpy-only venv.
 
     Use as a context manager (start, wait until ready, stop) or call :meth:`start`,
-    :meth:`wait_ready` and :meth:`stop` yourself.
+    :meth:`wait_ready` and :meth:`stop` yourself. ``access``: the API groups only its key reaches
+    (``repogen serve`` always gives one; without, every API is open, as tritonserver's own default);
+    :meth:`client` sends the key.
     """
 
     def __init__(
@@ -105,8 +109,10 @@ class TritonServer:
         log_verbose: int = 0,
         log_path: str | Path | None = None,
         extra_args: Sequence[str] = (),
+        access: Access | None = None,
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
+        self.access = access
         self.install = install
         self.venv = venv if isinstance(venv, VenvInfo) else venv_info(venv)
         ports = iter(free_ports(3))
@@ -164,8 +170,20 @@ class TritonServer:
             f"--grpc-port={self.grpc_port}",
             f"--metrics-port={self.metrics_port}",
             f"--log-verbose={self.log_verbose}",
+            *self.restriction_args(),
             *self.extra_args,
         ]
+
+    def restricts(self) -> dict[str, bool]:
+        """Which of its protocols this server's release can keep behind the key: ``{"http": ..., "grpc": ...}``."""
+        version = self.install.release.version
+        return {"http": restricts_http(version), "grpc": restricts_grpc(version)}
+
+    def restriction_args(self) -> list[str]:
+        """The restriction flags for :attr:`access`, as far as the release has them."""
+        if self.access is None:
+            return []
+        return self.access.server_args(**self.restricts())
 
     def environment(self) -> dict[str, str]:
         """The environment of an activated numpy-only venv; the stub embeds its Python.
@@ -377,9 +395,9 @@ class TritonServer:
 
     @contextlib.contextmanager
     def client(self, timeout: float = 5.0) -> Iterator[Any]:
-        """A ``tritonclient.http.InferenceServerClient`` of this server, closed on exit."""
+        """A ``tritonclient.http.InferenceServerClient`` of this server sending its key, closed on exit."""
         with http_client(self.http_url, timeout) as client:
-            yield client
+            yield KeyedClient(client, self.access.headers("http") if self.access else {})
 
     def models_status(self) -> list[dict[str, Any]]:
         """The repository index: one dict (name, version, state, reason) per model."""

@@ -27,7 +27,7 @@ from ...ondisk.repository import files as repository_files
 from ...ondisk.repository import model_dirs, read_manifest
 from ...relaunch import pinned_environment, repogen_command
 from ..client.states import reason_line
-from .process import TritonServer, http_client
+from .process import TritonServer
 
 __all__ = ["AppBuild", "Changes", "Reloader", "changes", "model_hashes"]
 
@@ -181,7 +181,7 @@ class Reloader:
 
         started = time.monotonic()
         done, failed = [], []
-        with http_client(self.server.http_url, timeout=_LOAD_TIMEOUT_S) as client:
+        with self.server.client(timeout=_LOAD_TIMEOUT_S) as client:
             for name in unload:
                 try:
                     client.unload_model(name)
