@@ -25,6 +25,8 @@ from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
+from .signing import SignWith, library, sign_repository
+from .triton.layout import SIGNATURE_FILE
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 if TYPE_CHECKING:
@@ -69,6 +71,9 @@ class BuildOptions(TypedDict, total=False):
     each target container's Python)."""
     log: Callable[[str], None] | None
     """Hears the notes about packages."""
+    sign: SignWith | None
+    """Sign the repository before it replaces the output (OpenSSF Model Signing, ``repogen.signing``): every
+    model directory and the root, or with ``version`` the models built and the root."""
 
 
 def build_repository(
@@ -84,6 +89,9 @@ def build_repository(
         raise TypeError(f"build_repository() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
     target_triton, pin_python = options.get("target_triton"), options.get("pin_python", False)
     version, force, log = options.get("version"), options.get("force", False), options.get("log")
+    sign = options.get("sign")
+    if sign is not None:
+        library()  # no signing extra: fail now, before the build's work, naming it
     targets = (
         target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
     )
@@ -105,7 +113,21 @@ def build_repository(
         except UnreachableContainersError as exc:
             targets = _narrowed(targets, exc)
     merge = _merger(spec, version, policies, force) if version is not None else None
-    write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)
+    finish = None
+    if sign is not None:
+        method = sign
+
+        def finish(staged: Path) -> None:
+            sign_repository(staged, method, models=spec.names if version is not None else None)
+
+    elif (Path(output) / SIGNATURE_FILE).is_file() and log is not None:
+        log(
+            f"note: {output} was signed and this build is not (no --sign-key): "
+            + ("the repository's signature and the rebuilt models' are gone" if version else "no signature remains")
+        )
+    write_repository(
+        files, Path(output), force=force, merge=merge, links=packager.links if packager else None, finish=finish
+    )
     summary = packager.summary() if packager else None
     return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=targets)
 
@@ -146,6 +168,8 @@ def build_app(
     if not isinstance(target_triton, Targets):
         pin_python = options.get("pin_python", False)
         options["target_triton"] = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
+    if options.get("sign") is not None:
+        library()  # no signing extra: fail before importing the app
     app = load_app(target, app_dir)
     return build_repository(app.repository, output, roots=(str(app.app_dir),), **options)
 

@@ -124,3 +124,11 @@ class BuildWithError(RepogenError, RuntimeError):
 
 class TuneError(RepogenError):
     """``repogen tune``: Model Analyzer could not run, or found nothing to recommend."""
+
+
+class SigningError(RepogenError):
+    """A repository cannot be signed or checked: no signing extra, an unusable key, a file signatures cannot cover."""
+
+
+class VerificationError(RepogenError):
+    """A repository does not verify: the message names each changed, missing and added file, or the bad signature."""

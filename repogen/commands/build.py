@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from pathlib import Path
 
 import click
 
@@ -11,6 +12,8 @@ from ..build import build_app
 from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
 from ..packages.targets import MACHINES
+from ..signing import SignWith
+from ..signing.oms import KEY_HELP
 from ..triton.releases import Release
 from .params import RELEASE_HELP, TritonRelease
 
@@ -81,6 +84,14 @@ from .params import RELEASE_HELP, TritonRelease
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
 @click.option(
+    "--sign-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"Sign the repository with this key before it replaces OUTPUT (OpenSSF Model Signing: model.sig in each "
+    f"model directory and at the root; `repogen verify` and `model_signing verify` check them): {KEY_HELP}. "
+    "Needs the 'signing' extra.",
+)
+@click.option("--sign-password", envvar="REPOGEN_SIGN_PASSWORD", help="The key's password ($REPOGEN_SIGN_PASSWORD).")
+@click.option(
     "--traceback",
     "show_traceback",
     is_flag=True,
@@ -99,6 +110,8 @@ def build(
     provided: tuple[str, ...],
     machines: tuple[str, ...],
     model_version: int | None,
+    sign_key: Path | None,
+    sign_password: str | None,
     show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
@@ -120,6 +133,7 @@ def build(
             packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
             log=lambda line: click.echo(line, err=True),
             all_containers=all_containers,
+            sign=SignWith(key=sign_key, password=sign_password) if sign_key else None,
         )
     except RepogenError as exc:
         if show_traceback:
@@ -131,6 +145,8 @@ def build(
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
     if result.packages:
         click.echo(result.packages)
+    if sign_key:
+        click.echo(f"Signed with key {sign_key}: model.sig in each model directory built and at the root")
 
 
 PROGRESS_FROM = 20  # models; smaller builds finish before a progress line would help

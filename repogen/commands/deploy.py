@@ -58,6 +58,17 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
 @click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Verify the signed REPOSITORY against this public key before tritonserver starts (upstream's "
+    "`model_signing verify`): Docker in a build stage, Kubernetes/KServe in an init container (or, for a --storage-uri "
+    "download, in the model container first), the key in a ConfigMap.",
+)
+@click.option("--verify-key-secret", metavar="SECRET", help="Kubernetes/KServe: the public key from this existing "
+              "Secret (as key.pub) instead of a ConfigMap of --verify-key.")  # fmt: skip
+@click.option("--verifier-image", help="KServe with --storage-uri and a verify key: an image holding the verifier "
+              "(one `repogen deploy --docker --verify-key` builds; default: --image, else <name>:latest).")  # fmt: skip
 @restrict_option
 @click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
               "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip

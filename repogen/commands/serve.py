@@ -75,6 +75,12 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
 @click.option("--embedded", is_flag=True, help="Use the embedded tritonserver even if one is on PATH.")
 @click.option("--ready-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for the models.")
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TARGET a signed repository: check its signatures against this public key before the server starts, and "
+    "refuse to serve, naming each changed, missing and added file, unless it verifies (`repogen verify`).",
+)
 @restrict_option
 @click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
               "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "
@@ -96,6 +102,7 @@ def serve(
     embedded: bool,
     ready_timeout: float,
     log_verbose: int,
+    verify_key: Path | None,
     restrict: tuple[str, ...],
     token: str | None,
 ) -> None:
@@ -117,6 +124,11 @@ def serve(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
             "repogen serve path/app.py:models --reload"
         )
+    if app is not None and verify_key is not None:
+        raise click.UsageError(
+            f"--verify-key checks a built, signed repository; {target!r} is an app. Build and sign it first (repogen "
+            "build APP -o DIR --sign-key KEY.pem), then: repogen serve DIR --verify-key PUB.pem"
+        )
     if control == "none" and (reload or models):
         raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
     explicit = reload or bool(models) or control == "explicit"
@@ -128,6 +140,12 @@ def serve(
     keep: Path | None = None
     try:
         repository, build = repository_for(target, output or scratch / "model_repository", app_dir, _echo)
+        if build is None and verify_key is not None:  # before the server (or its install) reads a byte of it
+            from ..signing import VerifyWith, verify_repository
+
+            verified = verify_repository(repository, VerifyWith(key=verify_key))
+            verified.raise_if_failed()
+            click.echo(verified.line())
         loaded = check_models(repository, models) if models else None
         extra = ["--exit-on-error=false"]
         if explicit:

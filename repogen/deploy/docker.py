@@ -25,6 +25,7 @@ from ..version import __version__
 from . import access
 from .probe import dead_stub_note, healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
+from .verify import VERIFIER_DIR, VerifyDeploy
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
 
@@ -100,11 +101,15 @@ def dockerfile(
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
+    verify: VerifyDeploy | None = None,
+    key_in_context: str | None = None,
     apis: tuple[str, ...] = (),
 ) -> DockerFiles:
     """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image.
 
-    ``apis``: the API groups the server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
+    ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
+    signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
+    server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
     """
     shm = format_quantity(shm_size_bytes(info, gpus))
     common = {
@@ -130,16 +135,28 @@ def dockerfile(
     }
     if app is None:
         repository = context_path(info.path, context, "repository")
+        if verify is not None and key_in_context is not None:
+            stage = verify.docker_stage(repository, key_in_context) + "\n"
+            copy = (
+                "COPY --from=verify /models /models\n"
+                f"# The verifier too, for the init containers of `repogen deploy --k8s/--kserve --verify-key`.\n"
+                f"COPY --from=verify {VERIFIER_DIR} {VERIFIER_DIR}"
+            )
+        else:
+            stage, copy = "", f"COPY {repository} /models"
         text = render(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
             repository=repository,
             python_note=_python_note(info, target),
+            verify_stage=stage,
+            copy_repository=copy,
         )
         keep = (
             "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
             f"!{'' if repository == '.' else repository + '/'}**"
         )
+
     else:
         text = render(
             "deploy/Dockerfile.build.tmpl",

@@ -17,6 +17,7 @@ from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
 from . import access, docker, kserve, kubernetes, probe
 from .resources import SHM_PER_INSTANCE, format_quantity
+from .verify import KeySource, VerifyDeploy
 from .wheel import wheel_bytes, wheel_name
 
 __all__ = ["DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
@@ -25,6 +26,8 @@ DOCKERFILE = "Dockerfile"
 DOCKERIGNORE = "Dockerfile.dockerignore"
 K8S_FILE = "kubernetes.yaml"
 KSERVE_FILE = "inferenceservice.yaml"
+VERIFY_KEY_FILE = "verify-key.pub"
+"""Beside the Dockerfile: the public key its verify stage copies (the key of ``--verify-key``)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,12 @@ class DeployOptions:
     shm_size: str | None = None
     gpus: int | None = None
     storage_uri: str | None = None
+    verify_key: Path | None = None
+    """Verify the repository's signatures against this public key before serving (``repogen.deploy.verify``)."""
+    verify_key_secret: str | None = None
+    """Kubernetes/KServe: the key from this Secret (its ``key.pub``) instead of a ConfigMap of ``verify_key``."""
+    verifier_image: str | None = None
+    """KServe with a storage URI: the image the verifier is copied from (default: ``image``, or ``<name>:latest``)."""
     restrict: tuple[str, ...] = DEFAULT_RESTRICTED
     """The API groups only a request carrying the access key reaches (PyTriton 0.7's set); ``()``: none."""
     access_secret: str | None = None
@@ -128,6 +137,43 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
     return options.replicas, options.max_replicas, options.target_cpu_utilization
 
 
+def _verify_note(verify: VerifyDeploy | None) -> str:
+    if verify is None:
+        return ""
+    return (
+        "# Signatures verified before tritonserver starts (docs/security.md): the verifier comes from an image built\n"
+        "# with `repogen deploy --docker --verify-key` (its /opt/model-signing).\n"
+    )
+
+
+def _verification(info: BuiltRepository, key: KeySource, name: str) -> VerifyDeploy:
+    """Signatures are verified where the repository is signed; an unsigned one is refused, nothing written."""
+    from ..signing import is_signed
+
+    if not is_signed(info.path):
+        raise DeployError(
+            f"--verify-key: {info.path} is not signed (no model.sig), so a container would refuse it; nothing was "
+            f"written. Sign it first: repogen sign {info.path} --key KEY.pem (or build with --sign-key KEY.pem)."
+        )
+    return VerifyDeploy(key, name)
+
+
+def _verify_key_in_context(verify: VerifyDeploy, options: DeployOptions, out_dir: Path | None) -> str:
+    """Where the Dockerfile's verify stage copies the key from: written beside the Dockerfile, in the context."""
+    verify.require_file("--docker --verify-key")
+    if options.app:
+        raise DeployError(
+            f"--verify-key checks the repository built here against its signatures; --app {options.app} rebuilds an "
+            "unsigned one inside the image. Leave --app out (the default copies the signed repository)."
+        )
+    if out_dir is None:
+        raise DeployError(
+            f"--docker --verify-key writes the public key beside the Dockerfile ({VERIFY_KEY_FILE}), inside the build "
+            "context; expected -o DIR (under --context)."
+        )
+    return docker.context_path(out_dir / VERIFY_KEY_FILE, options.context, "the deployment directory")
+
+
 def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     """Every requested deployment file for ``repository`` (nothing is written here)."""
     if not (options.docker or options.k8s or options.kserve):
@@ -139,6 +185,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
     secret = access.secret_name(name, options.access_secret)
     image = options.image or f"{name}:latest"
+    key = KeySource.of(options.verify_key, options.verify_key_secret)
+    verify = _verification(info, key, name) if key is not None else None
     files: dict[str, str] = {}
     binaries: dict[str, bytes] = {}
     warnings: list[str] = []
@@ -151,6 +199,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
                 "image; expected one of them. Leave --app out to copy the repository (the default)."
             )
+        key_in_context = None
+        if verify is not None:
+            key_in_context = _verify_key_in_context(verify, options, out_dir)
+            files[VERIFY_KEY_FILE] = verify.key.text()
         if options.app:
             if out_dir is None:
                 raise UsageError(
@@ -169,6 +221,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             tag=image,
             repogen_wheel=repogen_wheel,
             gpus=max(options.gpus or 0, 1),
+            verify=verify,
+            key_in_context=key_in_context,
             apis=apis,
         )
         files[DOCKERFILE] = built.dockerfile
@@ -187,10 +241,12 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             shm_size=options.shm_size,
             gpus=options.gpus,
         )
+        config_map = verify.config_map(kubernetes.labels(name)) if verify is not None else None
         env = access.kubernetes_env(secret) if apis else None
         note = access.manifest_note(apis, secret)
         if options.k8s:
             documents = [
+                *([config_map] if config_map else []),
                 kubernetes.deployment(
                     name,
                     image,
@@ -200,6 +256,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                     access_args=access.kubernetes_args(target, apis),
                     env=env,
                     ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
+                    verify=verify,
                 ),
                 kubernetes.service(name),
             ]
@@ -208,7 +265,8 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
                 documents.append(
                     kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
                 )
-            files[K8S_FILE] = _header(info, "--k8s", resources, resources.gpus, note) + dump_yaml(*documents)
+            header = _header(info, "--k8s", resources, resources.gpus, note) + _verify_note(verify)
+            files[K8S_FILE] = header + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
                 raise UsageError(
@@ -221,7 +279,10 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             isvc = kserve.inference_service(
                 name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
                 liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
-                access_args=access.kubernetes_args(target, apis), env=env,
+                access_args=access.kubernetes_args(target, apis), env=env, verify=verify,
+                verifier_image=options.verifier_image or image,
             )  # fmt: skip
-            files[KSERVE_FILE] = _header(info, "--kserve", resources, resources.gpus, note) + dump_yaml(isvc)
+            documents = [*([config_map] if config_map else []), isvc]
+            header = _header(info, "--kserve", resources, resources.gpus, note) + _verify_note(verify)
+            files[KSERVE_FILE] = header + dump_yaml(*documents)
     return DeployOutput(files, tuple(warnings), binaries)

@@ -17,6 +17,7 @@ from typing import Any
 from ..triton.endpoints import METRICS_PATH, METRICS_PORT
 from ..triton.releases import Release
 from .kubernetes import MODEL_REPOSITORY, Resources, security_context, server_args, shm_mount, shm_volume
+from .verify import VerifyDeploy
 
 __all__ = ["KSERVE_HTTP_PORT", "inference_service"]
 
@@ -34,6 +35,23 @@ def _annotations() -> dict[str, str]:
     }
 
 
+STORAGE_MOUNT = "/mnt/models"
+"""Where KServe's storage initializer puts a storage URI's files (and its runtime serves them from)."""
+
+
+def _verifying(predictor: dict[str, Any], verify: VerifyDeploy, image: str | None, verifier: str | None) -> None:
+    if image:
+        predictor["initContainers"] = [verify.init_container(image, security_context(), MODEL_REPOSITORY)]
+    else:
+        assert verifier is not None
+        model = predictor["model"]
+        predictor["initContainers"] = [verify.tools_init_container(verifier, security_context())]
+        model["command"] = verify.wrapped_command(STORAGE_MOUNT)
+        model["volumeMounts"] = [*model["volumeMounts"], verify.tools_mount(), verify.key_mount()]
+        predictor["volumes"].append(verify.tools_volume())
+    predictor["volumes"].append(verify.key_volume())
+
+
 def inference_service(
     name: str,
     target: Release,
@@ -43,6 +61,8 @@ def inference_service(
     image: str | None,
     scaling: tuple[int, int, int] | None = None,
     liveness: dict[str, Any] | None = None,
+    verify: VerifyDeploy | None = None,
+    verifier_image: str | None = None,
     access_args: list[str] | None = None,
     env: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
@@ -50,6 +70,9 @@ def inference_service(
 
     ``scaling`` is (min replicas, max replicas, target CPU utilization %); ``liveness`` a probe by
     inference on :data:`KSERVE_HTTP_PORT` (deploy/probe.py), set on the container or the model.
+    ``verify`` checks the repository's signatures before tritonserver starts: an init container of ``image``
+    for a baked-in repository; for a downloaded one, the model container itself (KServe's storage
+    initializer runs after the pod's init containers) with the verifier copied from ``verifier_image``.
     ``access_args``/``env``: the restriction flags and the key from a Secret (deploy/access.py); on the
     stock runtime KServe appends the model's ``args`` to the runtime's and merges ``env`` by name.
     """
@@ -90,6 +113,8 @@ def inference_service(
     if liveness:
         (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
+    if verify is not None:
+        _verifying(predictor, verify, image, verifier_image)
     if scaling:
         minimum, maximum, cpu = scaling
         predictor.update(minReplicas=minimum, maxReplicas=maximum, scaleMetric="cpu", scaleTarget=cpu)

@@ -20,6 +20,7 @@ from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
+from .verify import VerifyDeploy
 
 __all__ = [
     "HTTP_PORT",
@@ -28,6 +29,7 @@ __all__ = [
     "autoscaler",
     "deployment",
     "dns_name",
+    "labels",
     "resolve_resources",
     "prometheus_annotations",
     "security_context",
@@ -132,7 +134,7 @@ def _probe(path: str, period: int, failures: int, check: dict[str, Any] | None =
     return {**how, "periodSeconds": period, "failureThreshold": failures}
 
 
-def _labels(name: str) -> dict[str, str]:
+def labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "repogen"}
 
 
@@ -168,11 +170,13 @@ def deployment(
     access_args: list[str] | None = None,
     env: list[dict[str, Any]] | None = None,
     ready_check: dict[str, Any] | None = None,
+    verify: VerifyDeploy | None = None,
 ) -> dict[str, Any]:
     """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live.
 
     ``access_args`` and ``env``: tritonserver's restriction flags and the access key they read from a Secret
-    (deploy/access.py); ``ready_check``: the startup/readiness ``exec`` where health needs the key.
+    (deploy/access.py); ``ready_check``: the startup/readiness ``exec`` where health needs the key. ``verify``
+    adds an init container that checks ``/models`` against its signatures before the server starts.
     """
     container = {
         "name": "tritonserver",
@@ -188,16 +192,23 @@ def deployment(
         "securityContext": security_context(),
         "volumeMounts": [shm_mount()],
     }
+    pod: dict[str, Any] = {"containers": [container], "volumes": [shm_volume(resources)]}
+    if verify is not None:
+        pod = {
+            "initContainers": [verify.init_container(image, security_context())],
+            **pod,
+            "volumes": [shm_volume(resources), verify.key_volume()],
+        }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": _labels(name), "annotations": prometheus_annotations()},
-                "spec": {"containers": [container], "volumes": [shm_volume(resources)]},
+                "metadata": {"labels": labels(name), "annotations": prometheus_annotations()},
+                "spec": pod,
             },
         },
     }
@@ -208,7 +219,7 @@ def autoscaler(name: str, *, min_replicas: int, max_replicas: int, cpu_utilizati
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "minReplicas": min_replicas,
@@ -230,7 +241,7 @@ def service(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "selector": {"app.kubernetes.io/name": name},
             "ports": [{"name": port_name, "port": port, "targetPort": port_name} for port_name, port in PORTS],

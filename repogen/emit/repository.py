@@ -14,11 +14,12 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .. import sbom
 from ..hashing import Entry, digest
 from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
-from ..triton.layout import MANIFEST
+from ..triton.layout import CONFIG, MANIFEST, METADATA, SBOM_FILE
 from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model, emit_network
@@ -41,7 +42,7 @@ def emit_repository(
     progress: Progress | None = None,
     packager: Packager | None = None,
 ) -> dict[str, Entry]:
-    """Every file of the repository, including the root manifest of their hashes.
+    """Every file of the repository, including its SBOM and the root manifest of their hashes.
 
     ``targets`` (every NGC container from 23.10 unless ``--target-triton`` names one) decides what
     the shipped sources and imports are checked against; it is recorded in every ``model.json``
@@ -67,6 +68,7 @@ def emit_repository(
             files.update(emit())
         if progress is not None:
             progress(done, len(emitters), name)
+    files[SBOM_FILE] = sbom.document(_records(files), {path: digest(entry) for path, entry in files.items()})
     files[MANIFEST] = dumps(
         {
             Manifest.BUILD: build_environment(),
@@ -83,3 +85,12 @@ def emit_repository(
         }
     )
     return dict(sorted(files.items()))
+
+
+def _records(files: dict[str, Entry]) -> dict[str, bytes]:
+    """The model.json and config.pbtxt files the SBOM reads, as bytes (an included directory's, copied, from disk)."""
+    return {
+        path: entry if isinstance(entry, bytes) else entry.source.read_bytes()
+        for path, entry in files.items()
+        if path.endswith((f"/{METADATA}", f"/{CONFIG}"))
+    }

@@ -57,6 +57,9 @@ class WritePlan:
 #: Called under the lock with the existing output directory; returns what to write instead of the plain map.
 Merge = Callable[[Path, Files], WritePlan]
 
+#: Called with the complete staged repository (named as the output) just before it is swapped in: signing.
+Finish = Callable[[Path], None]
+
 
 def checkpoint(phase: str) -> None:
     """A named point in the write, observable by tests: traced, and optionally paused at.
@@ -222,13 +225,15 @@ def write_repository(
     force: bool = False,
     merge: Merge | None = None,
     links: dict[str, str] | None = None,
+    finish: Finish | None = None,
 ) -> None:
     """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
 
     Generated files are written from their bytes, a user's files (``FileCopy``) copied (see ``copying``).
 
     ``links`` (repository path -> file) are hard-linked in (copied once where links cannot cross file
-    systems): the shipped packages, whose files live in the wheel cache.
+    systems): the shipped packages, whose files live in the wheel cache. ``finish`` runs on the complete
+    staged repository before the swap (a failure there leaves the previous repository in place).
     """
     output = output.resolve()
     if (output / MANIFEST).is_file():
@@ -238,12 +243,19 @@ def write_repository(
     if output.is_dir() and os.path.ismount(output):
         raise _mount_point_error(output, previous)  # refused before writing a whole copy that cannot move
     try:
-        _write(files, output, force, merge, links or {})
+        _write(files, output, force, merge, links or {}, finish)
     except OSError as exc:
         raise _file_system_error(exc, output, previous) from exc
 
 
-def _write(files: Files, output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
+def _write(
+    files: Files,
+    output: Path,
+    force: bool,
+    merge: Merge | None,
+    links: dict[str, str],
+    finish: Finish | None,
+) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with _directory_lock(output.parent):
         checkpoint("locked")
@@ -255,12 +267,19 @@ def _write(files: Files, output: Path, force: bool, merge: Merge | None, links: 
                 plan = merge(output, files)
         plan = dataclasses.replace(plan, carried={**plan.carried, **links})
         staging = Path(tempfile.mkdtemp(prefix=f".{output.name}{_STAGING_INFIX}", dir=output.parent))
-        leftover: Path | None = staging
+        # The repository is staged under the output's own name, so that what reads a directory's name (a
+        # signature's subject) sees the name it will have.
+        staged = staging / output.name
+        staged.mkdir()
+        leftover: Path | None = None
         try:
-            _fill(staging, plan)
-            leftover = _swap_in(staging, output)
+            _fill(staged, plan)
+            if finish is not None:
+                finish(staged)
+            leftover = _swap_in(staged, output)
             checkpoint("exchanged")
         finally:
             if leftover is not None:
                 shutil.rmtree(leftover, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
         checkpoint("done")

@@ -196,7 +196,11 @@ def served(played, serve):
 def test_the_dockerfile_plays_to_a_repository_uid_1000_can_read(played):
     mode, image, steps, dockerfile = played
     assert len(steps) == len(STEPS[mode]) and all(map(re.fullmatch, STEPS[mode], steps)), steps
-    assert sorted(p.name for p in (image.root / "models").iterdir()) == ["Yaml", "repogen.manifest.json"]
+    assert sorted(p.name for p in (image.root / "models").iterdir()) == [
+        "Yaml",
+        "repogen.manifest.json",
+        "sbom.cdx.json",
+    ]
     assert (image.root / "models" / "Yaml" / "1" / "packages" / "cp310-x86_64" / "yaml").is_dir()  # it ships
     for path in (image.root / "models").rglob("*"):  # the final stage runs as USER 1000:1000
         assert path.stat().st_mode & stat.S_IROTH, f"{path} is not readable by uid 1000"

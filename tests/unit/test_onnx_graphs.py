@@ -72,6 +72,7 @@ def test_the_build_writes_triton_s_layout_and_hashes_the_graph(detection: Path, 
     assert (out / "text_detection" / "2" / "model.onnx").read_bytes() == second.read_bytes()
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         "repogen.manifest.json",
+        "sbom.cdx.json",
         "text_detection/1/model.onnx",
         "text_detection/2/model.onnx",
         "text_detection/config.pbtxt",

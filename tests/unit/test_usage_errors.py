@@ -51,6 +51,29 @@ CONFLICTS = {
         "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
         "--embedded select the embedded server. Pass one or the other.",
     ),
+    "serve --verify-key on an app": (
+        ("serve", APP, "--verify-key", "{repo}/repogen.manifest.json"),
+        "--verify-key checks a built, signed repository; '" + APP + "' is an app.",
+    ),
+    "sign with neither --key nor --sigstore": (
+        ("sign", "{repo}"),
+        "expected one of --key KEY.pem (an EC key, offline) or --sigstore (keyless)",
+    ),
+    "sign --certificate-chain without --certificate": (
+        (
+            "sign",
+            "{repo}",
+            "--key",
+            "{repo}/repogen.manifest.json",
+            "--certificate-chain",
+            "{repo}/repogen.manifest.json",
+        ),
+        "--certificate-chain goes with --certificate",
+    ),
+    "verify with nothing to verify against": (
+        ("verify", "{repo}"),
+        "expected one of --key PUB.pem, --certificate-chain CA.pem, --sigstore-identity ID",
+    ),
     "tune --tritonserver --triton-version": (
         ("tune", "{repo}", "--tritonserver", "/bin/true", "--triton-version", "24.10"),
         "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python select "
@@ -64,7 +87,10 @@ CONFLICTS = {
         ("tune", "{repo}", "--shape", "x"),
         "--shape 'x' is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.",
     ),
-    "inspect --json --mermaid": (("inspect", "{repo}", "--json", "--mermaid"), "choose one of --json and --mermaid"),
+    "inspect --json --mermaid": (
+        ("inspect", "{repo}", "--json", "--mermaid"),
+        "choose one of --json, --mermaid and --sbom",
+    ),
     "deploy with no target": (
         ("deploy", "{repo}"),
         "nothing to generate; expected at least one of --docker, --k8s, --kserve.",
