@@ -2,8 +2,9 @@
 
 Every one subclasses :class:`RepogenError`, and its message says what was expected and how to fix
 it. The CLI catches ``RepogenError`` in one place (``repogen.cli``) and prints ``Error: <message>``
-with the error's ``exit_code`` (1 for all of them today); a command-line usage error is click's,
-exit status 2. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
+with the error's ``exit_code`` (1); a :class:`UsageError` (options that contradict each other, a value
+an option cannot take) becomes click's usage error there, with the command's usage line and exit
+status 2, as click's own are. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
 it imports nothing of repogen's. The modules that raise these re-export the ones callers catch
 (``repogen.server.provision.install.ServerInstallError``), so either import works.
 """
@@ -20,11 +21,27 @@ class RepogenError(Exception):
     """Root of repogen's errors: the message names what is wrong and what to do about it."""
 
     exit_code = 1
-    """The CLI's exit status for this error (2 stays click's: a usage error)."""
+    """The CLI's exit status for this error (2: a usage error, :class:`UsageError`)."""
+
+    details = ""
+    """The longer story, when there is one (the traceback of the user's code that failed): ``--traceback``."""
+
+
+class UsageError(RepogenError):
+    """The command line asks for something contradictory or malformed (``--prebuilt`` with ``--app``, no target).
+
+    Library code raises it; ``repogen.cli`` shows it as click's ``UsageError`` (usage line, exit 2). The
+    message names the options, what was expected, and which to drop or add.
+    """
+
+    exit_code = 2
 
 
 class BuildError(RepogenError):
     """A user's declaration cannot become a loadable repository; the message says how to fix it."""
+
+    site: object = None
+    """Where the user declared what failed (``repogen.dsl.site.Site``), already at the front of the message."""
 
 
 class NoSourceError(BuildError):

@@ -25,7 +25,7 @@ import pytest
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
 from repogen.testing.releases import pairing_under_test, release_at_least, requires_release
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 SERVER_ARGS = ("--http-header-forward-pattern=x-repogen-.*", "--grpc-header-forward-pattern=x-repogen-.*")
 X = {"x": np.array([1.0], dtype=np.float32)}

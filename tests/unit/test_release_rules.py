@@ -49,7 +49,7 @@ def test_a_name_python_backend_refuses_fails_the_build_naming_character_and_rele
     with pytest.raises(BuildError) as refused:
         build_repository(_echo_models("Scale(x2)"), tmp_path / "all", target_triton="24.10")
     message = str(refused.value)
-    assert message.startswith("model name 'Scale(x2)' is not a valid Triton model name")
+    assert message.startswith(f"{refused.value.site}: model name 'Scale(x2)' is not a valid Triton model name")
     assert (
         f"its '(' ')' would also stop the Python backend of NGC {python_backend.NAME_CHECK_FROM} and later" in message
     )
