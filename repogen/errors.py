@@ -11,10 +11,7 @@ it imports nothing of repogen's. The modules that raise these re-export the ones
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the release table imports this module
-    from .triton.releases import Release
+from typing import Any
 
 
 class RepogenError(Exception):
@@ -55,12 +52,12 @@ class UnreachableContainersError(BuildError):
     container, or requires every one (``--all-containers``), fails with the message.
     """
 
-    def __init__(self, message: str, reason: str, containers: tuple[Release, ...] = ()) -> None:
+    def __init__(self, message: str, reason: str, containers: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.reason = reason
         """The cause in a clause: ``scikit-learn 1.9.1 has no wheel for Python 3.10 (1.7.2 has one)``."""
         self.containers = containers
-        """The targeted releases (``repogen.triton.releases.Release``) it cannot load in."""
+        """The targeted releases (``repogen.triton.releases.Release``, which imports this module) it cannot load in."""
 
 
 class GraphMismatchError(BuildError):
