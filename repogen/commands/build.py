@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+import traceback
 from pathlib import Path
 
 import click
 
 from ..build import build_app
+from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
 from ..packages.targets import MACHINES
 from ..signing import SignWith
@@ -89,6 +91,13 @@ from .params import RELEASE_HELP, TritonRelease
     "Needs the 'signing' extra.",
 )
 @click.option("--sign-password", envvar="REPOGEN_SIGN_PASSWORD", help="The key's password ($REPOGEN_SIGN_PASSWORD).")
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="On an error, print the Python traceback behind it first (for an app that fails to import: from its own "
+    "first frame).",
+)
 def build(
     app: str,
     output: str,
@@ -103,6 +112,7 @@ def build(
     model_version: int | None,
     sign_key: Path | None,
     sign_password: str | None,
+    show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     if all_containers and target_triton is not None:
@@ -110,20 +120,25 @@ def build(
             "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other."
         )
     started = time.perf_counter()
-    result = build_app(
-        app,
-        output,
-        app_dir=app_dir,
-        force=force,
-        target_triton=target_triton,
-        pin_python=pin_python,
-        version=model_version,
-        progress=_Progress(),
-        packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
-        log=lambda line: click.echo(line, err=True),
-        all_containers=all_containers,
-        sign=SignWith(key=sign_key, password=sign_password) if sign_key else None,
-    )
+    try:
+        result = build_app(
+            app,
+            output,
+            app_dir=app_dir,
+            force=force,
+            target_triton=target_triton,
+            pin_python=pin_python,
+            version=model_version,
+            progress=_Progress(),
+            packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
+            log=lambda line: click.echo(line, err=True),
+            all_containers=all_containers,
+            sign=SignWith(key=sign_key, password=sign_password) if sign_key else None,
+        )
+    except RepogenError as exc:
+        if show_traceback:
+            click.echo(exc.details or "".join(traceback.format_exception(exc)), err=True, nl=False)
+        raise
     names = result.spec.names
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."

@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
 from ..errors import RepogenError
-from ..ondisk.repository import model_dirs, require_directory
+from ..ondisk.repository import model_dirs
 from ..server.client.access import Access
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
-    UsageError,
     check_passthrough,
     choose_ports,
     choose_server,
     explicit_arguments,
     stop_arguments,
 )
-from ..server.running.foreground import ServeError, run_server
+from ..server.running.foreground import run_server
 from ..server.running.process import HOST
-from ..server.running.reload import AppBuild, Reloader, check_models
+from ..server.running.reload import Reloader, check_models
+from ..server.running.target import clear_scratch, is_app, repository_for
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from .params import TritonRelease, restrict_option
-
-
-def _is_app(target: str) -> bool:
-    return ":" in target and not Path(target).is_dir()
 
 
 def _echo(line: str) -> None:
@@ -131,7 +126,7 @@ def serve(
     Shared memory, the model repository API, statistics, trace and logging settings answer only requests
     carrying the run's access key (--restrict, as PyTriton 0.7); health, metadata and inference stay open.
     """
-    app = target if _is_app(target) else None
+    app = target if is_app(target) else None
     if app is None and (reload or output or app_dir):
         raise click.UsageError(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
@@ -150,32 +145,22 @@ def serve(
             "--image serves in that container image, with its own tritonserver and Python; --tritonserver, "
             "--triton-version, --server-python and --embedded pick a server on this machine. Pass one or the other."
         )
-    try:
-        check_passthrough(tritonserver_args, explicit)
-        ports = choose_ports(http_port, grpc_port, metrics_port)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
+    check_passthrough(tritonserver_args, explicit)
+    ports = choose_ports(http_port, grpc_port, metrics_port)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
     if image:  # --reload mounts it into the container, whose uid 1000 must enter it (mkdtemp made it 0700)
         scratch.chmod(0o755)
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None
+    keep: Path | None = None
     try:
-        if app is not None:
-            build = AppBuild(app, (output or scratch / "model_repository").resolve(), app_dir)
-            click.echo(f"Building {app} into {build.output}...")
-            failure = build.run()
-            if failure is not None:
-                raise ServeError(failure.removeprefix("Error: "))
-            repository = build.output
-        else:
-            repository = require_directory(target)
-            if verify_key is not None:  # before the server (or its install) reads a byte of it
-                from ..signing import VerifyWith, verify_repository
+        repository, build = repository_for(target, output or scratch / "model_repository", app_dir, _echo)
+        if build is None and verify_key is not None:  # before the server (or its install) reads a byte of it
+            from ..signing import VerifyWith, verify_repository
 
-                verified = verify_repository(repository, VerifyWith(key=verify_key))
-                verified.raise_if_failed()
-                click.echo(verified.line())
+            verified = verify_repository(repository, VerifyWith(key=verify_key))
+            verified.raise_if_failed()
+            click.echo(verified.line())
         loaded = check_models(repository, models) if models else None
         extra = ["--exit-on-error=false"]
         if explicit:
@@ -190,7 +175,7 @@ def serve(
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served
             loaded = serve_without(server, repository, skipped, loaded, version, _echo)
             explicit = True
-        if reload and app is not None:
+        if reload and build is not None:
             reloader = Reloader(build, server, loaded)
         run_server(
             server,
@@ -203,15 +188,12 @@ def serve(
             explicit=explicit,
         )
     except RepogenError:
-        if log_path.exists():  # serving failed: the error names the log, so keep it (and nothing else)
-            shutil.rmtree(scratch / "model_repository", ignore_errors=True)
-            raise
-        shutil.rmtree(scratch, ignore_errors=True)
+        keep = log_path  # serving failed: the error names the log, so keep it (and nothing else)
         raise
     finally:
         if reloader is not None:
             reloader.close()
-    shutil.rmtree(scratch, ignore_errors=True)
+        clear_scratch(scratch, keep)  # however serve ends: an error, Ctrl+C during the build
 
 
 COMMANDS = [serve]

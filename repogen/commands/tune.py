@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
-from ..errors import ServeError, TuneError
-from ..ondisk.repository import require_directory
+from ..errors import TuneError
 from ..server.client.perf import parse_shapes
 from ..server.running.foreground import find_tritonserver
 from ..server.running.pairing import pairing_for
-from ..server.running.reload import AppBuild
+from ..server.running.target import clear_scratch, repository_for
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
 from ..tuning import tune as run_tune
@@ -78,21 +76,13 @@ def tune(
     options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given, restrict)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
     try:
-        if ":" in target and not Path(target).is_dir():
-            build = AppBuild(target, scratch / "model_repository")
-            click.echo(f"Building {target}...")
-            failure = build.run()
-            if failure is not None:
-                raise ServeError(failure.removeprefix("Error: "))
-            repository = build.output
-        else:
-            repository = require_directory(target)
+        repository, _ = repository_for(target, scratch / "model_repository", None, click.echo)
         if not (triton_version or server_python or given) and (pick := pairing_for(repository)) is not None:
             click.echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
             options = dataclasses.replace(options, release=pick.release, server_python=pick.python)
         found = run_tune(repository, reports.resolve(), options, click.echo)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        clear_scratch(scratch)
     if not found:
         raise TuneError("Model Analyzer measured nothing.")
     for recommendation in found:

@@ -13,7 +13,7 @@ import shlex
 import textwrap
 from typing import Any
 
-from ..errors import DeployError
+from ..errors import UsageError
 from ..server.client.access import ENV
 from ..triton.access import HEADER, first_http_release, restriction_args, restricts_http
 from ..triton.releases import Release
@@ -45,7 +45,7 @@ def check_release(target: Release, apis: tuple[str, ...]) -> None:
     """Refuse a target whose tritonserver cannot keep its HTTP APIs behind the key (2.39: gRPC only)."""
     if apis and not restricts_http(target.version):
         first = first_http_release()
-        raise DeployError(
+        raise UsageError(
             f"{target.label} cannot keep its HTTP APIs behind a key (--http-restricted-api came with {first.label}), "
             f"so {', '.join(apis)} would answer anyone over HTTP; nothing was written. Deploy on --triton-version "
             f"{first.ngc} or later, or pass --restrict none to deploy with every API open."

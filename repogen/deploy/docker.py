@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..emit.templates import render
-from ..errors import DeployError
+from ..errors import UsageError
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
@@ -67,7 +67,7 @@ def context_path(path: Path, context: Path, what: str) -> str:
     try:
         relative = path.resolve().relative_to(context.resolve())
     except ValueError:
-        raise DeployError(
+        raise UsageError(
             f"{what} {path} is outside the Docker build context {context}; expected a path under it. "
             "Pass --context with a directory that contains it."
         ) from None
@@ -78,7 +78,7 @@ def _app_in_image(app: str, context: Path) -> str:
     """``path/to/app.py:attr`` relative to the build context → its path under ``/src``."""
     target, sep, attr = app.rpartition(":")
     if not sep or not target:
-        raise DeployError(
+        raise UsageError(
             f"--app {app!r} is not APP:ATTR; expected what `repogen build` takes, e.g. "
             "examples/quickstart/app.py:models."
         )

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from ..emit.templates import render
-from ..errors import DeployError
+from ..errors import DeployError, UsageError
 from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
 from ..triton.access import DEFAULT_RESTRICTED
@@ -145,12 +145,12 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
     if options.max_replicas is None:
         return None
     if options.max_replicas < options.replicas:
-        raise DeployError(
+        raise UsageError(
             f"--max-replicas {options.max_replicas} is below --replicas {options.replicas} (the minimum the "
             "autoscaler keeps); expected at least that. Raise --max-replicas or lower --replicas."
         )
     if not 1 <= options.target_cpu_utilization <= 100:
-        raise DeployError(
+        raise UsageError(
             f"--target-cpu-utilization {options.target_cpu_utilization} is not a percentage of the CPU request; "
             "expected 1 to 100."
         )
@@ -197,7 +197,7 @@ def _verify_key_in_context(verify: VerifyDeploy, options: DeployOptions, out_dir
 def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     """Every requested deployment file for ``repository`` (nothing is written here)."""
     if not (options.docker or options.k8s or options.kserve or options.compose):
-        raise DeployError("nothing to generate; expected at least one of --docker, --k8s, --kserve, --compose.")
+        raise UsageError("nothing to generate; expected at least one of --docker, --k8s, --kserve, --compose.")
     info = read_repository(repository)
     target = get_release(options.triton_version)
     apis = tuple(options.restrict)
@@ -216,7 +216,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
         dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
         repogen_wheel = None
         if options.prebuilt and options.app:
-            raise DeployError(
+            raise UsageError(
                 f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
                 "image; expected one of them. Leave --app out to copy the repository (the default)."
             )
@@ -226,7 +226,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             files[VERIFY_KEY_FILE] = verify.key.text()
         if options.app:
             if out_dir is None:
-                raise DeployError(
+                raise UsageError(
                     "rebuilding the repository inside the image (--app) installs repogen from a wheel written beside "
                     "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
                     "to copy the repository built here."
@@ -298,7 +298,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             files[K8S_FILE] = header + dump_yaml(*documents)
         if options.kserve:
             if options.image and options.storage_uri:
-                raise DeployError(
+                raise UsageError(
                     "--image and --storage-uri both given for --kserve; expected one: --storage-uri serves the "
                     "repository on KServe's stock Triton runtime, --image serves an image with it baked in."
                 )

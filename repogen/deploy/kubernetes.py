@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DeployError
+from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
@@ -95,7 +95,7 @@ def resolve_resources(
     if memory_limit:
         limit = parse_quantity(memory_limit, "--memory-limit")
         if limit < needed:
-            raise DeployError(
+            raise UsageError(
                 f"--memory-limit {memory_limit} cannot hold /dev/shm ({format_quantity(shm)}, memory-backed, counted "
                 f"against the limit) plus the server; expected at least {format_quantity(needed)}. Raise "
                 "--memory-limit or lower --shm-size."
@@ -106,7 +106,7 @@ def resolve_resources(
         parse_quantity(memory_request, "--memory-request") if memory_request else min(_DEFAULT_MEMORY_REQUEST, limit)
     )
     if request > limit:
-        raise DeployError(
+        raise UsageError(
             f"--memory-request {format_quantity(request)} exceeds the memory limit {format_quantity(limit)}; "
             "Kubernetes rejects that. Lower --memory-request or raise --memory-limit."
         )

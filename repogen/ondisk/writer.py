@@ -39,7 +39,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import BuildError
+from ..hashing import Files
 from ..runtime.records import MANIFEST_FILE as MANIFEST
+from .copying import copy_in
 from .integrity import unlisted_files
 
 _AT_FDCWD = -100
@@ -53,14 +55,15 @@ _PAUSE_ENV = "REPOGEN_WRITER_PAUSE"  # tests: "phase[,phase...]" sleeps there, s
 
 @dataclasses.dataclass(frozen=True)
 class WritePlan:
-    """What the staging directory receives: new bytes, plus existing files carried over unchanged."""
+    """What the staging directory receives: the build's entries (bytes, or a user's file to copy, see
+    ``hashing.FileCopy``), plus existing files carried over unchanged."""
 
-    files: dict[str, bytes]
+    files: Files
     carried: dict[str, Path | str] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
 
 
 #: Called under the lock with the existing output directory; returns what to write instead of the plain map.
-Merge = Callable[[Path, dict[str, bytes]], WritePlan]
+Merge = Callable[[Path, Files], WritePlan]
 
 #: Called with the complete staged repository (named as the output) just before it is swapped in: signing.
 Finish = Callable[[Path], None]
@@ -164,13 +167,21 @@ def _write_file(path: Path, data: bytes) -> None:
 
 def _fill(staging: Path, plan: WritePlan) -> None:
     half = len(plan.files) // 2
-    for index, (relative, data) in enumerate(plan.files.items()):
+    copied: dict[Path, Path] = {}  # a user's file copied once: later paths link to that copy
+    for index, (relative, entry) in enumerate(plan.files.items()):
         if index == half:
             checkpoint("writing")
         path = staging / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_file(path, data)
+            if isinstance(entry, bytes):
+                _write_file(path, entry)
+            elif entry.source in copied:
+                os.link(copied[entry.source], path)
+            else:
+                copy_in(entry, str(path))
+                os.chmod(path, FILE_MODE)  # a copy of the user's file, readable whatever the umask or its mode
+                copied[entry.source] = path
         except OSError as exc:  # write() names no file: say which one did not fit
             raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
     staged: dict[Path | str, str] = {}  # a source copied (not linked) once: later paths link to that copy
@@ -238,7 +249,7 @@ def _file_system_error(exc: OSError, output: Path, previous: str) -> BuildError:
 
 
 def write_repository(
-    files: dict[str, bytes],
+    files: Files,
     output: Path,
     force: bool = False,
     merge: Merge | None = None,
@@ -246,6 +257,8 @@ def write_repository(
     finish: Finish | None = None,
 ) -> None:
     """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
+
+    Generated files are written from their bytes, a user's files (``FileCopy``) copied (see ``copying``).
 
     ``links`` (repository path -> file) are hard-linked in (copied once where links cannot cross file
     systems): the shipped packages, whose files live in the wheel cache. ``finish`` runs on the complete
@@ -265,7 +278,7 @@ def write_repository(
 
 
 def _write(
-    files: dict[str, bytes],
+    files: Files,
     output: Path,
     force: bool,
     merge: Merge | None,

@@ -32,7 +32,7 @@ from repogen.testing.pytest_plugin import TritonInstallation
 from repogen.testing.releases import release_at_least
 from repogen.triton.access import APIS, DEFAULT_RESTRICTED, restricts_grpc, restricts_http
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 KEY = "test-key-36"
 

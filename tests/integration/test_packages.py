@@ -19,7 +19,7 @@ import pytest
 from repogen.testing.client import PROTOCOLS, infer
 from repogen.testing.packages import build_packages_app, expected_answers
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 INPUTS = {
     "Forest": {"x": np.array([[0.5, -3.0, 0.01, 2.0], [-1.0, 12.0, -0.2, -4.0], [2.0, 0.0, 0.0, 9.0]])},

@@ -24,7 +24,7 @@ from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE, dump_yaml
 from repogen.deploy.resources import MiB, shm_size_bytes
 from repogen.deploy.wheel import wheel_bytes
-from repogen.errors import RepositoryError, UnknownReleaseError
+from repogen.errors import RepositoryError, UnknownReleaseError, UsageError
 from repogen.ondisk.repository import read_repository
 from repogen.triton.access import DEFAULT_RESTRICTED
 from repogen.triton.releases import get_release
@@ -122,7 +122,7 @@ def test_not_a_repository_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "M" / "config.pbtxt").write_text("max_batch_sise: 1\n")
     with pytest.raises(RepositoryError, match=r"model 'M': cannot parse .*config.pbtxt \(line 1: "):
         generate(tmp_path, DeployOptions(k8s=True))
-    with pytest.raises(DeployError, match="at least one of --docker, --k8s, --kserve"):
+    with pytest.raises(UsageError, match="at least one of --docker, --k8s, --kserve"):
         generate(tmp_path, DeployOptions())
 
 
@@ -189,7 +189,7 @@ def test_k8s_default_name_is_a_dns_label(repo: Path) -> None:
 
 
 def test_k8s_memory_limit_must_hold_shm(repo: Path) -> None:
-    with pytest.raises(DeployError, match="cannot hold /dev/shm"):
+    with pytest.raises(UsageError, match="cannot hold /dev/shm"):
         _k8s(repo, shm_size="2Gi", memory_limit="2Gi")
     container = _container(_k8s(repo, shm_size="6Gi"))  # the default limit grows to hold it
     assert container["resources"]["limits"]["memory"] == "8Gi"
@@ -247,7 +247,7 @@ def test_kserve_image_runs_a_custom_predictor(repo: Path) -> None:
     assert "--http-port=8080" in container["args"] and "--model-repository=/models" in container["args"]
     assert container["securityContext"]["runAsUser"] == 1000
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
-    with pytest.raises(DeployError, match="expected one"):
+    with pytest.raises(UsageError, match="expected one"):
         generate(repo, DeployOptions(kserve=True, image="x", storage_uri="s3://b"))
 
 
@@ -278,7 +278,7 @@ def test_autoscaling_on_cpu(repo: Path) -> None:
     assert (predictor["minReplicas"], predictor["maxReplicas"], predictor["scaleMetric"]) == (1, 4, "cpu")
     assert predictor["scaleTarget"] == 80
     assert [d["kind"] for d in _k8s(repo)] == ["Deployment", "Service"]  # no autoscaler unless asked
-    with pytest.raises(DeployError, match="--max-replicas 1 is below --replicas 2"):
+    with pytest.raises(UsageError, match="--max-replicas 1 is below --replicas 2"):
         _k8s(repo, replicas=2, max_replicas=1)
 
 
@@ -375,9 +375,9 @@ def test_dockerfile_without_requirements_says_so(repo: Path) -> None:
 
 
 def test_dockerfile_errors(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(DeployError, match=r"--app .* rebuilds it inside the image; expected one of them"):
+    with pytest.raises(UsageError, match=r"--app .* rebuilds it inside the image; expected one of them"):
         _dockerfile(repo, prebuilt=True, app=QUICKSTART)
-    with pytest.raises(DeployError, match="repository .* is outside the Docker build context"):
+    with pytest.raises(UsageError, match="repository .* is outside the Docker build context"):
         _dockerfile(repo, context=tmp_path)
     with pytest.raises(UnknownReleaseError, match="NGC release"):
         _dockerfile(repo, app=QUICKSTART, triton_version="latest")
@@ -448,9 +448,9 @@ def test_commands_are_registered() -> None:
 
 
 def test_building_in_the_image_needs_the_wheel_in_the_context(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(DeployError, match=r"expected -o DIR \(under --context\). Or leave --app out"):
+    with pytest.raises(UsageError, match=r"expected -o DIR \(under --context\). Or leave --app out"):
         generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT))
-    with pytest.raises(DeployError, match="the deployment directory .* is outside the Docker build context"):
+    with pytest.raises(UsageError, match="the deployment directory .* is outside the Docker build context"):
         generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT, output_dir=tmp_path))
     out = generate(repo, DeployOptions(docker=True, app=QUICKSTART, context=ROOT, output_dir=ROOT / "deploy"))
     assert list(out.binaries) == ["triton_repogen-0.1.0-py3-none-any.whl"]

@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from repogen.build import build_app
-from repogen.deploy import DeployError, DeployOptions, generate
+from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import COMPOSE_FILE, DOCKERFILE
+from repogen.errors import UsageError
 from repogen.triton.releases import NEWEST
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,5 +61,5 @@ def test_prebuilt_builds_the_dockerfile_written_beside_it(repo):
 
 
 def test_nothing_to_generate_names_compose(repo):
-    with pytest.raises(DeployError, match="--docker, --k8s, --kserve, --compose"):
+    with pytest.raises(UsageError, match="--docker, --k8s, --kserve, --compose"):
         generate(repo, DeployOptions())

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from repogen.ondisk.writer import write_repository
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +25,18 @@ def _modes(root: Path) -> dict[str, int]:
     return {p.relative_to(root).as_posix() or ".": stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
 
 
-def test_a_build_under_umask_077_is_readable_by_everyone(tmp_path):
+@pytest.mark.parametrize("app", ["examples/quickstart/app.py:models", "examples/classifier/app.py:models"])
+def test_a_build_under_umask_077_is_readable_by_everyone(tmp_path, app):
+    """The classifier ships a file of the user's (files=["weights.json"]), copied in, not written."""
     output = tmp_path / "private" / "model_repository"
-    subprocess.run([sys.executable, "-m", "repogen", "build", "examples/quickstart/app.py:models", "-o", str(output)],
+    subprocess.run([sys.executable, "-m", "repogen", "build", app, "-o", str(output)],
                    cwd=ROOT, check=True, capture_output=True, umask=0o077)  # fmt: skip
     modes = _modes(output)
     assert {p for p, m in modes.items() if (output / p).is_dir() and m != 0o755} == set()
     assert {p for p, m in modes.items() if (output / p).is_file() and m != 0o644} == set()
     assert len(modes) > 20 and stat.S_IMODE((tmp_path / "private").stat().st_mode) == 0o700  # only its own
+    if "classifier" in app:
+        assert [p for p in modes if p.endswith("weights.json")]
 
 
 def test_a_carried_file_others_cannot_read_is_copied_readable_and_left_as_it_was(tmp_path):

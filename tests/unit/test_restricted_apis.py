@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from repogen.build import build_app
 from repogen.cli import cli
-from repogen.deploy import DeployError, DeployOptions, generate
+from repogen.deploy import DeployOptions, generate
 from repogen.deploy import probe_check as check_module
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
 from repogen.server.client.access import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
@@ -254,7 +254,7 @@ def test_kserve_passes_flags_and_secret_on_the_stock_runtime_and_an_image(repo: 
 
 
 def test_a_release_without_http_restriction_is_refused_unless_asked_open(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(DeployError) as refused:
+    with pytest.raises(UsageError) as refused:  # --restrict (default) and --triton-version 23.10 contradict
         _files(repo, docker=True, triton_version="23.10")
     assert str(refused.value) == (
         "tritonserver 2.39.0 (NGC 23.10) cannot keep its HTTP APIs behind a key (--http-restricted-api came with "
@@ -268,7 +268,7 @@ def test_a_release_without_http_restriction_is_refused_unless_asked_open(repo: P
         args = _files(repo, k8s=True, triton_version=release)[K8S_FILE]
         assert "--http-restricted-api=" in args and "--grpc-restricted-protocol=" in args, release
     result = CliRunner().invoke(cli, ["deploy", str(repo), "--k8s", "--triton-version", "23.10", "-o", str(tmp_path)])
-    assert result.exit_code == 1 and not list(tmp_path.iterdir())
+    assert result.exit_code == 2 and not list(tmp_path.iterdir())
 
 
 def test_no_key_is_written_anywhere(repo: Path, monkeypatch) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UsageError
 from ...triton.endpoints import GRPC_PORT, HTTP_PORT
 from .access import KeyedClient, find_token, headers, refusal_error, refused
 from .values import InferError, parse_input, parse_inputs, sample_value, to_array
@@ -279,7 +280,7 @@ def run_infer(
     arrives; then ``None`` is returned.
     """
     if stream and protocol != "grpc":
-        raise InferError(
+        raise UsageError(
             "--stream needs gRPC (Triton streams decoupled responses over gRPC only); drop --protocol http."
         )
     with ModelClient(protocol, url, token) as client:

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UsageError
 from .access import ENV as ACCESS_ENV
 from .access import find_token, headers, refusal_error, refused
 from .infer import DEFAULT_URLS, ModelClient, is_decoupled, prepare
@@ -56,7 +57,7 @@ def parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
         except ValueError:
             values = []
         if not values or min(values) < 1:
-            raise InferError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
+            raise UsageError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
         parsed[name] = values
     return parsed
 

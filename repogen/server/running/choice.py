@@ -10,7 +10,7 @@ import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...errors import ServeError
+from ...errors import ServeError, UsageError
 from ...triton.access import GRPC_FLAG, HTTP_FLAG
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import Release
@@ -19,11 +19,6 @@ from .container import container_server
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
 from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
-
-
-class UsageError(ServeError):
-    """An argument combination ``serve`` refuses; the command turns it into click's usage error (exit 2)."""
-
 
 # tritonserver options `serve` sets itself → the serve option to use instead.
 _MANAGED = {
@@ -133,7 +128,7 @@ def choose_server(
     """
     embedded = embedded or bool(triton_version) or bool(server_python)
     if tritonserver_path and embedded:
-        raise ServeError(
+        raise UsageError(
             "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
             "--embedded select the embedded server. Pass one or the other."
         )

@@ -27,6 +27,7 @@ from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.endpoints import METRICS_PATH
+from repogen.triton.python_backend import region_prefix_args
 
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
 
@@ -171,8 +172,15 @@ class TritonServer:
             f"--metrics-port={self.metrics_port}",
             f"--log-verbose={self.log_verbose}",
             *self.restriction_args(),
+            *self.region_args(),
             *self.extra_args,
         ]
+
+    def region_args(self) -> list[str]:
+        """Before python_backend r24.04 every server numbers its shm regions from 1: give this one its own prefix."""
+        if any("shm-region-prefix-name" in arg for arg in self.extra_args):
+            return []
+        return region_prefix_args(self.install.release, f"{os.getpid()}_{self.http_port}")
 
     def restricts(self) -> dict[str, bool]:
         """Which of its protocols this server's release can keep behind the key: ``{"http": ..., "grpc": ...}``."""
