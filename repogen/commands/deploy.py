@@ -17,6 +17,12 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @click.option("--k8s", is_flag=True, help="A Kubernetes Deployment + Service.")
 @click.option("--kserve", is_flag=True, help="A KServe InferenceService on the Triton runtime.")
 @click.option(
+    "--compose",
+    is_flag=True,
+    help="A compose.yaml for `docker compose up -d`: the stock image with REPOSITORY mounted read-only, or with "
+    "--prebuilt the image of the Dockerfile written beside it.",
+)
+@click.option(
     "-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default: stdout)."
 )
 @click.option(
@@ -28,7 +34,12 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
     "release repogen knows: a default build ships for every container Python, so it loads there; the repository "
     "is checked against the release named and refused if it cannot load there.",
 )
-@click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY into the image as built (the default).")
+@click.option(
+    "--prebuilt",
+    is_flag=True,
+    help="Docker: copy REPOSITORY into the image as built (the default). Compose: run that image (the Dockerfile "
+    "is written too) instead of mounting REPOSITORY.",
+)
 @click.option(
     "--app",
     help="Docker: rebuild the repository inside the image from the APP:ATTR `repogen build` takes (a path under "
@@ -73,10 +84,10 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
               "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip
 def deploy(repository: Path, output: Path | None, **options: object) -> None:
-    """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
+    """Write deployment files for a built REPOSITORY: --docker, --k8s, --kserve and/or --compose.
 
-    One machine: `repogen serve DIR`. A container: --docker, then `docker build`. A cluster:
-    --k8s (Deployment + Service) or --kserve (InferenceService) running that image.
+    One machine: `repogen serve DIR`, or --compose for `docker compose up -d`. A container: --docker,
+    then `docker build`. A cluster: --k8s (Deployment + Service) or --kserve (InferenceService).
     """
     result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
     for warning in result.warnings:

@@ -73,6 +73,13 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
     help="A tritonserver binary to run (default: `tritonserver` on PATH, else the embedded one).",
 )
 @click.option("--embedded", is_flag=True, help="Use the embedded tritonserver even if one is on PATH.")
+@click.option(
+    "--image",
+    metavar="IMAGE",
+    help="Serve in a container of IMAGE (e.g. nvcr.io/nvidia/tritonserver:24.10-py3, or one `repogen deploy "
+    "--docker` built) on the local Docker engine, as the deployment files run it: the repository mounted "
+    "read-only, user 1000:1000, /dev/shm sized for it, ports on 127.0.0.1.",
+)
 @click.option("--ready-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for the models.")
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
 @click.option(
@@ -100,6 +107,7 @@ def serve(
     metrics_port: int | None,
     tritonserver_path: str | None,
     embedded: bool,
+    image: str | None,
     ready_timeout: float,
     log_verbose: int,
     verify_key: Path | None,
@@ -132,9 +140,16 @@ def serve(
     if control == "none" and (reload or models):
         raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
     explicit = reload or bool(models) or control == "explicit"
+    if image and (embedded or tritonserver_path or triton_version or server_python):
+        raise click.UsageError(
+            "--image serves in that container image, with its own tritonserver and Python; --tritonserver, "
+            "--triton-version, --server-python and --embedded pick a server on this machine. Pass one or the other."
+        )
     check_passthrough(tritonserver_args, explicit)
     ports = choose_ports(http_port, grpc_port, metrics_port)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
+    if image:  # --reload mounts it into the container, whose uid 1000 must enter it (mkdtemp made it 0700)
+        scratch.chmod(0o755)
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None
     keep: Path | None = None
@@ -154,7 +169,7 @@ def serve(
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
-            _echo, Access.choose(restrict, token),
+            _echo, Access.choose(restrict, token), image=image, mount_parent=reload,
         )  # fmt: skip
         skipped = unservable(server, repository, loaded)
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served

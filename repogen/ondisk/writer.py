@@ -11,6 +11,12 @@ A build killed between creating its staging directory and removing it leaves tha
 the next build into the same output removes it. Only names this module creates are ever removed:
 ``.<output name>.repogen-<8 random characters>`` with an optional ``-old`` suffix.
 
+Modes are written, not left to the umask: every file 0644 (0755 where the file it carries is
+executable), every directory 0755. The server that loads a repository is rarely its builder: NGC's
+images and KServe's runtime run as uid 1000, and a build under ``umask 077`` (hardened CI runners,
+root shells) that kept its modes would load for its builder and fail in the container. A carried file
+others cannot read is copied with readable modes, never chmod-ed where it lives (it may be the user's).
+
 A file-system failure (a full disk, a read-only or forbidden directory, an output that is a mount
 point) becomes one :class:`BuildError` naming the path, the cause and the fix; it always happens
 before the swap, so the message can say that the previous repository is untouched.
@@ -41,6 +47,8 @@ from .integrity import unlisted_files
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 _STAGING_INFIX = ".repogen-"
+FILE_MODE, EXECUTABLE_MODE, DIRECTORY_MODE = 0o644, 0o755, 0o755
+"""What every file, executable file and directory of a repository gets, whatever the umask."""
 _TRACE_ENV = "REPOGEN_WRITER_TRACE"  # tests: print each phase to stderr
 _PAUSE_ENV = "REPOGEN_WRITER_PAUSE"  # tests: "phase[,phase...]" sleeps there, so a kill lands exactly
 
@@ -130,12 +138,31 @@ def _check_existing(output: Path, force: bool) -> None:
         )
 
 
+def _readable_mode(mode: int) -> int:
+    return EXECUTABLE_MODE if mode & 0o111 else FILE_MODE
+
+
 def _carry(source: Path | str, destination: Path | str) -> None:
-    """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail."""
+    """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail.
+
+    A file that not everyone may read is copied instead, with :data:`FILE_MODE` (or the executable mode).
+    """
+    mode = os.stat(source, follow_symlinks=False).st_mode
+    if mode & 0o444 != 0o444:
+        shutil.copyfile(source, destination, follow_symlinks=False)
+        os.chmod(destination, _readable_mode(mode))
+        return
     try:
         os.link(source, destination, follow_symlinks=False)
     except OSError:
         shutil.copy2(source, destination, follow_symlinks=False)
+        os.chmod(destination, _readable_mode(mode))
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` with mode :data:`FILE_MODE`, whatever the umask made of it."""
+    path.write_bytes(data)
+    os.chmod(path, FILE_MODE)
 
 
 def _fill(staging: Path, plan: WritePlan) -> None:
@@ -148,11 +175,12 @@ def _fill(staging: Path, plan: WritePlan) -> None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(entry, bytes):
-                path.write_bytes(entry)
+                _write_file(path, entry)
             elif entry.source in copied:
                 os.link(copied[entry.source], path)
             else:
                 copy_in(entry, str(path))
+                os.chmod(path, FILE_MODE)  # a copy of the user's file, readable whatever the umask or its mode
                 copied[entry.source] = path
         except OSError as exc:  # write() names no file: say which one did not fit
             raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
@@ -170,7 +198,8 @@ def _fill(staging: Path, plan: WritePlan) -> None:
             continue
         _carry(source, target)
         staged[source] = target
-    os.chmod(staging, 0o755)
+    for directory, _, _ in os.walk(staging):  # made under the umask, and mkdtemp made the staging one 0700
+        os.chmod(directory, DIRECTORY_MODE)
 
 
 def _swap_in(staging: Path, output: Path) -> Path | None:

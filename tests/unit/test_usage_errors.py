@@ -93,7 +93,7 @@ CONFLICTS = {
     ),
     "deploy with no target": (
         ("deploy", "{repo}"),
-        "nothing to generate; expected at least one of --docker, --k8s, --kserve.",
+        "nothing to generate; expected at least one of --docker, --k8s, --kserve, --compose.",
     ),
     "deploy --prebuilt --app": (
         ("deploy", "{repo}", "--docker", "--prebuilt", "--app", APP),
