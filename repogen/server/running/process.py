@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -29,64 +28,12 @@ from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.endpoints import METRICS_PATH
 from repogen.triton.python_backend import region_prefix_args
 
+from .host import HOST, free_ports, group_pids, http_client, is_ready, pid_alive
+
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
 
-HOST = "127.0.0.1"
 LOG_TAIL_LINES = 60
 _STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
-
-
-def free_ports(count: int) -> list[int]:
-    """Ask the kernel for ``count`` distinct free loopback ports (held together so they differ)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in socks]
-
-
-@contextlib.contextmanager
-def http_client(url: str, timeout: float = 5.0) -> Iterator[Any]:
-    """A ``tritonclient.http.InferenceServerClient`` for ``host:port``, closed on exit."""
-    import tritonclient.http
-
-    client = tritonclient.http.InferenceServerClient(url, connection_timeout=timeout, network_timeout=timeout)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-def is_ready(client: Any) -> bool:
-    """Whether the server answers its readiness endpoint with 200; False while it cannot be reached."""
-    try:
-        return bool(client.is_server_ready())
-    except Exception:  # refused, reset or timed out while the server starts: not ready yet
-        return False
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _group_pids(pgid: int) -> list[int]:
-    """Live processes in process group ``pgid`` (the server and its backend stubs)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            pids.append(int(entry.name))
-    return sorted(pids)
 
 
 class TritonServer:
@@ -257,7 +204,7 @@ class TritonServer:
 
     def process_group_pids(self) -> list[int]:
         """Live PIDs of the server and the backend stubs it spawned."""
-        return _group_pids(self.pid) if self._proc is not None else []
+        return group_pids(self.pid) if self._proc is not None else []
 
     def stop(
         self, timeout: float = 30.0, unloaded_grace: float | None = None, unload_first: bool = False
@@ -346,12 +293,12 @@ class TritonServer:
 
     def _kill_group_leftovers(self, pgid: int, timeout: float = 10.0) -> None:
         """Stubs live in the server's process group; make sure none outlives the server."""
-        if not _group_pids(pgid):
+        if not group_pids(pgid):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         deadline = time.monotonic() + timeout
-        while _group_pids(pgid) and time.monotonic() < deadline:
+        while group_pids(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
     # ------------------------------------------------------------------ context manager
