@@ -17,10 +17,17 @@ __all__ = ["declared_at", "located"]
 
 
 def located(error: BuildError, site: Site | None) -> BuildError:
-    """``error`` with ``site`` in front of its message; unchanged without a site or when it has one already."""
+    """``error`` with ``site`` in front of its message; unchanged without a site or when it has one already.
+
+    Made without calling the constructor (which ``copy.copy`` does, with ``args``): subclasses carry fields
+    beside the message (``UnreachableContainersError``'s reason and containers, which a default build reads
+    to narrow its targets) and constructors that need them.
+    """
     if site is None or error.site is not None:
         return error
-    moved = type(error)(f"{site}: {error}")
+    moved = type(error).__new__(type(error))
+    moved.__dict__.update(vars(error))
+    moved.args = (f"{site}: {error}",)
     moved.site = site
     return moved
 

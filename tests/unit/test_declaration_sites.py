@@ -6,6 +6,7 @@ names one more, with ``# <- also``); the line numbers are read from the app, not
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -15,7 +16,9 @@ from click.testing import CliRunner
 
 from repogen.build import build_app
 from repogen.cli import cli
-from repogen.errors import BuildError
+from repogen.dsl.site import Site
+from repogen.errors import BuildError, UnreachableContainersError
+from repogen.ir.sites import declared_at
 
 HEADER = """\
 import threading
@@ -242,3 +245,20 @@ def test_a_helper_module_failing_at_import_is_named_and_traceback_shows_it_all(
     assert 'app.py", line 3, in <module>' in traceback and 'site_helpers.py", line 2, in load' in traceback
     assert "importlib" not in traceback and traceback.endswith("KeyError: 'b'")
     assert error.startswith("site_helpers.py:2: importing the app app.py failed")
+
+
+def test_a_located_error_keeps_the_fields_a_default_build_narrows_with() -> None:
+    """The site goes in front of the message of a copy: an error with fields and a constructor of its own survives.
+
+    A default build catches ``UnreachableContainersError`` from inside a model's declaration and reads its
+    reason and containers to leave those containers out; rebuilt from its message alone it could not be
+    made at all (the CI run that merged sites and narrowing failed there with a TypeError).
+    """
+    site = Site(file=os.path.abspath("app.py"), line=12)
+    raised = UnreachableContainersError("model 'G' needs networkx==3.5 ...", "networkx 3.5 has no wheel", ("23.10",))
+    with pytest.raises(UnreachableContainersError) as caught, declared_at(site):
+        raise raised
+    moved = caught.value
+    assert moved is not raised and str(moved) == "app.py:12: model 'G' needs networkx==3.5 ..."
+    assert (moved.reason, moved.containers, moved.site) == ("networkx 3.5 has no wheel", ("23.10",), site)
+    assert raised.site is None and str(raised) == "model 'G' needs networkx==3.5 ..."
