@@ -7,6 +7,7 @@ import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 from .dsl.config import VersionPolicy
 from .dsl.repository import Repository
@@ -14,6 +15,7 @@ from .emit import pickling
 from .emit.model_config import model_config, to_text
 from .emit.repository import Progress, emit_repository
 from .errors import RepogenWarning, UnreachableContainersError
+from .hashing import Files
 from .ir import RepositorySpec, lower
 from .ir.spec import VersionSpec
 from .ir.versions import lower_version_policy
@@ -23,7 +25,12 @@ from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
+from .signing import SignWith, library, sign_repository
+from .triton.layout import SIGNATURE_FILE
 from .triton.targets import Targets, TritonTarget, resolve_targets
+
+if TYPE_CHECKING:
+    from typing import Unpack  # 3.11; annotations only, so 3.10 runs this module too
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,31 +55,50 @@ class LargePackagesWarning(RepogenWarning):
 LARGE_PACKAGES = 10**9
 
 
-def build_repository(
-    repository: Repository,
-    output: str | os.PathLike[str],
-    *,
-    roots: tuple[str, ...] = (),
-    force: bool = False,
-    target_triton: str | TritonTarget | Targets | None = None,
-    pin_python: bool = False,
-    version: int | None = None,
-    progress: Progress | None = None,
-    packages: PackageOptions | None = None,
-    log: Callable[[str], None] | None = None,
-) -> BuildResult:
-    """Compile ``repository`` into ``output`` (replaced atomically).
+class BuildOptions(TypedDict, total=False):
+    """How to build, as :func:`build_repository` and :func:`build_app` both take it (every key optional).
 
     By default the payloads ship source and serve on every NGC container from 23.10 that the shipped
-    packages reach (the others are left out with a :class:`ContainersLeftOutWarning`);
-    ``target_triton`` (``"24.10"``, ``"2.51.0"``) narrows the checks to that container and records it.
-    ``roots[0]`` is the user's project: the modules loaded from under it ship with the models.
-    ``pin_python`` ships this interpreter's bytecode instead (only this Python minor loads it; with a
-    target, a mismatched interpreter is refused). ``version`` builds every model as that version only
-    and merges it into the existing repository, leaving the other versions' files untouched.
-    ``packages`` says what happens to the distributions payloads import (default: they ship inside
-    the repository, built for each target container's Python; ``log`` hears the notes about it).
+    packages reach (the others are left out with a :class:`ContainersLeftOutWarning`).
     """
+
+    force: bool
+    """Replace an output holding files repogen did not write; with ``version``, also a changed config."""
+    target_triton: str | TritonTarget | Targets | None
+    """``"24.10"``, ``"2.51.0"``: narrows the checks to that container and records it."""
+    pin_python: bool
+    """Ship this interpreter's bytecode instead (only this Python minor loads it; with a target, a mismatched
+    interpreter is refused)."""
+    version: int | None
+    """Build every model as that version only and merge it into the existing repository, leaving the other
+    versions' files untouched."""
+    progress: Progress | None
+    packages: PackageOptions | None
+    """What happens to the distributions payloads import (default: they ship inside the repository, built for
+    each target container's Python)."""
+    log: Callable[[str], None] | None
+    """Hears the notes about packages."""
+    sign: SignWith | None
+    """Sign the repository before it replaces the output (OpenSSF Model Signing, ``repogen.signing``): every
+    model directory and the root, or with ``version`` the models built and the root."""
+
+
+def build_repository(
+    repository: Repository, output: str | os.PathLike[str], *, roots: tuple[str, ...] = (),
+    **options: Unpack[BuildOptions],
+) -> BuildResult:  # fmt: skip
+    """Compile ``repository`` into ``output`` (replaced atomically), as ``options`` say (:class:`BuildOptions`).
+
+    ``roots[0]`` is the user's project: the modules loaded from under it ship with the models.
+    """
+    unknown = sorted(set(options) - BuildOptions.__optional_keys__)
+    if unknown:  # as a signature would: a misspelt option must not be dropped quietly
+        raise TypeError(f"build_repository() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+    target_triton, pin_python = options.get("target_triton"), options.get("pin_python", False)
+    version, force, log = options.get("version"), options.get("force", False), options.get("log")
+    sign = options.get("sign")
+    if sign is not None:
+        library()  # no signing extra: fail now, before the build's work, naming it
     targets = (
         target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
     )
@@ -83,16 +109,32 @@ def build_repository(
     # the writer knows (under its lock), so --version lowers none.
     policies = {d.name: d.config.version_policy for d in repository.definitions}
     policies.update({d.name: d.config.version_policy for d in repository.networks})
-    options = packages or PackageOptions()
+    shipping = options.get("packages") or PackageOptions()
     while True:
-        packager = Packager(options, targets, default_cache_dir(), log, find_python) if options.mode == "ship" else None
+        packager = (
+            Packager(shipping, targets, default_cache_dir(), log, find_python) if shipping.mode == "ship" else None
+        )
         try:
-            files = emit_repository(spec, roots, targets, progress, packager)
+            files = emit_repository(spec, roots, targets, options.get("progress"), packager)
             break
         except UnreachableContainersError as exc:
             targets = _narrowed(targets, exc)
     merge = _merger(spec, version, policies, force) if version is not None else None
-    write_repository(files, Path(output), force=force, merge=merge, links=packager.links if packager else None)
+    finish = None
+    if sign is not None:
+        method = sign
+
+        def finish(staged: Path) -> None:
+            sign_repository(staged, method, models=spec.names if version is not None else None)
+
+    elif (Path(output) / SIGNATURE_FILE).is_file() and log is not None:
+        log(
+            f"note: {output} was signed and this build is not (no --sign-key): "
+            + ("the repository's signature and the rebuilt models' are gone" if version else "no signature remains")
+        )
+    write_repository(
+        files, Path(output), force=force, merge=merge, links=packager.links if packager else None, finish=finish
+    )
     summary = packager.summary() if packager else None
     heavy = packager.oversized(LARGE_PACKAGES) if packager else []
     if heavy:
@@ -132,33 +174,22 @@ def build_app(
     output: str | os.PathLike[str],
     *,
     app_dir: str | os.PathLike[str] | None = None,
-    force: bool = False,
-    target_triton: str | TritonTarget | None = None,
-    pin_python: bool = False,
-    version: int | None = None,
-    progress: Progress | None = None,
-    packages: PackageOptions | None = None,
-    log: Callable[[str], None] | None = None,
     all_containers: bool = False,
+    **options: Unpack[BuildOptions],
 ) -> BuildResult:
     """Load ``path/app.py:attr`` (or ``pkg.module:attr``) and build it; the user's modules go by value.
 
     The target is checked before the app is imported: a wrong interpreter fails in a second.
     ``all_containers`` fails the build when its packages cannot reach every container from 23.10.
     """
-    targets = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
+    target_triton = options.get("target_triton")
+    if not isinstance(target_triton, Targets):
+        pin_python = options.get("pin_python", False)
+        options["target_triton"] = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
+    if options.get("sign") is not None:
+        library()  # no signing extra: fail before importing the app
     app = load_app(target, app_dir)
-    return build_repository(
-        app.repository,
-        output,
-        roots=(str(app.app_dir),),
-        force=force,
-        target_triton=targets,
-        version=version,
-        progress=progress,
-        packages=packages,
-        log=log,
-    )
+    return build_repository(app.repository, output, roots=(str(app.app_dir),), **options)
 
 
 # -- --version N ----------------------------------------------------------------------------------
@@ -176,7 +207,7 @@ def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolic
         config = model_config(dataclasses.replace(models[name], version_policy=policy), backend, platform)
         return to_text(config).encode("utf-8")
 
-    def merge(output: Path, files: dict[str, bytes]) -> WritePlan:
+    def merge(output: Path, files: Files) -> WritePlan:
         return merge_versions(
             output, files, versions={name: version for name in models}, config_for=config_for, force=force
         )

@@ -1,16 +1,16 @@
 """``repogen``: a thin click layer over the library API (commands live in ``repogen.commands``).
 
 One exit-code rule for every command: a usage error (a missing argument, an unknown option, a value
-an option does not accept) is click's, exit status 2; any :class:`~repogen.errors.RepogenError` (a
-user's mistake found by repogen, or an environment problem) is printed here as ``Error: <message>``,
-with the error's ``exit_code`` (``repogen.errors``: 1). Commands therefore never re-wrap repogen's
-errors themselves.
+an option does not accept, options that contradict each other) is click's, exit status 2, with the
+command's usage line: click finds some itself, and the library raises
+:class:`~repogen.errors.UsageError` for the others, which is turned into click's here. Any other
+:class:`~repogen.errors.RepogenError` (a user's mistake found by repogen, or an environment problem) is
+printed here as ``Error: <message>``, exit status 1. Commands therefore never re-wrap repogen's errors.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 import sys
 import warnings
@@ -19,19 +19,9 @@ from typing import Any
 import click
 
 from . import commands
-from .errors import RepogenError, RepogenWarning
+from .errors import RepogenError, RepogenWarning, UsageError
+from .relaunch import restart_with_fixed_seed
 from .version import __version__
-
-
-def _pin_hash_seed() -> None:
-    """Builds must not depend on string hashing (set iteration order in pickled values).
-
-    Re-executes the CLI once with PYTHONHASHSEED=0 when the seed is not already fixed.
-    """
-    if os.environ.get("PYTHONHASHSEED") == "0" or os.environ.get("REPOGEN_NO_REEXEC"):
-        return
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    os.execve(sys.executable, [sys.executable, "-m", "repogen", *sys.argv[1:]], env)
 
 
 class _Repogen(click.Group):
@@ -59,6 +49,8 @@ class _Repogen(click.Group):
             warnings.showwarning = _show_warning
             try:
                 return super().invoke(ctx)
+            except UsageError as exc:  # shown as click shows its own: the command's usage line, exit status 2
+                raise click.UsageError(str(exc), _command_context(self, ctx)) from None
             except RepogenError as exc:
                 click.echo(f"Error: {exc}", err=True)  # as click prints its own ClickException
                 ctx.exit(exc.exit_code)
@@ -81,6 +73,13 @@ def cli() -> None:
     """Compile Python inference callables into a static Triton model repository."""
 
 
+def _command_context(group: click.Group, ctx: click.Context) -> click.Context:
+    """A context of the command that ran (for its usage line); its own is gone once it has raised."""
+    name = ctx.invoked_subcommand
+    command = group.get_command(ctx, name) if name else None
+    return click.Context(command, info_name=name, parent=ctx) if command is not None else ctx
+
+
 def _command_modules() -> list[str]:
     """The modules of ``repogen.commands``; each may expose ``COMMANDS`` (a module of helpers does not)."""
     return sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
@@ -98,5 +97,5 @@ def _load_all(group: click.Group) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "build":
-        _pin_hash_seed()
+        restart_with_fixed_seed()  # builds must not depend on string hashing (repogen.relaunch)
     cli(prog_name="repogen")

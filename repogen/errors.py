@@ -2,29 +2,43 @@
 
 Every one subclasses :class:`RepogenError`, and its message says what was expected and how to fix
 it. The CLI catches ``RepogenError`` in one place (``repogen.cli``) and prints ``Error: <message>``
-with the error's ``exit_code`` (1 for all of them today); a command-line usage error is click's,
-exit status 2. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
+with the error's ``exit_code`` (1); a :class:`UsageError` (options that contradict each other, a value
+an option cannot take) becomes click's usage error there, with the command's usage line and exit
+status 2, as click's own are. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
 it imports nothing of repogen's. The modules that raise these re-export the ones callers catch
 (``repogen.server.provision.install.ServerInstallError``), so either import works.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the release table imports this module
-    from .triton.releases import Release
+from typing import Any
 
 
 class RepogenError(Exception):
     """Root of repogen's errors: the message names what is wrong and what to do about it."""
 
     exit_code = 1
-    """The CLI's exit status for this error (2 stays click's: a usage error)."""
+    """The CLI's exit status for this error (2: a usage error, :class:`UsageError`)."""
+
+    details = ""
+    """The longer story, when there is one (the traceback of the user's code that failed): ``--traceback``."""
+
+
+class UsageError(RepogenError):
+    """The command line asks for something contradictory or malformed (``--prebuilt`` with ``--app``, no target).
+
+    Library code raises it; ``repogen.cli`` shows it as click's ``UsageError`` (usage line, exit 2). The
+    message names the options, what was expected, and which to drop or add.
+    """
+
+    exit_code = 2
 
 
 class BuildError(RepogenError):
     """A user's declaration cannot become a loadable repository; the message says how to fix it."""
+
+    site: object = None
+    """Where the user declared what failed (``repogen.dsl.site.Site``), already at the front of the message."""
 
 
 class NoSourceError(BuildError):
@@ -38,12 +52,12 @@ class UnreachableContainersError(BuildError):
     container, or requires every one (``--all-containers``), fails with the message.
     """
 
-    def __init__(self, message: str, reason: str, containers: tuple[Release, ...] = ()) -> None:
+    def __init__(self, message: str, reason: str, containers: tuple[Any, ...] = ()) -> None:
         super().__init__(message)
         self.reason = reason
         """The cause in a clause: ``scikit-learn 1.9.1 has no wheel for Python 3.10 (1.7.2 has one)``."""
         self.containers = containers
-        """The targeted releases (``repogen.triton.releases.Release``) it cannot load in."""
+        """The targeted releases (``repogen.triton.releases.Release``, which imports this module) it cannot load in."""
 
 
 class GraphMismatchError(BuildError):
@@ -107,3 +121,11 @@ class BuildWithError(RepogenError, RuntimeError):
 
 class TuneError(RepogenError):
     """``repogen tune``: Model Analyzer could not run, or found nothing to recommend."""
+
+
+class SigningError(RepogenError):
+    """A repository cannot be signed or checked: no signing extra, an unusable key, a file signatures cannot cover."""
+
+
+class VerificationError(RepogenError):
+    """A repository does not verify: the message names each changed, missing and added file, or the bad signature."""

@@ -8,10 +8,12 @@ import importlib.util
 import os
 import sys
 import sysconfig
+import traceback
 import types
 from pathlib import Path
 
 from .dsl.repository import Repository
+from .dsl.site import Site, shown
 from .errors import BuildError
 
 
@@ -40,8 +42,8 @@ def load_app(target: str, app_dir: str | os.PathLike[str] | None = None) -> Load
         _prepend_path(root)
         try:
             module = importlib.import_module(module_part)
-        except ImportError as exc:
-            raise BuildError(f"cannot import module {module_part!r} (from {root}): {exc}") from exc
+        except Exception as exc:
+            raise _import_failed(f"module {module_part!r} (from {root})", None, exc, root) from exc
     if not hasattr(module, attr):
         raise BuildError(f"{module_part} has no attribute {attr!r}; expected the repogen.Repository to build")
     repository = getattr(module, attr)
@@ -86,8 +88,44 @@ def _import_file(path: Path, root: Path) -> types.ModuleType:
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise BuildError(f"importing the app {path} failed: {type(exc).__name__}: {exc}") from exc
+        raise _import_failed(shown(path), path, exc, root) from exc
     return module
+
+
+def _import_failed(app: str, path: Path | None, exc: BaseException, root: Path) -> BuildError:
+    """``app.py:16: importing the app failed: NameError: ...``, at the innermost line of the user's own code.
+
+    The whole traceback, from the app's first frame on (importlib's left out), is the error's ``details``.
+    """
+    frames = [(frame, line) for frame, line in traceback.walk_tb(exc.__traceback__)]
+    mine = [i for i, (frame, _) in enumerate(frames) if _is_users(frame.f_code.co_filename, root)]
+    site = None
+    if isinstance(exc, SyntaxError) and exc.filename and exc.lineno:  # no frame of the file that does not compile
+        site = Site(str(Path(exc.filename).resolve()), exc.lineno)
+    elif mine:
+        frame, line = frames[mine[-1]]
+        site = Site(str(Path(frame.f_code.co_filename).resolve()), line)
+    failed = (
+        "importing the app failed" if site is not None and site.file == str(path) else f"importing the app {app} failed"
+    )
+    error = BuildError(
+        f"{f'{site}: ' if site else ''}{failed}: {type(exc).__name__}: {exc}"
+        " (`repogen build --traceback` shows the whole traceback)"
+    )
+    error.site = site
+    tb = exc.__traceback__
+    for _ in range(mine[0] if mine else 0):  # start at the app's own first frame
+        tb = tb.tb_next if tb is not None else None
+    error.details = "".join(traceback.format_exception(type(exc), exc, tb))
+    return error
+
+
+def _is_users(filename: str, root: Path) -> bool:
+    """A file of the user's project: under the app directory, not installed, not repogen."""
+    if filename.startswith("<"):
+        return False
+    path = Path(filename).resolve()
+    return path.is_relative_to(root) and not any(path.is_relative_to(p) for p in _installed_roots())
 
 
 def _installed_roots() -> list[Path]:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import time
+import traceback
+from pathlib import Path
 
 import click
 
 from ..build import build_app
+from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
 from ..packages.targets import MACHINES
+from ..signing import SignWith
+from ..signing.oms import KEY_HELP
 from ..triton.releases import Release
 from .params import RELEASE_HELP, TritonRelease
 
@@ -78,6 +83,21 @@ from .params import RELEASE_HELP, TritonRelease
     type=click.IntRange(min=1),
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
+@click.option(
+    "--sign-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=f"Sign the repository with this key before it replaces OUTPUT (OpenSSF Model Signing: model.sig in each "
+    f"model directory and at the root; `repogen verify` and `model_signing verify` check them): {KEY_HELP}. "
+    "Needs the 'signing' extra.",
+)
+@click.option("--sign-password", envvar="REPOGEN_SIGN_PASSWORD", help="The key's password ($REPOGEN_SIGN_PASSWORD).")
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help="On an error, print the Python traceback behind it first (for an app that fails to import: from its own "
+    "first frame).",
+)
 def build(
     app: str,
     output: str,
@@ -90,6 +110,9 @@ def build(
     provided: tuple[str, ...],
     machines: tuple[str, ...],
     model_version: int | None,
+    sign_key: Path | None,
+    sign_password: str | None,
+    show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
     if all_containers and target_triton is not None:
@@ -97,25 +120,33 @@ def build(
             "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other."
         )
     started = time.perf_counter()
-    result = build_app(
-        app,
-        output,
-        app_dir=app_dir,
-        force=force,
-        target_triton=target_triton,
-        pin_python=pin_python,
-        version=model_version,
-        progress=_Progress(),
-        packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
-        log=lambda line: click.echo(line, err=True),
-        all_containers=all_containers,
-    )
+    try:
+        result = build_app(
+            app,
+            output,
+            app_dir=app_dir,
+            force=force,
+            target_triton=target_triton,
+            pin_python=pin_python,
+            version=model_version,
+            progress=_Progress(),
+            packages=PackageOptions(packages_mode, provided, machines or ("x86_64",)),
+            log=lambda line: click.echo(line, err=True),
+            all_containers=all_containers,
+            sign=SignWith(key=sign_key, password=sign_password) if sign_key else None,
+        )
+    except RepogenError as exc:
+        if show_traceback:
+            click.echo(exc.details or "".join(traceback.format_exception(exc)), err=True, nl=False)
+        raise
     names = result.spec.names
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
     if result.packages:
         click.echo(result.packages)
+    if sign_key:
+        click.echo(f"Signed with key {sign_key}: model.sig in each model directory built and at the root")
 
 
 PROGRESS_FROM = 20  # models; smaller builds finish before a progress line would help

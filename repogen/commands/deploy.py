@@ -9,7 +9,7 @@ import click
 from ..deploy import DeployOptions, generate
 from ..packages.indexes import PackageIndexes
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
-from .params import RELEASE_HELP, TritonRelease
+from .params import RELEASE_HELP, TritonRelease, restrict_option
 
 
 @click.command()
@@ -17,6 +17,12 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option("--docker", is_flag=True, help="A Dockerfile FROM the stock NGC tritonserver image.")
 @click.option("--k8s", is_flag=True, help="A Kubernetes Deployment + Service.")
 @click.option("--kserve", is_flag=True, help="A KServe InferenceService on the Triton runtime.")
+@click.option(
+    "--compose",
+    is_flag=True,
+    help="A compose.yaml for `docker compose up -d`: the stock image with REPOSITORY mounted read-only, or with "
+    "--prebuilt the image of the Dockerfile written beside it.",
+)
 @click.option(
     "-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default: stdout)."
 )
@@ -29,7 +35,12 @@ from .params import RELEASE_HELP, TritonRelease
     "release repogen knows: a default build ships for every container Python, so it loads there; the repository "
     "is checked against the release named and refused if it cannot load there.",
 )
-@click.option("--prebuilt", is_flag=True, help="Docker: copy REPOSITORY into the image as built (the default).")
+@click.option(
+    "--prebuilt",
+    is_flag=True,
+    help="Docker: copy REPOSITORY into the image as built (the default). Compose: run that image (the Dockerfile "
+    "is written too) instead of mounting REPOSITORY.",
+)
 @click.option(
     "--app",
     help="Docker: rebuild the repository inside the image from the APP:ATTR `repogen build` takes (a path under "
@@ -64,6 +75,20 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Docker: another index beside it.")
 @click.option("--find-links", "find_links", multiple=True, help="Docker: a URL or a directory of wheels (under "
               "--context: copied into the image) the image's pip also looks in.")  # fmt: skip
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Verify the signed REPOSITORY against this public key before tritonserver starts (upstream's "
+    "`model_signing verify`): Docker in a build stage, Kubernetes/KServe in an init container (or, for a --storage-uri "
+    "download, in the model container first), the key in a ConfigMap.",
+)
+@click.option("--verify-key-secret", metavar="SECRET", help="Kubernetes/KServe: the public key from this existing "
+              "Secret (as key.pub) instead of a ConfigMap of --verify-key.")  # fmt: skip
+@click.option("--verifier-image", help="KServe with --storage-uri and a verify key: an image holding the verifier "
+              "(one `repogen deploy --docker --verify-key` builds; default: --image, else <name>:latest).")  # fmt: skip
+@restrict_option
+@click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
+              "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip
 def deploy(
     repository: Path,
     output: Path | None,
@@ -72,12 +97,12 @@ def deploy(
     find_links: tuple[str, ...],
     **options: object,
 ) -> None:
-    """Write deployment files for a built REPOSITORY: --docker, --k8s and/or --kserve.
+    """Write deployment files for a built REPOSITORY: --docker, --k8s, --kserve and/or --compose.
 
-    One machine: `repogen serve DIR`. A container: --docker, then `docker build`. A cluster:
-    --k8s (Deployment + Service) or --kserve (InferenceService) running that image. The image installs
-    what the repository does not ship from PyPI, and a PyTorch build (torch==2.13.0+cpu) from PyTorch's
-    index, unless --index-url/--extra-index-url/--find-links name the sources.
+    One machine: `repogen serve DIR`, or --compose for `docker compose up -d`. A container: --docker,
+    then `docker build`. A cluster: --k8s (Deployment + Service) or --kserve (InferenceService). The
+    image installs what the repository does not ship from PyPI, and a PyTorch build (torch==2.13.0+cpu)
+    from PyTorch's index, unless --index-url/--extra-index-url/--find-links name the sources.
     """
     indexes = PackageIndexes(index_url, extra_index_urls, find_links)
     result = generate(repository, DeployOptions(output_dir=output, indexes=indexes, **options))  # type: ignore[arg-type]

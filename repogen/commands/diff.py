@@ -27,12 +27,19 @@ from ..ondisk.diff import diff_repositories, update_expected
     is_flag=True,
     help="Rewrite EXPECTED as a copy of ACTUAL (accept the new output); what EXPECTED leaves out stays out.",
 )
-def diff(expected: str, actual: str, exclude: Sequence[str], update: bool) -> None:
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Check each side's signatures against this public key (a side that does not verify fails the diff). "
+    "Signature files themselves are never compared.",
+)
+def diff(expected: str, actual: str, exclude: Sequence[str], update: bool, verify_key: Path | None) -> None:
     """Compare the golden repository EXPECTED with ACTUAL; exit 1 on any difference.
 
     Text files are shown as unified diffs, payloads by sha256 and a diff of their disassembly.
     Vendored code (<model>/<version>/cloudpickle/ and repogen/) missing from one side is compared
-    with the sha256 that side's manifest records, so goldens may leave it out.
+    with the sha256 that side's manifest records, so goldens may leave it out. Signatures (model.sig)
+    are left out; when a side has them, a line says whether it verifies.
     """
     if update:
         _update(expected, actual, exclude)
@@ -43,9 +50,29 @@ def diff(expected: str, actual: str, exclude: Sequence[str], update: bool) -> No
         raise click.ClickException(str(exc)) from exc
     if result.clean:
         click.echo(result.summary())
+        if not _signatures(expected, actual, verify_key):
+            raise click.ClickException("a side does not verify against --verify-key")
         return
     click.echo(result.render(summary=False), nl=False)
+    _signatures(expected, actual, verify_key)
     raise click.ClickException(f"{result.summary()}; if ACTUAL is right, rerun with --update")
+
+
+def _signatures(expected: str, actual: str, key: Path | None) -> bool:
+    """Say whether each side is signed (and, with ``key``, verifies); False when a side fails the key."""
+    from ..signing.oms import VerifyWith
+    from ..signing.repository import is_signed, signature_status
+
+    sides = {"EXPECTED": Path(expected), "ACTUAL": Path(actual)}
+    if key is None and not any(is_signed(path) for path in sides.values()):
+        return True
+    method = VerifyWith(key=key) if key is not None else None
+    trusted = True
+    for label, path in sides.items():
+        status, ok = signature_status(path, method)
+        click.echo(f"{label} {path}: {status}")
+        trusted = trusted and ok
+    return trusted
 
 
 def _update(expected: str, actual: str, exclude: Sequence[str]) -> None:

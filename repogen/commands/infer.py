@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 import click
 
+from ..server.client.access import ENV as ACCESS_ENV
 from ..server.client.infer import DEFAULT_URLS, URL_ENV, InferResult, format_json, format_pretty, run_infer
+from ..triton.access import HEADER
 
 URL_HELP = (
     f"Server address HOST:PORT (default {DEFAULT_URLS['http']} for http, {DEFAULT_URLS['grpc']} for grpc; "
     f"also ${URL_ENV})."
 )
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def access_token_option(func: F) -> F:
+    """``--access-token``, for every client command (they import this module for ``--url`` already)."""
+    return click.option(
+        "--access-token",
+        "token",
+        metavar="KEY",
+        help=f"The server's access key, sent in the {HEADER!r} header (default ${ACCESS_ENV}, else the key of a "
+        "`repogen serve` of yours on that port).",
+    )(func)
 
 
 @click.command()
@@ -36,6 +53,7 @@ URL_HELP = (
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON (name, datatype, shape, data); one line per response."
 )
+@access_token_option
 def infer(
     model: str,
     inputs: tuple[str, ...],
@@ -44,6 +62,7 @@ def infer(
     outputs: tuple[str, ...],
     stream: bool,
     as_json: bool,
+    token: str | None,
 ) -> None:
     """Send one inference request to MODEL on a running Triton server and print its outputs.
 
@@ -65,6 +84,7 @@ def infer(
         outputs=outputs,
         stream=stream,
         on_response=show,
+        token=token,
     )
     if result is not None:
         click.echo(format_json(result) if as_json else format_pretty(result))

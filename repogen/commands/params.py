@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from ..errors import UnknownReleaseError
+from ..triton.access import DEFAULT_RESTRICTED, parse_apis
 from ..triton.releases import RELEASES, Release, get_release
 
-__all__ = ["RELEASE_HELP", "TritonRelease"]
+__all__ = ["RELEASE_HELP", "RestrictedApis", "TritonRelease", "restrict_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 RELEASE_HELP = (
     f"an NGC release from {RELEASES[0].ngc} to {RELEASES[-1].ngc} or its tritonserver version, in any spelling: "
@@ -33,3 +37,32 @@ class TritonRelease(click.ParamType):
             return get_release(str(value))
         except UnknownReleaseError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class RestrictedApis(click.ParamType):
+    """``--restrict``: tritonserver API groups, ``default``, ``all`` or ``none`` → the groups, in Triton's order."""
+
+    name = "apis"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        try:
+            return parse_apis(str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def restrict_option(func: F) -> F:
+    """``--restrict``: which API groups need the key (PyTriton 0.7's set by default)."""
+    return click.option(
+        "--restrict",
+        type=RestrictedApis(),
+        default="default",
+        show_default=True,
+        metavar="APIS",
+        help=f"API groups only a request carrying the access key reaches: 'default' ({','.join(DEFAULT_RESTRICTED)}, "
+        "as PyTriton 0.7), 'none', 'all', or a comma-separated list of tritonserver's groups (health, metadata, "
+        "inference, shared-memory, model-config, model-repository, statistics, trace, logging); "
+        "'default,inference' adds one.",
+    )(func)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..server.client.perf import PerfOptions, run_perf
-from .infer import URL_ENV, URL_HELP
+from .infer import URL_ENV, URL_HELP, access_token_option
 
 
 @click.command()
@@ -26,6 +26,7 @@ from .infer import URL_ENV, URL_HELP
 @click.option("-b", "--batch-size", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--measurement-interval", type=click.IntRange(min=100), default=1000, show_default=True,
               metavar="MS", help="Milliseconds per measurement window.")  # fmt: skip
+@access_token_option
 def perf(
     model: str,
     perf_analyzer_args: tuple[str, ...],
@@ -36,6 +37,7 @@ def perf(
     concurrency: str,
     batch_size: int,
     measurement_interval: int,
+    token: str | None,
 ) -> None:
     """Measure MODEL on a running server with perf_analyzer and print its report.
 
@@ -53,6 +55,7 @@ def perf(
         batch_size=batch_size,
         measurement_interval_ms=measurement_interval,
         extra=perf_analyzer_args,
+        token=token,
     )
     with tempfile.TemporaryDirectory(prefix="repogen-perf-") as workdir:
         run_perf(options, Path(workdir), click.echo)

@@ -2,33 +2,29 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
 from ..errors import RepogenError
-from ..ondisk.repository import model_dirs, require_directory
+from ..ondisk.repository import model_dirs
+from ..server.client.access import Access
 from ..server.running.backends import serve_without, unservable
 from ..server.running.choice import (
-    UsageError,
     check_passthrough,
     choose_ports,
     choose_server,
     explicit_arguments,
     stop_arguments,
 )
-from ..server.running.foreground import ServeError, run_server
+from ..server.running.foreground import run_server
 from ..server.running.process import HOST
-from ..server.running.reload import AppBuild, Reloader, check_models
+from ..server.running.reload import Reloader, check_models
+from ..server.running.target import clear_scratch, is_app, repository_for
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
-from .params import TritonRelease
-
-
-def _is_app(target: str) -> bool:
-    return ":" in target and not Path(target).is_dir()
+from .params import TritonRelease, restrict_option
 
 
 def _echo(line: str) -> None:
@@ -77,8 +73,25 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
     help="A tritonserver binary to run (default: `tritonserver` on PATH, else the embedded one).",
 )
 @click.option("--embedded", is_flag=True, help="Use the embedded tritonserver even if one is on PATH.")
+@click.option(
+    "--image",
+    metavar="IMAGE",
+    help="Serve in a container of IMAGE (e.g. nvcr.io/nvidia/tritonserver:24.10-py3, or one `repogen deploy "
+    "--docker` built) on the local Docker engine, as the deployment files run it: the repository mounted "
+    "read-only, user 1000:1000, /dev/shm sized for it, ports on 127.0.0.1.",
+)
 @click.option("--ready-timeout", type=float, default=300.0, show_default=True, help="Seconds to wait for the models.")
 @click.option("--log-verbose", type=int, default=0, show_default=True, help="tritonserver --log-verbose level.")
+@click.option(
+    "--verify-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="TARGET a signed repository: check its signatures against this public key before the server starts, and "
+    "refuse to serve, naming each changed, missing and added file, unless it verifies (`repogen verify`).",
+)
+@restrict_option
+@click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
+              "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "
+              "this machine find it.")  # fmt: skip
 def serve(
     target: str,
     tritonserver_args: tuple[str, ...],
@@ -94,8 +107,12 @@ def serve(
     metrics_port: int | None,
     tritonserver_path: str | None,
     embedded: bool,
+    image: str | None,
     ready_timeout: float,
     log_verbose: int,
+    verify_key: Path | None,
+    restrict: tuple[str, ...],
+    token: str | None,
 ) -> None:
     """Serve TARGET with a stock tritonserver on 127.0.0.1 until Ctrl+C (or SIGTERM).
 
@@ -105,34 +122,45 @@ def serve(
     The embedded server (the unmodified tritonserver from PyPI's nvidia-pytriton wheel) is
     installed into the cache on first use ($REPOGEN_CACHE_DIR, default ~/.cache/repogen) and
     runs models from a venv holding numpy only, like an NGC container, of that container's Python.
+
+    Shared memory, the model repository API, statistics, trace and logging settings answer only requests
+    carrying the run's access key (--restrict, as PyTriton 0.7); health, metadata and inference stay open.
     """
-    app = target if _is_app(target) else None
+    app = target if is_app(target) else None
     if app is None and (reload or output or app_dir):
         raise click.UsageError(
             f"--reload, --output and --app-dir rebuild from an app; {target!r} is a directory. Pass the app instead: "
             "repogen serve path/app.py:models --reload"
         )
+    if app is not None and verify_key is not None:
+        raise click.UsageError(
+            f"--verify-key checks a built, signed repository; {target!r} is an app. Build and sign it first (repogen "
+            "build APP -o DIR --sign-key KEY.pem), then: repogen serve DIR --verify-key PUB.pem"
+        )
     if control == "none" and (reload or models):
         raise click.UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
     explicit = reload or bool(models) or control == "explicit"
-    try:
-        check_passthrough(tritonserver_args, explicit)
-        ports = choose_ports(http_port, grpc_port, metrics_port)
-    except UsageError as exc:
-        raise click.UsageError(str(exc)) from None
+    if image and (embedded or tritonserver_path or triton_version or server_python):
+        raise click.UsageError(
+            "--image serves in that container image, with its own tritonserver and Python; --tritonserver, "
+            "--triton-version, --server-python and --embedded pick a server on this machine. Pass one or the other."
+        )
+    check_passthrough(tritonserver_args, explicit)
+    ports = choose_ports(http_port, grpc_port, metrics_port)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-serve-"))
+    if image:  # --reload mounts it into the container, whose uid 1000 must enter it (mkdtemp made it 0700)
+        scratch.chmod(0o755)
     log_path = scratch / "tritonserver.log"
     reloader: Reloader | None = None
+    keep: Path | None = None
     try:
-        if app is not None:
-            build = AppBuild(app, (output or scratch / "model_repository").resolve(), app_dir)
-            click.echo(f"Building {app} into {build.output}...")
-            failure = build.run()
-            if failure is not None:
-                raise ServeError(failure.removeprefix("Error: "))
-            repository = build.output
-        else:
-            repository = require_directory(target)
+        repository, build = repository_for(target, output or scratch / "model_repository", app_dir, _echo)
+        if build is None and verify_key is not None:  # before the server (or its install) reads a byte of it
+            from ..signing import VerifyWith, verify_repository
+
+            verified = verify_repository(repository, VerifyWith(key=verify_key))
+            verified.raise_if_failed()
+            click.echo(verified.line())
         loaded = check_models(repository, models) if models else None
         extra = ["--exit-on-error=false"]
         if explicit:
@@ -141,13 +169,13 @@ def serve(
         extra += [*stop_arguments(tritonserver_args), *tritonserver_args]
         server, version = choose_server(
             repository, ports, extra, triton_version, server_python, tritonserver_path, embedded, log_path, log_verbose,
-            _echo,
+            _echo, Access.choose(restrict, token), image=image, mount_parent=reload,
         )  # fmt: skip
         skipped = unservable(server, repository, loaded)
         if skipped:  # native-backend models the embedded server cannot load: named, and the rest served
             loaded = serve_without(server, repository, skipped, loaded, version, _echo)
             explicit = True
-        if reload and app is not None:
+        if reload and build is not None:
             reloader = Reloader(build, server, loaded)
         run_server(
             server,
@@ -160,15 +188,12 @@ def serve(
             explicit=explicit,
         )
     except RepogenError:
-        if log_path.exists():  # serving failed: the error names the log, so keep it (and nothing else)
-            shutil.rmtree(scratch / "model_repository", ignore_errors=True)
-            raise
-        shutil.rmtree(scratch, ignore_errors=True)
+        keep = log_path  # serving failed: the error names the log, so keep it (and nothing else)
         raise
     finally:
         if reloader is not None:
             reloader.close()
-    shutil.rmtree(scratch, ignore_errors=True)
+        clear_scratch(scratch, keep)  # however serve ends: an error, Ctrl+C during the build
 
 
 COMMANDS = [serve]

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import tempfile
 from pathlib import Path
 
 import click
 
-from ..errors import ServeError, TuneError
-from ..ondisk.repository import require_directory
+from ..errors import TuneError
 from ..server.client.perf import parse_shapes
 from ..server.running.foreground import find_tritonserver
 from ..server.running.pairing import pairing_for
-from ..server.running.reload import AppBuild
+from ..server.running.target import clear_scratch, repository_for
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions
 from ..tuning import tune as run_tune
 from ..tuning.results import describe
-from .params import TritonRelease
+from .params import TritonRelease, restrict_option
 
 
 @click.command()
@@ -47,10 +45,12 @@ from .params import TritonRelease
 @click.option("--tritonserver", "tritonserver_path", metavar="PATH", help="Run this tritonserver (e.g. "
               "/opt/tritonserver/bin/tritonserver in an NGC container) with its own backends and Python, "
               "instead of the embedded one.")  # fmt: skip
+@restrict_option
 def tune(
     target: str, models: tuple[str, ...], reports: Path, max_instances: int, max_batch_size: int,
     max_concurrency: int, search: str, timeout: int | None, shapes: tuple[str, ...],
     triton_version: Release | None, server_python: str | None, tritonserver_path: str | None,
+    restrict: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Tune instance counts and batching with NVIDIA Model Analyzer; print what to write in app.py.
 
@@ -73,24 +73,16 @@ def tune(
             f"{', '.join(r.tritonserver for r in EMBEDDED)}."
         )
     budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
-    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given)
+    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given, restrict)
     scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
     try:
-        if ":" in target and not Path(target).is_dir():
-            build = AppBuild(target, scratch / "model_repository")
-            click.echo(f"Building {target}...")
-            failure = build.run()
-            if failure is not None:
-                raise ServeError(failure.removeprefix("Error: "))
-            repository = build.output
-        else:
-            repository = require_directory(target)
+        repository, _ = repository_for(target, scratch / "model_repository", None, click.echo)
         if not (triton_version or server_python or given) and (pick := pairing_for(repository)) is not None:
             click.echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
             options = dataclasses.replace(options, release=pick.release, server_python=pick.python)
         found = run_tune(repository, reports.resolve(), options, click.echo)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        clear_scratch(scratch)
     if not found:
         raise TuneError("Model Analyzer measured nothing.")
     for recommendation in found:

@@ -11,20 +11,23 @@ app imports): for a ``--pin-python`` build, whose payloads load only under the P
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..emit.templates import render
-from ..errors import DeployError
+from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..packages.indexes import PackageIndexes, unindexed
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
+from . import access
 from .probe import dead_stub_note, healthcheck
 from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
+from .verify import VERIFIER_DIR, VerifyDeploy
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
 
@@ -98,7 +101,7 @@ def context_path(path: Path, context: Path, what: str) -> str:
     try:
         relative = path.resolve().relative_to(context.resolve())
     except ValueError:
-        raise DeployError(
+        raise UsageError(
             f"{what} {path} is outside the Docker build context {context}; expected a path under it. "
             "Pass --context with a directory that contains it."
         ) from None
@@ -109,7 +112,7 @@ def _app_in_image(app: str, context: Path) -> str:
     """``path/to/app.py:attr`` relative to the build context → its path under ``/src``."""
     target, sep, attr = app.rpartition(":")
     if not sep or not target:
-        raise DeployError(
+        raise UsageError(
             f"--app {app!r} is not APP:ATTR; expected what `repogen build` takes, e.g. "
             "examples/quickstart/app.py:models."
         )
@@ -117,6 +120,9 @@ def _app_in_image(app: str, context: Path) -> str:
         return app
     relative = context_path(Path(target), context, "app file")
     return f"/src/{relative}:{attr}"
+
+
+_SERVER = ["tritonserver", "--model-repository=/models"]
 
 
 def dockerfile(
@@ -130,8 +136,16 @@ def dockerfile(
     repogen_wheel: str | None,
     gpus: int = 1,
     indexes: PackageIndexes | None = None,
+    verify: VerifyDeploy | None = None,
+    key_in_context: str | None = None,
+    apis: tuple[str, ...] = (),
 ) -> DockerFiles:
-    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image."""
+    """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image.
+
+    ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
+    signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
+    server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
+    """
     shm = format_quantity(shm_size_bytes(info, gpus))
     common = {
         "repogen_version": __version__,
@@ -147,22 +161,37 @@ def dockerfile(
         "python_instances": info.python_instances(gpus),
         "shm_per_instance": format_quantity(SHM_PER_INSTANCE),
         "http_port": HTTP_PORT,
-        "healthcheck": healthcheck(info, HTTP_PORT),
+        "healthcheck": healthcheck(info, HTTP_PORT, apis),
         "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info, indexes=indexes, context=context),
+        "access_note": access.docker_note(apis),
+        "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, _SERVER))}",
+        "run_env": f"-e {access.ENV} " if apis else "",
     }
     if app is None:
         repository = context_path(info.path, context, "repository")
+        if verify is not None and key_in_context is not None:
+            stage = verify.docker_stage(repository, key_in_context) + "\n"
+            copy = (
+                "COPY --from=verify /models /models\n"
+                f"# The verifier too, for the init containers of `repogen deploy --k8s/--kserve --verify-key`.\n"
+                f"COPY --from=verify {VERIFIER_DIR} {VERIFIER_DIR}"
+            )
+        else:
+            stage, copy = "", f"COPY {repository} /models"
         text = render(
             "deploy/Dockerfile.prebuilt.tmpl",
             **common,
             repository=repository,
             python_note=_python_note(info, target),
+            verify_stage=stage,
+            copy_repository=copy,
         )
         keep = (
             "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
             f"!{'' if repository == '.' else repository + '/'}**"
         )
+
     else:
         text = render(
             "deploy/Dockerfile.build.tmpl",

@@ -16,10 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DeployError
+from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
+from .verify import VerifyDeploy
 
 __all__ = [
     "HTTP_PORT",
@@ -28,6 +29,7 @@ __all__ = [
     "autoscaler",
     "deployment",
     "dns_name",
+    "labels",
     "resolve_resources",
     "prometheus_annotations",
     "security_context",
@@ -93,7 +95,7 @@ def resolve_resources(
     if memory_limit:
         limit = parse_quantity(memory_limit, "--memory-limit")
         if limit < needed:
-            raise DeployError(
+            raise UsageError(
                 f"--memory-limit {memory_limit} cannot hold /dev/shm ({format_quantity(shm)}, memory-backed, counted "
                 f"against the limit) plus the server; expected at least {format_quantity(needed)}. Raise "
                 "--memory-limit or lower --shm-size."
@@ -104,7 +106,7 @@ def resolve_resources(
         parse_quantity(memory_request, "--memory-request") if memory_request else min(_DEFAULT_MEMORY_REQUEST, limit)
     )
     if request > limit:
-        raise DeployError(
+        raise UsageError(
             f"--memory-request {format_quantity(request)} exceeds the memory limit {format_quantity(limit)}; "
             "Kubernetes rejects that. Lower --memory-request or raise --memory-limit."
         )
@@ -126,11 +128,13 @@ def shm_mount() -> dict[str, Any]:
     return {"name": SHM_VOLUME, "mountPath": "/dev/shm"}
 
 
-def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
-    return {"httpGet": {"path": path, "port": HTTP_PORT}, "periodSeconds": period, "failureThreshold": failures}
+def _probe(path: str, period: int, failures: int, check: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An ``httpGet`` of ``path``, or ``check`` (an ``exec`` sending the access key: deploy/probe.py)."""
+    how = {"exec": check} if check else {"httpGet": {"path": path, "port": HTTP_PORT}}
+    return {**how, "periodSeconds": period, "failureThreshold": failures}
 
 
-def _labels(name: str) -> dict[str, str]:
+def labels(name: str) -> dict[str, str]:
     return {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "repogen"}
 
 
@@ -157,32 +161,54 @@ def server_args(model_repository: str = MODEL_REPOSITORY, *extra: str) -> list[s
 
 
 def deployment(
-    name: str, image: str, resources: Resources, *, replicas: int = 1, liveness: dict[str, Any] | None = None
+    name: str,
+    image: str,
+    resources: Resources,
+    *,
+    replicas: int = 1,
+    liveness: dict[str, Any] | None = None,
+    access_args: list[str] | None = None,
+    env: list[dict[str, Any]] | None = None,
+    ready_check: dict[str, Any] | None = None,
+    verify: VerifyDeploy | None = None,
 ) -> dict[str, Any]:
-    """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live."""
+    """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live.
+
+    ``access_args`` and ``env``: tritonserver's restriction flags and the access key they read from a Secret
+    (deploy/access.py); ``ready_check``: the startup/readiness ``exec`` where health needs the key. ``verify``
+    adds an init container that checks ``/models`` against its signatures before the server starts.
+    """
     container = {
         "name": "tritonserver",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "args": server_args(),
+        "args": server_args(MODEL_REPOSITORY, *(access_args or [])),
+        **({"env": env} if env else {}),
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
-        "startupProbe": _probe(HEALTH_READY, 5, 120),
-        "readinessProbe": _probe(HEALTH_READY, 5, 3),
-        "livenessProbe": liveness or _probe(HEALTH_LIVE, 10, 3),
+        "startupProbe": _probe(HEALTH_READY, 5, 120, ready_check),
+        "readinessProbe": _probe(HEALTH_READY, 5, 3, ready_check),
+        "livenessProbe": liveness or _probe(HEALTH_LIVE, 10, 3, ready_check),
         "resources": resources.as_dict(),
         "securityContext": security_context(),
         "volumeMounts": [shm_mount()],
     }
+    pod: dict[str, Any] = {"containers": [container], "volumes": [shm_volume(resources)]}
+    if verify is not None:
+        pod = {
+            "initContainers": [verify.init_container(image, security_context())],
+            **pod,
+            "volumes": [shm_volume(resources), verify.key_volume()],
+        }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app.kubernetes.io/name": name}},
             "template": {
-                "metadata": {"labels": _labels(name), "annotations": prometheus_annotations()},
-                "spec": {"containers": [container], "volumes": [shm_volume(resources)]},
+                "metadata": {"labels": labels(name), "annotations": prometheus_annotations()},
+                "spec": pod,
             },
         },
     }
@@ -193,7 +219,7 @@ def autoscaler(name: str, *, min_replicas: int, max_replicas: int, cpu_utilizati
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
             "minReplicas": min_replicas,
@@ -215,7 +241,7 @@ def service(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": name, "labels": _labels(name)},
+        "metadata": {"name": name, "labels": labels(name)},
         "spec": {
             "selector": {"app.kubernetes.io/name": name},
             "ports": [{"name": port_name, "port": port, "targetPort": port_name} for port_name, port in PORTS],

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,11 +25,14 @@ from urllib.parse import quote
 from google.protobuf import json_format
 
 from ..ondisk.repository import BuiltRepository
+from ..triton.endpoints import HEALTH_READY
 from ..triton.python_backend import ready_detects_dead_stub
 from ..triton.releases import Release
+from .access import needs_key, probe_key_args
 
 __all__ = [
-    "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes", "timeout_s"
+    "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes",
+    "ready_check", "timeout_s",
 ]  # fmt: skip
 
 MAX_ELEMENTS = 65536
@@ -110,10 +113,12 @@ def _source() -> str:
     return ast.unparse(tree)
 
 
-def command(found: Iterable[dict[str, Any]], port: int) -> list[str]:
-    """The probe as an exec command: ``python3 -c <check> <base url> <probes>``; exit status 1 names each model."""
+def command(found: Iterable[dict[str, Any]], port: int, key: Sequence[str] = ()) -> list[str]:
+    """The probe as an exec command: ``python3 -c <check> <base url> <probes> [<header> <env var>]``; exit
+    status 1 names each model. ``key`` (deploy/access.py): the header and variable of the access key, where
+    the requests it sends need it."""
     compact = json.dumps(list(found), separators=(",", ":"), sort_keys=True)
-    return ["python3", "-c", _source(), f"http://127.0.0.1:{port}", compact]
+    return ["python3", "-c", _source(), f"http://127.0.0.1:{port}", compact, *key]
 
 
 def timeout_s(found: list[dict[str, Any]]) -> int:
@@ -121,21 +126,30 @@ def timeout_s(found: list[dict[str, Any]]) -> int:
     return min(60, 5 + 2 * len(found))
 
 
-def liveness_probe(info: BuiltRepository, port: int) -> dict[str, Any]:
-    """A Kubernetes ``livenessProbe`` (container or KServe predictor) running the check."""
+def liveness_probe(info: BuiltRepository, port: int, apis: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A Kubernetes ``livenessProbe`` (container or KServe predictor) running the check; ``apis``: the restricted
+    API groups (the requests carry the key where inference is one)."""
     found = probes(info)
     return {
-        "exec": {"command": command(found, port)},
+        "exec": {"command": command(found, port, probe_key_args(apis, "inference"))},
         "periodSeconds": PERIOD_S,
         "timeoutSeconds": timeout_s(found),
         "failureThreshold": FAILURES,
     }
 
 
-def healthcheck(info: BuiltRepository, port: int) -> str:
+def healthcheck(info: BuiltRepository, port: int, apis: tuple[str, ...] = ()) -> str:
     """The Dockerfile's ``HEALTHCHECK`` instruction (exec form: a JSON array, one line)."""
     found = probes(info)
     return (
         f"HEALTHCHECK --interval={PERIOD_S}s --timeout={timeout_s(found)}s --start-period=600s "
-        f"--retries={FAILURES} CMD {json.dumps(command(found, port))}"
+        f"--retries={FAILURES} CMD {json.dumps(command(found, port, probe_key_args(apis, 'inference')))}"
     )
+
+
+def ready_check(port: int, apis: tuple[str, ...]) -> dict[str, Any] | None:
+    """Where health needs the key, the startup and readiness probes' ``exec`` (a GET of /v2/health/ready with
+    it: Kubernetes' ``httpGet`` cannot send a Secret); None: their ``httpGet`` needs no key."""
+    if not needs_key(apis, "health"):
+        return None
+    return {"command": command([{"path": HEALTH_READY}], port, probe_key_args(apis, "health"))}

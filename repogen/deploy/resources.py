@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..errors import DeployError
+from ..errors import UsageError
 from ..ondisk.repository import BuiltRepository
 
 __all__ = [
@@ -66,7 +66,7 @@ def parse_quantity(text: str, what: str) -> int:
     """A Kubernetes memory quantity (``512Mi``, ``2Gi``, ``1G``) in bytes."""
     match = _QUANTITY.match(text.strip())
     if not match:
-        raise DeployError(
+        raise UsageError(
             f"{what} {text!r} is not a memory quantity; expected a number with an optional unit "
             "(Ki, Mi, Gi, Ti, k, M, G, T), e.g. 512Mi or 4Gi."
         )

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from .config import ModelConfig
 from .handle import ModelHandle
+from .site import Site, caller_site, user_frame
 from .tensor import Tensor
 
 
@@ -27,6 +27,7 @@ class EnsembleDefinition:
     outputs: tuple[Tensor, ...]
     config: ModelConfig
     fuse: bool = False
+    site: Site | None = dataclasses.field(default=None, compare=False)  # the @ensemble line
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +42,7 @@ class ModelDefinition:
     strict: bool
     version: int
     files: tuple[Path, ...] = ()  # absolute paths, copied into the version directory
+    site: Site | None = dataclasses.field(default=None, compare=False)  # the bind or @model line
 
 
 #: What ``models.onnx(..., backend=...)`` accepts: Triton's own onnxruntime backend, or the Python backend
@@ -61,6 +63,7 @@ class NetworkDefinition:
     version: int
     backend: str  # models.onnx's backend=; "" for the other kinds
     kind: str = "onnx"
+    site: Site | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +72,7 @@ class IncludedDefinition:
 
     name: str
     path: Path  # absolute
+    site: Site | None = dataclasses.field(default=None, compare=False)
 
 
 LocalRunner = Callable[["Repository"], Any]
@@ -89,7 +93,8 @@ class Repository:
         self._ensembles: list[EnsembleDefinition] = []
         self._networks: list[NetworkDefinition] = []
         self._included: list[IncludedDefinition] = []
-        self._local: tuple[tuple[int, int], Any] | None = None
+        self._generation = 0  # declarations so far, of every kind: local() runs a fresh lowering after any
+        self._local: tuple[int, Any] | None = None
 
     @property
     def definitions(self) -> tuple[ModelDefinition, ...]:
@@ -133,8 +138,10 @@ class Repository:
             config=config if config is not None else ModelConfig(),
             version=model_version,
             backend=backend,
+            site=caller_site(),
         )
         self._networks.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     @property
@@ -149,8 +156,9 @@ class Repository:
         with repogen's schema, and a field the targeted release would refuse fails the build, named. The
         handle is an ensemble step and a BLS target like any model's (tensors as its config declares them).
         """
-        definition = IncludedDefinition(name=model_name, path=_resolve(path))
+        definition = IncludedDefinition(name=model_name, path=_resolve(path), site=caller_site())
         self._included.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def torchscript(
@@ -201,8 +209,10 @@ class Repository:
             version=model_version,
             backend="",
             kind=kind,
+            site=caller_site(),
         )
         self._networks.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)  # type: ignore[arg-type]
 
     def ensemble(
@@ -223,6 +233,8 @@ class Repository:
         that model); the composing models stay in the repository.
         """
 
+        site = caller_site()
+
         def register(func: Callable[..., Any]) -> ModelHandle:
             definition = EnsembleDefinition(
                 name=name,
@@ -231,8 +243,10 @@ class Repository:
                 outputs=tuple(outputs),
                 config=config if config is not None else ModelConfig(),
                 fuse=bool(fuse),
+                site=site,
             )
             self._ensembles.append(definition)
+            self._generation += 1
             return ModelHandle(self, definition)
 
         return register
@@ -244,9 +258,8 @@ class Repository:
         """
         if _local_runner is None:
             raise RuntimeError("no in-process runner is set; import repogen (its __init__ sets it)")
-        key = (len(self._definitions), len(self._ensembles))
-        if self._local is None or self._local[0] != key:
-            self._local = (key, _local_runner(self))
+        if self._local is None or self._local[0] != self._generation:
+            self._local = (self._generation, _local_runner(self))
         return self._local[1]
 
     def bind(
@@ -267,6 +280,20 @@ class Repository:
         constructor takes an argument. ``files`` (relative to the calling module's directory) are
         shipped in the version directory, where ``context.path(name)`` finds them.
         """
+        return self._bind(caller_site(), model_name, infer_func, inputs, outputs, model_version, config, strict, files)
+
+    def _bind(
+        self,
+        site: Site | None,
+        model_name: str,
+        infer_func: Callable[..., Any] | Sequence[Callable[..., Any]],
+        inputs: Sequence[Tensor],
+        outputs: Sequence[Tensor],
+        model_version: int,
+        config: ModelConfig | None,
+        strict: bool,
+        files: Sequence[str | os.PathLike[str]],
+    ) -> ModelHandle:
         funcs = tuple(infer_func) if isinstance(infer_func, (list, tuple)) else (infer_func,)
         definition = ModelDefinition(
             name=model_name,
@@ -277,8 +304,10 @@ class Repository:
             strict=strict,
             version=model_version,
             files=tuple(_resolve(f) for f in files),
+            site=site,
         )
         self._definitions.append(definition)
+        self._generation += 1
         return ModelHandle(self, definition)
 
     def model(
@@ -294,9 +323,10 @@ class Repository:
     ) -> Callable[[Callable[..., Any]], ModelHandle]:
         """Decorator form of :meth:`bind`; the decorated name becomes the model's handle."""
         resolved = [_resolve(f) for f in files]
+        site = caller_site()
 
         def register(func: Callable[..., Any]) -> ModelHandle:
-            return self.bind(model_name, func, inputs, outputs, model_version, config, strict, resolved)
+            return self._bind(site, model_name, func, inputs, outputs, model_version, config, strict, resolved)
 
         return register
 
@@ -306,9 +336,6 @@ def _resolve(path: str | os.PathLike[str]) -> Path:
     candidate = Path(path)
     if candidate.is_absolute():
         return candidate
-    frame = sys._getframe(1)
-    package_dir = str(Path(__file__).resolve().parents[1])
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(package_dir):
-        frame = frame.f_back  # type: ignore[assignment]
+    frame = user_frame()
     base = Path(frame.f_code.co_filename).resolve().parent if frame is not None else Path.cwd()
     return base / candidate

@@ -1,7 +1,8 @@
-"""The files of one model or ensemble (relative path → bytes), and the pieces fused models reuse.
+"""The files of one model or ensemble (relative path → entry), and the pieces fused models reuse.
 
-Emission stays pure (no disk I/O): ``repository.py`` assembles these maps with the manifest, the
-writer makes the build atomic, and tests compare outputs without touching the file system.
+Generated files are bytes; a file of the user's (a network, a shipped file) is a :class:`FileCopy`,
+hashed here in chunks and copied by the writer, never read whole. ``repository.py`` assembles these
+maps with the manifest; the writer makes the build atomic.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..errors import BuildError
+from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, VersionSpec
 from ..runtime.records import Metadata, dumps
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
@@ -21,7 +24,7 @@ from .templates import cloudpickle_files, render, runtime_files
 ENSEMBLE_PLACEHOLDER = ".keep"
 
 
-def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, bytes]:
+def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, Entry]:
     """The config, and an empty version directory (kept by a placeholder file, as git would need)."""
     return {
         f"{ensemble.name}/{CONFIG}": to_text(ensemble_config(ensemble)).encode("utf-8"),
@@ -29,7 +32,7 @@ def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, bytes]:
     }
 
 
-def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, bytes]:
+def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, Entry]:
     payloads = payloads or Payloads.create()
     files = model_files(model)
     for version in model.versions:
@@ -45,22 +48,36 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
         for name, source in model.files:
             files.update(shipped(f"{model.name}/{version.version}/files/{name}", source))
         for name, source in version.files:
-            files.update(shipped(f"{model.name}/{version.version}/{name}", source))
+            beside(files, shipped(f"{model.name}/{version.version}/{name}", source), f"model '{model.name}'")
     return files
 
 
-def emit_network(network: NetworkSpec) -> dict[str, bytes]:
-    """Triton's standard layout for an exported network: the config, and each version's graph file."""
+def emit_network(network: NetworkSpec) -> dict[str, Entry]:
+    """Triton's standard layout for an exported network: the config, each version's graph file and the external
+    data files an ONNX graph names (``location=``), beside it as the graph expects them."""
     config = model_config(network.model, backend=network.backend, platform=network.platform)
-    files = {f"{network.name}/{CONFIG}": to_text(config).encode("utf-8")}
+    files: dict[str, Entry] = {f"{network.name}/{CONFIG}": to_text(config).encode("utf-8")}
     for version, source in network.graphs:
-        files[f"{network.name}/{version}/{network.filename}"] = source.read_bytes()
+        files[f"{network.name}/{version}/{network.filename}"] = FileCopy.of(source)
+    for version, location, source in network.external:
+        beside(files, {f"{network.name}/{version}/{location}": FileCopy.of(source)}, f"model '{network.name}'")
     return files
 
 
-def model_files(model: ModelSpec) -> dict[str, bytes]:
+def beside(files: dict[str, Entry], more: dict[str, Entry], where: str) -> None:
+    """Add ``more`` (a graph's external data, files shipped into the version directory), replacing nothing."""
+    taken = sorted(set(more) & set(files))
+    if taken:
+        raise BuildError(
+            f"{where}: {taken[0]} would replace a file of that name the build writes there; rename the file (for "
+            "an ONNX graph's external data: save it under another location=)"
+        )
+    files.update(more)
+
+
+def model_files(model: ModelSpec) -> dict[str, Entry]:
     """The model-level files: config.pbtxt and the labels of classification outputs."""
-    files = {f"{model.name}/{CONFIG}": to_text(model_config(model)).encode("utf-8")}
+    files: dict[str, Entry] = {f"{model.name}/{CONFIG}": to_text(model_config(model)).encode("utf-8")}
     for index, output in enumerate(model.outputs):
         if output.labels:
             files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
@@ -69,7 +86,7 @@ def model_files(model: ModelSpec) -> dict[str, bytes]:
 
 def version_files(
     model: ModelSpec, version: VersionSpec, payload: Payload, record: dict[str, Any], source: bytes | None = None
-) -> dict[str, bytes]:
+) -> dict[str, Entry]:
     """One version directory: model.py, the payload, its sources, model.json and the vendored runtime.
 
     ``source`` is a ``model.py`` emitted elsewhere (a fused model's); by default it is emitted here.
@@ -82,7 +99,7 @@ def version_files(
         Metadata.STRICT: model.strict,
         Metadata.VERSION: version.version,
     }
-    files = {
+    files: dict[str, Entry] = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD}": payload.data,
         f"{base}/{METADATA}": dumps(metadata),
@@ -96,12 +113,12 @@ def version_files(
     return files
 
 
-def shipped(destination: str, source: Path) -> dict[str, bytes]:
-    """A shipped file, or every file under a shipped directory, sorted."""
+def shipped(destination: str, source: Path) -> dict[str, Entry]:
+    """A shipped file, or every file under a shipped directory, sorted: each copied by the writer."""
     if source.is_file():
-        return {destination: source.read_bytes()}
+        return {destination: FileCopy.of(source)}
     return {
-        f"{destination}/{path.relative_to(source).as_posix()}": path.read_bytes()
+        f"{destination}/{path.relative_to(source).as_posix()}": FileCopy.of(path)
         for path in sorted(source.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts
     }

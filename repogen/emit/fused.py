@@ -13,6 +13,7 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from ..hashing import Entry
 from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from ..runtime.records import Metadata
@@ -22,7 +23,7 @@ from .model_config import model_config
 from .payloads import Payloads, pickle_payload
 
 
-def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, bytes]:
+def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, Entry]:
     model = fused.model
     version = model.versions[0]
     files = model_files(model)

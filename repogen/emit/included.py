@@ -8,13 +8,14 @@ does not rejects the whole model at load with only "failed to read text proto".
 from __future__ import annotations
 
 from ..errors import BuildError
+from ..hashing import Entry, FileCopy
 from ..ir.spec import IncludedSpec
 from ..triton import fields
 from ..triton.layout import CONFIG
 from ..triton.targets import TARGETS, Targets
 
 
-def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[str, bytes]:
+def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[str, Entry]:
     containers = (targets or Targets(TARGETS)).containers
     oldest = min(containers, key=lambda release: release.version)
     for field in spec.fields:
@@ -26,4 +27,4 @@ def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[st
                 f"{oldest.tritonserver}) rejects the whole model. Remove it, or build for newer containers only "
                 f"(--triton-version {added} or newer)"
             )
-    return {f"{spec.name}/{relative}": source.read_bytes() for relative, source in spec.files}
+    return {f"{spec.name}/{relative}": FileCopy.of(source) for relative, source in spec.files}

@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..dsl.repository import EnsembleDefinition, Repository
+from ..dsl.site import traceback_site
 from ..errors import BuildError
+from .sites import located
 from .spec import EnsembleSpec, StepSpec
 from .tracing import SymbolicTensor, TracedStep, Tracer, tracing
 from .wiring import Interface, wiring_problems
@@ -31,29 +33,32 @@ def lower_ensemble(
     with tracing(tracer):
         try:
             result = definition.func(**placeholders)
-        except BuildError as exc:
-            raise BuildError(f"{where}: {exc}") from None
+        except BuildError as exc:  # at the line of the body that failed
+            raise located(BuildError(f"{where}: {exc}"), traceback_site(exc)) from None
         except Exception as exc:
-            raise BuildError(
+            error = BuildError(
                 f"{where}: tracing its body raised {type(exc).__name__}: {exc}; an ensemble body may only call "
                 "model handles with keyword tensors, index their outputs by name and return a dict"
-            ) from exc
+            )
+            raise located(error, traceback_site(exc)) from exc
     for step in tracer.steps:
         if step.handle.repository is not repository or step.handle.name not in interfaces:
-            raise BuildError(
+            error = BuildError(
                 f"{where} calls model '{step.handle.name}', which is not in this repository; bind it to the same "
                 "Repository as the ensemble"
             )
+            raise located(error, step.site)
     returned = _check_result(where, result, interface)
     names = _name_tensors(where, tracer.steps, placeholders, returned, interface)
     steps = []
     for step in tracer.steps:
         used = {name: tensor for name, tensor in step.outputs.items() if tensor in names}
         if not used:
-            raise BuildError(
+            error = BuildError(
                 f"{where}: the step calling model '{step.handle.name}' produces nothing the ensemble uses; "
                 "remove the call or use one of its outputs"
             )
+            raise located(error, step.site)
         steps.append(
             StepSpec(
                 model=step.handle.name,

@@ -17,6 +17,7 @@ from typing import Any
 from ..dsl.config import ModelConfig
 from ..dsl.handle import ModelHandle
 from ..dsl.repository import EnsembleDefinition, ModelDefinition, NetworkDefinition, Repository
+from ..dsl.site import Site
 from ..errors import BuildError
 from ..triton import python_backend
 from .config import lower_config
@@ -26,9 +27,10 @@ from .fusion import fuse
 from .included import lower_included
 from .networks import lower_network
 from .references import referenced_handles
-from .spec import ClientSpec, IncludedSpec, ModelSpec, NetworkSpec, RepositorySpec
+from .sites import declared_at, located
+from .spec import ClientSpec, EnsembleSpec, IncludedSpec, ModelSpec, NetworkSpec, RepositorySpec
 from .tensors import lower_tensors, max_batch_size
-from .versions import lower_version, lower_version_policy, select_version
+from .versions import Declared, lower_version, lower_version_policy, select_version
 from .wiring import Interface
 
 # A model name becomes a directory name.
@@ -46,52 +48,40 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
             f"expected a repogen.Repository, found {type(repository).__name__}; point `repogen build` "
             "at the Repository object, e.g. app.py:models"
         )
+    claimed: dict[str, _Claim] = {}
     by_name: dict[str, list[ModelDefinition]] = {}
     for definition in repository.definitions:
-        _check_model_name(definition.name)
+        _claim(claimed, definition.name, _Claim(_BOUND, definition.site), versions=True)
         by_name.setdefault(definition.name, []).append(definition)
     exported: dict[str, list[NetworkDefinition]] = {}
     for network in repository.networks:
-        _check_model_name(network.name)
-        if network.name in by_name:
-            raise BuildError(
-                f"model '{network.name}' is declared both as an exported network and with bind/@model; names are "
-                "directory names and must be unique"
-            )
+        _claim(claimed, network.name, _Claim(_EXPORTED, network.site), versions=True)
         exported.setdefault(network.name, []).append(network)
-    included = _lower_included(repository, set(by_name) | set(exported))
+    included = _lower_included(repository, claimed)
     if not by_name and not exported and not included:
         raise BuildError(
             "the repository declares no model; add one with models.bind(...), @models.model(...) or models.onnx(...)"
         )
     if version is not None:
-        by_name = {name: [select_version(name, defs, version)] for name, defs in by_name.items()}
-        exported = {name: [select_version(name, defs, version)] for name, defs in exported.items()}
+        by_name = {name: [_select(name, defs, version)] for name, defs in by_name.items()}
+        exported = {name: [_select(name, defs, version)] for name, defs in exported.items()}
     models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
-    lowered = [
-        lower_network(name, defs) if defs[0].kind == "onnx" else lower_declared(name, defs)
-        for name, defs in sorted(exported.items())
-    ]
+    lowered = [_lower_network(name, defs) for name, defs in sorted(exported.items())]
     networks = [n for n in lowered if isinstance(n, NetworkSpec)]
     models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
     callable_models: list[ModelSpec | IncludedSpec] = [*models, *(served.model for served in networks), *included]
     interfaces = {m.name: Interface.of(m) for m in callable_models}
     for ensemble in repository.ensembles:
-        _check_model_name(ensemble.name)
-        if ensemble.name in interfaces:
-            raise BuildError(
-                f"ensemble '{ensemble.name}' has the name of another model or ensemble; names are directory "
-                "names and must be unique"
-            )
-        interfaces[ensemble.name] = _ensemble_interface(ensemble)
-    ensembles = sorted(
-        (lower_ensemble(repository, d, interfaces[d.name], interfaces) for d in repository.ensembles),
-        key=lambda e: e.name,
-    )
+        _claim(claimed, ensemble.name, _Claim(_ENSEMBLE, ensemble.site))
+        with declared_at(ensemble.site):
+            interfaces[ensemble.name] = _ensemble_interface(ensemble)
+    ensembles = sorted((_lower_ensemble(repository, d, interfaces) for d in repository.ensembles), key=lambda e: e.name)
     cycle = find_cycle({e.name: [step.model for step in e.steps] for e in ensembles})
     if cycle:
-        raise BuildError(f"ensembles form a cycle: {' -> '.join(cycle)}; an ensemble cannot contain itself")
-    models = [_with_clients(repository, model, interfaces) for model in models]
+        error = BuildError(f"ensembles form a cycle: {' -> '.join(cycle)}; an ensemble cannot contain itself")
+        raise located(error, claimed[cycle[0]].site)
+    sites = {name: claim.site for name, claim in claimed.items()}
+    models = [_with_clients(repository, model, interfaces, sites.get(model.name)) for model in models]
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
     # an ONNX graph on the Python backend is a Python model (OnnxSession): a fused ensemble runs it in-process
@@ -101,24 +91,70 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
         if (defs[0].kind, defs[0].backend) != ("onnx", "python")
     }
     exported_backends.update({i.name: f"an included model directory ({i.runs_on})" for i in included})
-    fused = tuple(fuse(e, config[e.name], by_model, exported_backends) for e in ensembles if e.name in config)
+    fused = []
+    for lowered_ensemble in (e for e in ensembles if e.name in config):
+        with declared_at(sites.get(lowered_ensemble.name)):
+            fused.append(fuse(lowered_ensemble, config[lowered_ensemble.name], by_model, exported_backends))
     return RepositorySpec(
-        models=tuple(models), ensembles=tuple(ensembles), fused=fused, networks=tuple(networks), included=included
-    )
+        models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),
+        included=included, sites=tuple(sorted((n, s) for n, s in sites.items() if s is not None)),
+    )  # fmt: skip
 
 
-def _lower_included(repository: Repository, taken: set[str]) -> tuple[IncludedSpec, ...]:
+# How each kind of declaration is named when two of them claim one name.
+_BOUND, _EXPORTED, _INCLUDED, _ENSEMBLE = (
+    "with bind/@model",
+    "as an exported network",
+    "with models.include",
+    ("as an ensemble"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Claim:
+    kind: str
+    site: Site | None
+
+
+def _claim(claimed: dict[str, _Claim], name: str, claim: _Claim, versions: bool = False) -> None:
+    """``name`` is a valid model name that no other declaration has (names are directory names); ``versions``:
+    declarations of the same kind may share it (they are versions of one model)."""
+    with declared_at(claim.site):
+        _check_model_name(name)
+        taken = claimed.setdefault(name, claim)
+        if taken is claim or (versions and taken.kind == claim.kind):
+            return
+        at = f" (at {taken.site})" if taken.site is not None else ""
+        raise BuildError(
+            f"model '{name}' is declared both {claim.kind} and {taken.kind}{at}; names are directory names and must "
+            "be unique"
+        )
+
+
+def _select(name: str, definitions: list[Declared], version: int) -> Declared:
+    with declared_at(definitions[0].site):
+        return select_version(name, definitions, version)
+
+
+def _lower_network(name: str, definitions: list[NetworkDefinition]) -> ModelSpec | NetworkSpec:
+    with declared_at(definitions[0].site):
+        return lower_network(name, definitions) if definitions[0].kind == "onnx" else lower_declared(name, definitions)
+
+
+def _lower_ensemble(
+    repository: Repository, definition: EnsembleDefinition, interfaces: dict[str, Interface]
+) -> EnsembleSpec:
+    with declared_at(definition.site):
+        return lower_ensemble(repository, definition, interfaces[definition.name], interfaces)
+
+
+def _lower_included(repository: Repository, claimed: dict[str, _Claim]) -> tuple[IncludedSpec, ...]:
     """Each included directory once; its name is a directory name like any model's."""
     found = []
     for definition in repository.included:
-        _check_model_name(definition.name)
-        if definition.name in taken:
-            raise BuildError(
-                f"model '{definition.name}' is included from {definition.path} but another model has that name; "
-                "names are directory names and must be unique"
-            )
-        taken.add(definition.name)
-        found.append(lower_included(definition))
+        _claim(claimed, definition.name, _Claim(_INCLUDED, definition.site))
+        with declared_at(definition.site):
+            found.append(lower_included(definition))
     return tuple(sorted(found, key=lambda spec: spec.name))
 
 
@@ -144,8 +180,15 @@ def _ensemble_interface(definition: EnsembleDefinition) -> Interface:
     )
 
 
-def _with_clients(repository: Repository, model: ModelSpec, interfaces: dict[str, Interface]) -> ModelSpec:
+def _with_clients(
+    repository: Repository, model: ModelSpec, interfaces: dict[str, Interface], site: Site | None
+) -> ModelSpec:
     """The handles each version's callables hold become BLS clients; each must name a model of this repository."""
+    with declared_at(site):
+        return _clients(repository, model, interfaces)
+
+
+def _clients(repository: Repository, model: ModelSpec, interfaces: dict[str, Interface]) -> ModelSpec:
     versions = []
     for version in model.versions:
         clients = []
@@ -190,9 +233,15 @@ def _check_model_name(name: Any) -> None:
 
 
 def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
+    with declared_at(definitions[0].site):
+        return _lowered_model(name, definitions)
+
+
+def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     first = definitions[0]
     where = f"model '{name}'"
     versions = []
+    first_at = f" (the first is at {first.site})" if first.site is not None else ""
     for definition in definitions:
         if (definition.inputs, definition.outputs, definition.config, definition.strict) != (
             first.inputs,
@@ -200,18 +249,24 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
             first.config,
             first.strict,
         ):
-            raise BuildError(
-                f"{where} is bound more than once with different inputs, outputs, config or strict; "
+            error = BuildError(
+                f"{where} is bound more than once with different inputs, outputs, config or strict{first_at}; "
                 "versions of one model share one config.pbtxt, so bind them identically or use "
                 "another model name"
             )
-        versions.append(lower_version(where, definition))
+            raise located(error, definition.site)
+        with declared_at(definition.site):
+            versions.append(lower_version(where, definition))
     numbers = [v.version for v in versions]
-    if len(set(numbers)) != len(numbers):
-        raise BuildError(
-            f"{where} is bound twice with model_version={sorted(n for n in numbers if numbers.count(n) > 1)[0]}; "
-            "give each binding its own model name or a distinct model_version"
-        )
+    for index, number in enumerate(numbers):
+        if number in numbers[:index]:
+            earlier = definitions[numbers.index(number)].site
+            at = f" (the first is at {earlier})" if earlier is not None else ""
+            error = BuildError(
+                f"{where} is bound twice with model_version={number}{at}; give each binding its own model name or "
+                "a distinct model_version"
+            )
+            raise located(error, definitions[index].site)
     counts = {len(v.infer_funcs) for v in versions}
     if len(counts) != 1:
         raise BuildError(

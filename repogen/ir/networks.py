@@ -59,11 +59,18 @@ def lower_network(name: str, definitions: Sequence[NetworkDefinition]) -> ModelS
     python = first.backend == "python"
     if python:
         _require_onnxruntime(where)
+    external = tuple(
+        (version, location, _external(where, _path(definitions, version), location))
+        for version, graph in graphs
+        for location in graph.external
+    )
     versions = tuple(
         VersionSpec(
             version=version,
             infer_funcs=(OnnxSession,) if python else (),
-            files=((GRAPH_FILE, _path(definitions, version)),) if python else (),
+            files=((GRAPH_FILE, _path(definitions, version)), *((loc, p) for v, loc, p in external if v == version))
+            if python
+            else (),
             imports=(ONNXRUNTIME,) if python else (),
         )
         for version, _ in graphs
@@ -73,7 +80,25 @@ def lower_network(name: str, definitions: Sequence[NetworkDefinition]) -> ModelS
         return model
     return NetworkSpec(model=model, backend=ONNXRUNTIME, filename=GRAPH_FILE, graphs=tuple(
         (version, _path(definitions, version)) for version, _ in graphs
-    ))  # fmt: skip
+    ), external=external)  # fmt: skip
+
+
+def _external(where: str, graph: Path, location: str) -> Path:
+    """An external data file of ``graph``: beside it (where onnxruntime looks, relative to the graph), present."""
+    parts = location.split("/")
+    if location.startswith("/") or "\\" in location or any(p in ("", ".", "..") for p in parts):
+        raise BuildError(
+            f"{where}: the graph ({graph.name}) keeps tensor data in {location!r}, which is not a path inside its "
+            "directory; the server loads it from beside model.onnx, so save the graph with its data beside it "
+            "(onnx.save(model, path, save_as_external_data=True, location='weights.data'))"
+        )
+    path = graph.parent.joinpath(*parts)
+    if not path.is_file():
+        raise BuildError(
+            f"{where}: the graph ({graph.name}) keeps tensor data in {location!r} (external data), but {path} does "
+            "not exist; put that file beside the graph, or save the graph with its data inside it"
+        )
+    return path
 
 
 def network_model(

@@ -6,6 +6,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from ..dsl.site import Site
+
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
@@ -141,6 +143,7 @@ class NetworkSpec:
     filename: str
     graphs: tuple[tuple[int, Path], ...]  # (version, source path), sorted by version
     platform: str = ""  # "pytorch_libtorch", "tensorrt_plan"
+    external: tuple[tuple[int, str, Path], ...] = ()  # an ONNX graph's data files: (version, location, source)
 
     @property
     def name(self) -> str:
@@ -198,6 +201,11 @@ class RepositorySpec:
     fused: tuple[FusedSpec, ...] = ()  # each fused ensemble, sorted by name
     networks: tuple[NetworkSpec, ...] = ()  # exported networks on their own backends, sorted by name
     included: tuple[IncludedSpec, ...] = ()  # model directories taken in as they are, sorted by name
+    sites: tuple[tuple[str, Site], ...] = dataclasses.field(default=(), compare=False)
+    """Where each model was declared (``app.py:12``), for the errors emitting it may raise."""
+
+    def site(self, name: str) -> Site | None:
+        return dict(self.sites).get(name)
 
     def model(self, name: str) -> ModelSpec:
         for spec in self.models:

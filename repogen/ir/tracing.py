@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..dsl.handle import ModelHandle, handling_calls
+from ..dsl.site import Site, caller_site
 from ..errors import BuildError
 
 
@@ -40,6 +41,7 @@ class TracedStep:
     handle: ModelHandle
     inputs: dict[str, SymbolicTensor]
     outputs: dict[str, SymbolicTensor] = dataclasses.field(default_factory=dict)
+    site: Site | None = None  # the line of the body that called the handle
 
 
 class StepOutputs(Mapping[str, SymbolicTensor]):
@@ -85,11 +87,10 @@ class Tracer:
         for name, value in inputs.items():
             if not isinstance(value, SymbolicTensor):
                 raise BuildError(
-                    f"ensemble '{self.ensemble}': input '{name}' of model '{handle.name}' is a "
-                    f"{type(value).__name__}; ensemble steps take only tensors of the ensemble (constants "
-                    "belong in the composing model)"
+                    f"input '{name}' of model '{handle.name}' is a {type(value).__name__}; ensemble steps take only "
+                    "tensors of the ensemble (constants belong in the composing model)"
                 )
-        step = TracedStep(handle, dict(inputs))
+        step = TracedStep(handle, dict(inputs), site=caller_site())
         self.steps.append(step)
         names = self._outputs_of.get(handle.name)
         if names is None:

@@ -215,3 +215,20 @@ def mapping_label(step: dict[str, Any]) -> str:
     inputs = ", ".join(f"{ens}→{name}" for name, ens in step["input_map"].items())
     outputs = ", ".join(f"{name}→{ens}" for name, ens in step["output_map"].items())
     return f"in: {inputs or '-'}; out: {outputs or '-'}"
+
+
+def read_sbom(repository: str | Path) -> tuple[bytes, bool]:
+    """The repository's ``sbom.cdx.json``, and whether it was there: one built before repogen wrote SBOMs gets
+    one made now from its records (model.json, configs, files), as a build would have written it."""
+    from .. import sbom
+    from ..hashing import sha256_file
+    from ..runtime.records import METADATA_FILE
+    from ..triton.layout import SBOM_FILE
+    from .repository import files, require_directory
+
+    root = require_directory(repository)
+    if (root / SBOM_FILE).is_file():
+        return (root / SBOM_FILE).read_bytes(), True
+    found = files(root)
+    records = {p: f.read_bytes() for p, f in found.items() if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG}"))}
+    return sbom.document(records, {p: sha256_file(f) for p, f in found.items()}), False

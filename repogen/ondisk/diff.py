@@ -3,7 +3,8 @@
 Text files (config.pbtxt, model.py, model.json, the manifest) are shown as unified diffs, since a
 reviewer reads those. Pickled payloads are reported by sha256 (the hash the manifest records)
 with the model they belong to, followed by a diff of their disassembly (:func:`pickle_listing`).
-``__pycache__`` directories, which the server writes next to model.py, are ignored.
+``__pycache__`` directories, which the server writes next to model.py, are ignored, and so are signatures
+(``model.sig``: their bytes differ at every signing); ``repogen diff`` says whether each side verifies.
 
 Vendored third-party code (``<model>/<version>/cloudpickle/``) and the vendored runtime
 (``<model>/<version>/repogen/``) are the same in every model, so golden copies usually leave them
@@ -29,6 +30,7 @@ from typing import Any, Literal
 
 from ..errors import RepositoryError
 from ..triton.layout import MANIFEST, is_version_name
+from .integrity import is_signature
 from .repository import CONFIG, files, read_manifest, sha256
 
 BINARY_SUFFIXES = (".pkl", ".pickle")
@@ -210,8 +212,8 @@ def diff_repositories(expected: str | Path, actual: str | Path, *, exclude: Sequ
     for side in (expected, actual):
         if not side.is_dir():
             raise FileNotFoundError(f"{side} is not a directory; expected a model repository")
-    old_files = {p: f for p, f in files(expected).items() if not excluded(p, exclude)}
-    new_files = {p: f for p, f in files(actual).items() if not excluded(p, exclude)}
+    old_files = {p: f for p, f in files(expected).items() if not excluded(p, exclude) and not is_signature(p)}
+    new_files = {p: f for p, f in files(actual).items() if not excluded(p, exclude) and not is_signature(p)}
     old_recorded, new_recorded = _recorded_hashes(expected), _recorded_hashes(actual)
     changes = []
     for path in sorted(old_files.keys() | new_files.keys()):
@@ -362,7 +364,9 @@ def update_expected(expected: str | Path, actual: str | Path, *, exclude: Sequen
     chosen = {
         path: source
         for path, source in files(actual).items()
-        if not excluded(path, exclude) and not (vendored(path) and path.split("/")[2] in left_out)
+        if not excluded(path, exclude)
+        and not is_signature(path)
+        and not (vendored(path) and path.split("/")[2] in left_out)
     }
     if expected.is_dir():
         chosen.update({path: source for path, source in files(expected).items() if excluded(path, exclude)})

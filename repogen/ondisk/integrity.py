@@ -16,6 +16,7 @@ from typing import Any
 from ..hashing import sha256_file
 from ..runtime.packages import PACKAGES_DIR, tree_differences
 from ..runtime.records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
+from ..triton.layout import SIGNATURE_FILE
 
 
 def _manifest(output: Path) -> dict[str, Any]:
@@ -50,17 +51,26 @@ def _all_files(output: Path, skip: frozenset[str] = frozenset()) -> list[str]:
     return sorted(found)
 
 
+def is_signature(relative: str) -> bool:
+    """``model.sig`` at the root or in a model directory: written after the manifest, so never listed in it."""
+    return relative == SIGNATURE_FILE or (relative.count("/") == 1 and relative.endswith("/" + SIGNATURE_FILE))
+
+
 def unlisted_files(output: Path) -> list[str]:
     """Files in an existing output that its manifest does not list: the user's, not ours.
 
     The package trees the manifest lists are ours as a whole (their digests are checked by
-    ``repogen validate`` and at load), so they are not walked file by file.
+    ``repogen validate`` and at load), so they are not walked file by file; the signatures are ours too.
     """
     listed = read_manifest_files(output)
     if listed is None:
         return _all_files(output)
     trees = frozenset(read_manifest_packages(output))
-    return [p for p in _all_files(output, trees) if p not in listed and p != MANIFEST_FILE and "__pycache__" not in p]
+    return [
+        p
+        for p in _all_files(output, trees)
+        if p not in listed and p != MANIFEST_FILE and "__pycache__" not in p and not is_signature(p)
+    ]
 
 
 def changed_files(output: Path, listed: dict[str, str]) -> list[tuple[str, str | None, str]]:

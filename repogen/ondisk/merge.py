@@ -3,7 +3,9 @@
 Runs under the writer's lock, against the repository on disk at that moment. Every file the build
 does not replace is carried over unchanged (hard-linked into the staging directory), after its
 sha256 is checked against the manifest, so a merge never launders a corrupted file into a fresh
-manifest. Only ``<model>/<N>/`` of the models being built is replaced; nothing else is deleted.
+manifest. Only ``<model>/<N>/`` of the models being built is replaced; nothing else is deleted. The
+signatures of the models left as they were are carried too (they still cover them); the repository's
+and the rebuilt models' are not, since they no longer do (a signed build signs those again).
 
 Versions of one model share one ``config.pbtxt``. Its version policy is recomputed for the versions
 present after the merge; any other change to the model's config (or its label files) would silently
@@ -18,11 +20,12 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
+from .. import sbom
 from ..errors import BuildError
-from ..hashing import sha256_bytes
+from ..hashing import Entry, Files, digest, sha256_file
 from ..runtime.packages import tree_differences
-from ..runtime.records import Manifest, dumps
-from ..triton.layout import CONFIG, MANIFEST, is_version_name
+from ..runtime.records import METADATA_FILE, Manifest, dumps
+from ..triton.layout import CONFIG, MANIFEST, SBOM_FILE, SIGNATURE_FILE, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
@@ -67,23 +70,26 @@ def _without_policy(config: bytes, where: str) -> mc.ModelConfig:
     return message
 
 
-def _model_level(files: dict[str, bytes] | dict[str, str], model: str) -> set[str]:
+def _model_level(files: Files | dict[str, str], model: str) -> set[str]:
     return {p for p in files if _model_of(p) == model and _version_of(p) is None}
 
 
-def _check_same_config(output: Path, model: str, new: dict[str, bytes], kept: set[int], force: bool) -> None:
+def _check_same_config(output: Path, model: str, new: dict[str, Entry], kept: set[int], force: bool) -> None:
     """Kept versions were built for the old config; a different one must be asked for with --force."""
     if not kept or force:
         return
-    old_names = {p.relative_to(output).as_posix() for p in (output / model).iterdir() if p.is_file()}
+    old_names = {
+        p.relative_to(output).as_posix() for p in (output / model).iterdir() if p.is_file() and p.name != SIGNATURE_FILE
+    }
     new_names = _model_level(new, model)
     changed = sorted(old_names ^ new_names)
     for name in sorted(old_names & new_names):
-        old = (output / name).read_bytes()
-        if name.endswith("/" + CONFIG):
-            same = _without_policy(old, str(output / name)) == _without_policy(new[name], f"the new {name}")
+        entry = new[name]
+        if name.endswith("/" + CONFIG) and isinstance(entry, bytes):
+            old = (output / name).read_bytes()
+            same = _without_policy(old, str(output / name)) == _without_policy(entry, f"the new {name}")
         else:
-            same = old == new[name]
+            same = sha256_file(output / name) == digest(entry)
         if not same:
             changed.append(name)
     if changed:
@@ -95,10 +101,11 @@ def _check_same_config(output: Path, model: str, new: dict[str, bytes], kept: se
 
 
 def _manifest(
-    new_manifest: bytes, listed: dict[str, bytes | str], models: set[str], trees: dict[str, dict[str, object]]
+    new_manifest: Entry, listed: dict[str, Entry | str], models: set[str], trees: dict[str, dict[str, object]]
 ) -> bytes:
+    assert isinstance(new_manifest, bytes)  # emitted, never copied
     data = json.loads(new_manifest)
-    data[Manifest.FILES] = {p: v if isinstance(v, str) else sha256_bytes(v) for p, v in sorted(listed.items())}
+    data[Manifest.FILES] = {p: v if isinstance(v, str) else digest(v) for p, v in sorted(listed.items())}
     data[Manifest.MODELS] = sorted(models)
     trees = {**trees, **(data.get(Manifest.PACKAGES) or {})}
     if trees:
@@ -122,8 +129,19 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
     return trees, carried
 
 
+def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
+    """The SBOM of the merged repository: the records written now, and those carried read from disk."""
+    records = {
+        p: v if isinstance(v, bytes) else (output / p if isinstance(v, str) else v.source).read_bytes()
+        for p, v in entries.items()
+        if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG}"))
+    }
+    digests = {p: v if isinstance(v, str) else digest(v) for p, v in entries.items() if p != SBOM_FILE}
+    return sbom.document(records, digests)
+
+
 def merge_versions(
-    output: Path, files: dict[str, bytes], *, versions: dict[str, int], config_for: ConfigFor, force: bool
+    output: Path, files: Files, *, versions: dict[str, int], config_for: ConfigFor, force: bool
 ) -> WritePlan:
     """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds."""
     listed = read_manifest_files(output) or {}
@@ -142,9 +160,12 @@ def merge_versions(
     carried_listed = {p: h for p, h in listed.items() if not replaced(p)}
     carried: dict[str, Path | str] = {p: output / p for p in carried_listed}
     carried.update({p: output / p for p in unlisted_files(output) if not replaced(p)})  # only with --force
+    signatures = (f"{m.name}/{SIGNATURE_FILE}" for m in output.iterdir() if m.is_dir() and m.name not in versions)
+    carried.update({p: output / p for p in signatures if (output / p).is_file()})
     trees, tree_files_carried = _kept_trees(output, lambda p: not replaced(p))
     carried.update(tree_files_carried)
     models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
-    entries: dict[str, bytes | str] = {**carried_listed, **new}
+    entries: dict[str, Entry | str] = {**carried_listed, **new}
+    new[SBOM_FILE] = entries[SBOM_FILE] = _sbom(output, entries)
     new[MANIFEST] = _manifest(files[MANIFEST], entries, models, trees)
     return WritePlan(files=dict(sorted(new.items())), carried=carried)

@@ -17,7 +17,7 @@ from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import NEWEST, Release, first_with_python, get_release
 from . import compatibility
 from .ensembles import check_ensemble
-from .integrity import changed_files, tree_problems
+from .integrity import changed_files, is_signature, tree_problems
 from .problems import Problem
 from .repository import BuiltRepository, ModelDir, files, load_json, model_dirs, read_manifest, sha256
 
@@ -218,7 +218,7 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     for model in models:
         for relative in files(model.path):
             full = f"{model.name}/{relative}"
-            if full not in listed:
+            if full not in listed and not is_signature(full):
                 problems.append(
                     Problem.at(
                         repository / full,

@@ -11,6 +11,12 @@ A build killed between creating its staging directory and removing it leaves tha
 the next build into the same output removes it. Only names this module creates are ever removed:
 ``.<output name>.repogen-<8 random characters>`` with an optional ``-old`` suffix.
 
+Modes are written, not left to the umask: every file 0644 (0755 where the file it carries is
+executable), every directory 0755. The server that loads a repository is rarely its builder: NGC's
+images and KServe's runtime run as uid 1000, and a build under ``umask 077`` (hardened CI runners,
+root shells) that kept its modes would load for its builder and fail in the container. A carried file
+others cannot read is copied with readable modes, never chmod-ed where it lives (it may be the user's).
+
 A file-system failure (a full disk, a read-only or forbidden directory, an output that is a mount
 point) becomes one :class:`BuildError` naming the path, the cause and the fix; it always happens
 before the swap, so the message can say that the previous repository is untouched.
@@ -33,26 +39,34 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..errors import BuildError
+from ..hashing import Files
 from ..runtime.records import MANIFEST_FILE as MANIFEST
+from .copying import copy_in
 from .integrity import unlisted_files
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 _STAGING_INFIX = ".repogen-"
+FILE_MODE, EXECUTABLE_MODE, DIRECTORY_MODE = 0o644, 0o755, 0o755
+"""What every file, executable file and directory of a repository gets, whatever the umask."""
 _TRACE_ENV = "REPOGEN_WRITER_TRACE"  # tests: print each phase to stderr
 _PAUSE_ENV = "REPOGEN_WRITER_PAUSE"  # tests: "phase[,phase...]" sleeps there, so a kill lands exactly
 
 
 @dataclasses.dataclass(frozen=True)
 class WritePlan:
-    """What the staging directory receives: new bytes, plus existing files carried over unchanged."""
+    """What the staging directory receives: the build's entries (bytes, or a user's file to copy, see
+    ``hashing.FileCopy``), plus existing files carried over unchanged."""
 
-    files: dict[str, bytes]
+    files: Files
     carried: dict[str, Path | str] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
 
 
 #: Called under the lock with the existing output directory; returns what to write instead of the plain map.
-Merge = Callable[[Path, dict[str, bytes]], WritePlan]
+Merge = Callable[[Path, Files], WritePlan]
+
+#: Called with the complete staged repository (named as the output) just before it is swapped in: signing.
+Finish = Callable[[Path], None]
 
 
 def checkpoint(phase: str) -> None:
@@ -124,23 +138,50 @@ def _check_existing(output: Path, force: bool) -> None:
         )
 
 
+def _readable_mode(mode: int) -> int:
+    return EXECUTABLE_MODE if mode & 0o111 else FILE_MODE
+
+
 def _carry(source: Path | str, destination: Path | str) -> None:
-    """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail."""
+    """Hard-link an existing file (same bytes, same inode: untouched), copying where links fail.
+
+    A file that not everyone may read is copied instead, with :data:`FILE_MODE` (or the executable mode).
+    """
+    mode = os.stat(source, follow_symlinks=False).st_mode
+    if mode & 0o444 != 0o444:
+        shutil.copyfile(source, destination, follow_symlinks=False)
+        os.chmod(destination, _readable_mode(mode))
+        return
     try:
         os.link(source, destination, follow_symlinks=False)
     except OSError:
         shutil.copy2(source, destination, follow_symlinks=False)
+        os.chmod(destination, _readable_mode(mode))
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    """``data`` at ``path`` with mode :data:`FILE_MODE`, whatever the umask made of it."""
+    path.write_bytes(data)
+    os.chmod(path, FILE_MODE)
 
 
 def _fill(staging: Path, plan: WritePlan) -> None:
     half = len(plan.files) // 2
-    for index, (relative, data) in enumerate(plan.files.items()):
+    copied: dict[Path, Path] = {}  # a user's file copied once: later paths link to that copy
+    for index, (relative, entry) in enumerate(plan.files.items()):
         if index == half:
             checkpoint("writing")
         path = staging / relative
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
+            if isinstance(entry, bytes):
+                _write_file(path, entry)
+            elif entry.source in copied:
+                os.link(copied[entry.source], path)
+            else:
+                copy_in(entry, str(path))
+                os.chmod(path, FILE_MODE)  # a copy of the user's file, readable whatever the umask or its mode
+                copied[entry.source] = path
         except OSError as exc:  # write() names no file: say which one did not fit
             raise OSError(exc.errno, exc.strerror, exc.filename or str(path)) from exc
     staged: dict[Path | str, str] = {}  # a source copied (not linked) once: later paths link to that copy
@@ -157,7 +198,8 @@ def _fill(staging: Path, plan: WritePlan) -> None:
             continue
         _carry(source, target)
         staged[source] = target
-    os.chmod(staging, 0o755)
+    for directory, _, _ in os.walk(staging):  # made under the umask, and mkdtemp made the staging one 0700
+        os.chmod(directory, DIRECTORY_MODE)
 
 
 def _swap_in(staging: Path, output: Path) -> Path | None:
@@ -207,16 +249,20 @@ def _file_system_error(exc: OSError, output: Path, previous: str) -> BuildError:
 
 
 def write_repository(
-    files: dict[str, bytes],
+    files: Files,
     output: Path,
     force: bool = False,
     merge: Merge | None = None,
     links: dict[str, str] | None = None,
+    finish: Finish | None = None,
 ) -> None:
     """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
 
+    Generated files are written from their bytes, a user's files (``FileCopy``) copied (see ``copying``).
+
     ``links`` (repository path -> file) are hard-linked in (copied once where links cannot cross file
-    systems): the shipped packages, whose files live in the wheel cache.
+    systems): the shipped packages, whose files live in the wheel cache. ``finish`` runs on the complete
+    staged repository before the swap (a failure there leaves the previous repository in place).
     """
     output = output.resolve()
     if (output / MANIFEST).is_file():
@@ -226,12 +272,19 @@ def write_repository(
     if output.is_dir() and os.path.ismount(output):
         raise _mount_point_error(output, previous)  # refused before writing a whole copy that cannot move
     try:
-        _write(files, output, force, merge, links or {})
+        _write(files, output, force, merge, links or {}, finish)
     except OSError as exc:
         raise _file_system_error(exc, output, previous) from exc
 
 
-def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | None, links: dict[str, str]) -> None:
+def _write(
+    files: Files,
+    output: Path,
+    force: bool,
+    merge: Merge | None,
+    links: dict[str, str],
+    finish: Finish | None,
+) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     with _directory_lock(output.parent):
         checkpoint("locked")
@@ -243,12 +296,19 @@ def _write(files: dict[str, bytes], output: Path, force: bool, merge: Merge | No
                 plan = merge(output, files)
         plan = dataclasses.replace(plan, carried={**plan.carried, **links})
         staging = Path(tempfile.mkdtemp(prefix=f".{output.name}{_STAGING_INFIX}", dir=output.parent))
-        leftover: Path | None = staging
+        # The repository is staged under the output's own name, so that what reads a directory's name (a
+        # signature's subject) sees the name it will have.
+        staged = staging / output.name
+        staged.mkdir()
+        leftover: Path | None = None
         try:
-            _fill(staging, plan)
-            leftover = _swap_in(staging, output)
+            _fill(staged, plan)
+            if finish is not None:
+                finish(staged)
+            leftover = _swap_in(staged, output)
             checkpoint("exchanged")
         finally:
             if leftover is not None:
                 shutil.rmtree(leftover, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
         checkpoint("done")

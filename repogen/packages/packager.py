@@ -22,7 +22,7 @@ from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
 from ..runtime.records import dumps
 from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets
-from . import resolve, wheels
+from . import metadata, resolve, wheels
 from .cuda import CudaNeeds, cuda_needs
 from .indexes import cuda_evidence, cuda_labels
 from .options import PackageOptions, canonical
@@ -44,6 +44,8 @@ class ShippedTree:
     sizes: dict[str, int]  # cache file -> bytes
     cuda: tuple[int, ...] = ()
     """CUDA majors the container must provide for the tree's native libraries (``repogen.packages.cuda``)."""
+    licenses: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # pin sha256 -> as its wheel states
+    requires: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # canonical name -> names it requires
 
     @property
     def size(self) -> int:
@@ -59,9 +61,17 @@ class ShippedTree:
             "bytecode": self.bytecode,
             "digest": self.digest,
             "files": len(self.listing),
-            "lock": [pin.record() for pin in self.pins],
+            "lock": [self._locked(pin) for pin in self.pins],
             "size": self.size,
             **({"cuda": list(self.cuda)} if self.cuda else {}),
+        }
+
+    def _locked(self, pin: Pin) -> dict[str, Any]:
+        """The pin as ``model.json`` records it, with its license and the lock's distributions it requires."""
+        return {
+            **pin.record(),
+            "license": self.licenses.get(pin.sha256, {}),
+            "requires": self.requires.get(canonical(pin.name), []),
         }
 
 
@@ -126,6 +136,8 @@ class Packager:
             if interpreter
             else {}
         )
+        declared = {sha: metadata.read_metadata(root, index) for sha, (root, index) in unpacked.items()}
+        graph = metadata.requirement_graph(pins, {sha: d[1] for sha, d in declared.items()}, target, wanted)
         files: dict[str, str] = {}
         listing: dict[str, str] = {}
         sizes: dict[str, int] = {}
@@ -139,7 +151,8 @@ class Packager:
                     files[relative] = f"{base}/{relative}"
                     listing[relative] = str(digest)
                     sizes[files[relative]] = int(str(length))
-        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes, needs.majors)
+        licenses = {sha: d[0] for sha, d in declared.items()}
+        return ShippedTree(target, pins, files, listing, interpreter is not None, sizes, needs.majors, licenses, graph)
 
     def _check_provided(self, what: str, provided: list[str]) -> None:
         """The image installs these (``--provided``): one built for a CUDA major (``torch==2.13.0+cu126``) cannot

@@ -1,10 +1,16 @@
 """The wheel cache: downloaded once by hash, unpacked once, compiled once per container Python.
 
 ``<cache>/packages/wheels/<sha256>/<file>.whl`` is verified against the lock before it is used;
-``unpacked/<sha256>/`` is its install tree (``.data/purelib`` and ``platlib`` merged in, scripts and
-headers left out) with an index of every file's sha256, size and mtime; ``bytecode/<sha256>-cpXY/``
+``unpacked/<sha256>.2/`` is its install tree (``.data/purelib`` and ``platlib`` merged in, scripts and
+headers left out) with an index of every file's sha256, size and mtime; ``bytecode/<sha256>.2-cpXY/``
 holds that tree's ``__pycache__`` for one Python. Repositories hard-link these files, so each cached
 file is read-only, and one whose size or mtime changed (edited through a link) is unpacked again.
+
+No file of a tree is empty: object stores copy a repository file by file and KServe's S3 and Azure
+downloads skip zero-byte objects, and a package tree holds hundreds of empty modules
+(``joblib/externals/__init__.py``). An empty Python source gets :data:`EMPTY_SOURCE`, a comment that
+compiles to the same module; any other empty file stays empty and the runtime accepts its absence
+(:func:`repogen.runtime.packages.tree_differences`). ``.2``: trees unpacked before that are not reused.
 """
 
 from __future__ import annotations
@@ -29,6 +35,10 @@ from .resolve import Pin
 from .targets import WheelTarget
 
 _COMPILER = Path(__file__).with_name("compile_bytecode.py")
+_REVISION = ".2"
+"""Part of every cached tree's name: a new revision when what a tree holds for the same wheel changes."""
+EMPTY_SOURCE = b"# Empty in the wheel: repogen wrote this line so that copies which skip empty files keep it.\n"
+SOURCE_SUFFIXES = (".py", ".pyi", ".pyx", ".pxd")
 
 
 @contextlib.contextmanager
@@ -145,7 +155,7 @@ def _cached_tree(root: Path, make: object) -> dict[str, list[object]]:
 
 def unpack(wheel: Path, sha256: str, cache: Path, what: str) -> tuple[Path, dict[str, list[object]]]:
     """The wheel's install tree in the cache, and its index (relative path -> [sha256, size, mtime_ns])."""
-    root = cache / "unpacked" / sha256
+    root = cache / "unpacked" / f"{sha256}{_REVISION}"
     root.parent.mkdir(parents=True, exist_ok=True)
 
     def make(tmp: Path) -> None:
@@ -160,6 +170,8 @@ def unpack(wheel: Path, sha256: str, cache: Path, what: str) -> tuple[Path, dict
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     with archive.open(info) as source, destination.open("wb") as sink:
                         shutil.copyfileobj(source, sink)
+                        if info.file_size == 0 and destination.suffix in SOURCE_SUFFIXES:
+                            sink.write(EMPTY_SOURCE)
         except (zipfile.BadZipFile, ValueError) as exc:
             raise BuildError(
                 f"{what}: cannot unpack {wheel}: {exc}; delete it from the cache and build again"
@@ -176,7 +188,7 @@ def bytecode(
     overlays: dict[str, tuple[Path, dict[str, list[object]]]] = {}
     (cache / "bytecode").mkdir(parents=True, exist_ok=True)
     for sha256, tree in trees:
-        root = cache / "bytecode" / f"{sha256}-{abi}"
+        root = cache / "bytecode" / f"{sha256}{_REVISION}-{abi}"
 
         def make(tmp: Path, tree: Path = tree) -> None:
             proc = subprocess.run(

@@ -7,22 +7,25 @@ imports only the standard library and numpy, and only relative to itself.
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .context import TensorSpec, TritonContext, TritonModelConfig, bind_context
-    from .decorators import (
-        ConstantPadder,
-        batch,
-        fill_optionals,
-        first_value,
-        group_by_keys,
-        group_by_values,
-        pad_batch,
-        sample,
-        triton_context,
-    )
-    from .errors import InferenceError, PyTritonUnrecoverableError
-    from .instance import ModelContext, factory
-    from .request import Request
+if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports it; __all__ is made below)
+    from .context import TensorSpec as TensorSpec
+    from .context import TritonContext as TritonContext
+    from .context import TritonModelConfig as TritonModelConfig
+    from .context import bind_context as bind_context
+    from .decorators import ConstantPadder as ConstantPadder
+    from .decorators import batch as batch
+    from .decorators import fill_optionals as fill_optionals
+    from .decorators import first_value as first_value
+    from .decorators import group_by_keys as group_by_keys
+    from .decorators import group_by_values as group_by_values
+    from .decorators import pad_batch as pad_batch
+    from .decorators import sample as sample
+    from .decorators import triton_context as triton_context
+    from .errors import InferenceError as InferenceError
+    from .errors import PyTritonUnrecoverableError as PyTritonUnrecoverableError
+    from .instance import ModelContext as ModelContext
+    from .instance import factory as factory
+    from .request import Request as Request
 
 # Each name's module, imported on first use: a model's stub imports only what its payload and
 # triton_model need (the decorators it does not use cost ~15 ms of every model's load otherwise).
@@ -45,23 +48,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "ConstantPadder",
-    "InferenceError",
-    "ModelContext",
-    "PyTritonUnrecoverableError",
-    "Request",
-    "TensorSpec",
-    "TritonContext",
-    "TritonModelConfig",
-    "batch",
-    "bind_context",
-    "factory",
-    "fill_optionals",
-    "first_value",
-    "group_by_keys",
-    "group_by_values",
-    "pad_batch",
-    "sample",
-    "triton_context",
-]
+__all__ = sorted(_HOMES)  # the same names as the TYPE_CHECKING imports above (tests/unit/test_public_names.py)

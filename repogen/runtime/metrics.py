@@ -25,22 +25,30 @@ from typing import Any
 
 FAILURE_METRIC = "repogen_inference_request_failure"
 FAILURE_HELP = "Number of failed inference requests: the model's callable raised, or its result was refused"
+UNCOUNTED = f"failed requests are not counted in {FAILURE_METRIC}"
+STILL = "; error responses still reach the clients, and tritonserver's own statistics count what they count"
 
 
 class FailureCounter:
-    """Counts error responses; does nothing where the backend has no custom metrics (``repogen.local``)."""
+    """Counts error responses; does nothing where the backend has no custom metrics, and says why in ``problem``."""
 
     def __init__(self, pb_utils: Any, model: str, version: str):
         self._family: Any = None
         self._metric: Any = None
+        self.problem: str | None = None
+        """Why failures are not counted here, for the one warning the model logs at load (``runtime.internals``)."""
         family = getattr(pb_utils, "MetricFamily", None)
-        if family is None:
+        if family is None or not hasattr(family, "COUNTER"):
+            self.problem = f"{UNCOUNTED}: this release's triton_python_backend_utils has no MetricFamily.COUNTER{STILL}"
             return
         try:  # kept: a Metric outlived by its family fails on increment
             self._family = family(name=FAILURE_METRIC, description=FAILURE_HELP, kind=family.COUNTER)
             self._metric = self._family.Metric(labels={"model": model, "version": version})
-        except Exception:  # metrics disabled (--allow-metrics=false): serving goes on uncounted
+            if not callable(getattr(self._metric, "increment", None)):
+                raise AttributeError("its Metric has no increment()")
+        except Exception as exc:  # metrics disabled (--allow-metrics=false), or the API moved: serving goes on
             self._family = self._metric = None
+            self.problem = f"{UNCOUNTED}: making the metric failed ({type(exc).__name__}: {exc}){STILL}"
             return
         for kept in (self._family, self._metric):  # never freed: see the module's docstring
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(kept))

@@ -28,6 +28,7 @@ PACKAGES_DIR = "packages"  # <model>/<version>/packages/<tag>/
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 PYCACHE_DIR = "repogen-pycache"  # under the temp directory, where no shipped tree carries bytecode
 LISTING_SUFFIX = ".files.json"  # packages/<tag>.files.json: every file's sha256, to name what changed
+EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
 def abi_tag(python: str) -> str:
@@ -76,7 +77,12 @@ def tree_files(root: str) -> dict[str, str]:
 def tree_differences(root: str, digest: Any) -> tuple[dict[str, str], dict[str, list[str]] | None]:
     """The tree's files (path -> sha256), and None when their digest is ``digest``; else the paths
     ``changed``, ``missing`` and ``added`` against the listing the build wrote beside the tree
-    (all empty when that listing is gone or unreadable)."""
+    (all empty when that listing is gone or unreadable).
+
+    A file the listing records as empty may be missing: object stores copy a tree file by file, and
+    KServe's S3 and Azure downloads skip zero-byte objects. The build fills empty Python sources, so
+    only data files (``py.typed``) are left to this, and their absence is what their content was.
+    """
     found = tree_files(root)
     if digest_of(found.items()) == digest:
         return found, None
@@ -85,6 +91,9 @@ def tree_differences(root: str, digest: Any) -> tuple[dict[str, str], dict[str, 
             expected = dict(json.load(handle))
     except (OSError, ValueError, TypeError):
         expected = {}
+    skipped = {p: EMPTY_SHA256 for p, sha in expected.items() if sha == EMPTY_SHA256 and p not in found}
+    if skipped and digest_of({**found, **skipped}.items()) == digest:
+        return found, None
     return found, {
         "changed": sorted(p for p in found if p in expected and found[p] != expected[p]),
         "missing": sorted(p for p in expected if p not in found),

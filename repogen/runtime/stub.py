@@ -12,7 +12,8 @@ tritonserver starts one ``triton_python_backend_stub`` per model instance as
   ``/dev/shm``. Triton's own errors name only the region's key, so the runtime logs which model owns
   which key, and warns when ``/dev/shm`` is too small for large tensors.
 
-Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is signalled.
+Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is signalled. Inside one
+whose command line is laid out otherwise, ``runtime.internals`` warns when the model loads.
 """
 
 from __future__ import annotations
@@ -20,9 +21,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import threading
+from collections.abc import Callable
 
 SHM_DIR = "/dev/shm"
 SERVER_NAME = "tritonserver"
+STUB_NAME = "triton_python_backend_stub"
+# The error responses of an unrecoverable error leave before the server is told to stop (it drains
+# requests in flight anyway; the delay keeps the order obvious in the log).
+UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
 # Below this much free /dev/shm an instance warns: 4 MB requests at concurrency 16 grew one
 # instance's region to 76-106 MiB (docs/deployment.md, "Shared memory"); Docker's default is 64 MB.
 LOW_SHM_BYTES = 64 * 1024 * 1024
@@ -66,17 +73,56 @@ class Stub:
 
 def current(cmdline: str = "/proc/self/cmdline") -> Stub | None:
     """This process's stub arguments, or None where this is not a backend stub."""
+    return parse(read_argv(cmdline))
+
+
+def read_argv(cmdline: str = "/proc/self/cmdline") -> list[str] | None:
+    """A process's command line, None where it cannot be read."""
     try:
         with open(cmdline, "rb") as fh:
-            argv = fh.read().decode("utf-8", "replace").split("\0")
+            return fh.read().decode("utf-8", "replace").rstrip("\0").split("\0")
     except OSError:
         return None
-    if len(argv) < 6 or not argv[0].endswith("triton_python_backend_stub"):
+
+
+def parse(argv: list[str] | None) -> Stub | None:
+    """The stub's arguments from its command line, None where it is not laid out as python_backend r23.10+ lays it."""
+    if argv is None or len(argv) < 6 or not argv[0].endswith(STUB_NAME):
         return None
     region, sizes = argv[2], argv[3:6]
     if not region or "/" in region or not all(s.isdigit() for s in sizes):
         return None
     return Stub(region, int(sizes[0]), int(sizes[1]), int(sizes[2]))
+
+
+def stop_server(stub: Stub | None, model: str, stopped: str, log: Callable[[str, str], None], why: str | None) -> None:
+    """PyTriton's contract: the error responses go out, then the whole server shuts down gracefully.
+
+    SIGTERM makes tritonserver stop taking requests, finish those in flight, unload every model and
+    exit, so that its supervisor (a Kubernetes Deployment, ``docker run --restart``) starts a fresh
+    one. ``why``: the server cannot be found (``runtime.internals`` said so at load); then only this
+    instance stops answering, and the log says so. Outside a server (``repogen.local``) nothing is logged.
+    """
+    if stub is None:
+        if why is not None:
+            log("log_error", f"model '{model}': {stopped}; {why}, so this instance answers every request with that")
+        return
+    if not stub.server_alive():
+        log(
+            "log_error",
+            f"model '{model}': {stopped}; tritonserver (pid {stub.server_pid}) cannot be signalled, ending this "
+            "instance's stub instead",
+        )
+        threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, os._exit, (1,)).start()
+        return
+    log(
+        "log_error",
+        f"model '{model}': {stopped}; shutting tritonserver (pid {stub.server_pid}) down with SIGTERM, as PyTriton "
+        "does, so that its supervisor restarts it",
+    )
+    timer = threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, stub.stop_server)
+    timer.daemon = True
+    timer.start()
 
 
 def mib(n: float) -> str:

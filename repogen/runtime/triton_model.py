@@ -20,7 +20,6 @@ import asyncio
 import inspect
 import json
 import os
-import threading
 import traceback
 from typing import Any
 
@@ -33,17 +32,14 @@ from .decorator_base import then
 from .errors import InferenceError, PyTritonUnrecoverableError
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
+from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
 from .payload import config_drift, load_payload
 from .readiness import Readiness, readiness_checks
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
-from .stub import current, shm_report
-
-# The error responses of an unrecoverable error leave before the server is told to stop (it drains
-# requests in flight anyway; the delay keeps the order obvious in the log).
-UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
+from .stub import parse, read_argv, shm_report, stop_server
 
 
 def _error_message(exc: BaseException) -> str:
@@ -91,8 +87,13 @@ class TritonPythonModel:
         self.configure(args, funcs, strict=bool(meta.get("strict", False)))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
-        self._stub = current()  # after configure, which resets it
+        argv = read_argv()
+        self._stub = parse(argv)  # after configure, which resets it
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
+        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
+        for problem in filter(None, problems):  # what this release moved, and what still works
+            _log("log_warn", f"model '{self._model}': {problem}")
+        self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
         self._report_environment(version_dir, args)
@@ -126,6 +127,7 @@ class TritonPythonModel:
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
+        self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
         self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
@@ -358,35 +360,8 @@ class TritonPythonModel:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
             self.stopped = _error_message(exc)
-            self._stop_server()
+            stop_server(self._stub, self._model, self.stopped, _log, self._unstoppable)  # PyTriton's contract
         return _error_response(_error_message(exc))
-
-    def _stop_server(self) -> None:
-        """PyTriton's contract: the error responses go out, then the whole server shuts down gracefully.
-
-        SIGTERM makes tritonserver stop taking requests, finish those in flight, unload every model and
-        exit, so that its supervisor (a Kubernetes Deployment, ``docker run --restart``) starts a fresh
-        one. Outside a stub (``repogen.local``) only this instance stops answering.
-        """
-        stub = self._stub
-        if stub is None:
-            return
-        if not stub.server_alive():
-            _log(
-                "log_error",
-                f"model '{self._model}': {self.stopped}; tritonserver (pid {stub.server_pid}) cannot "
-                "be signalled, ending this instance's stub instead",
-            )
-            threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, os._exit, (1,)).start()
-            return
-        _log(
-            "log_error",
-            f"model '{self._model}': {self.stopped}; shutting tritonserver (pid {stub.server_pid}) "
-            "down with SIGTERM, as PyTriton does, so that its supervisor restarts it",
-        )
-        timer = threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, stub.stop_server)
-        timer.daemon = True
-        timer.start()
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:
         """After an unrecoverable error this instance answers nothing but that, until the server is gone."""

@@ -18,6 +18,8 @@ also checks a build by another:
   difference is reported field by field (``input[1].data_type: TYPE_INT64 -> TYPE_INT32``);
 * the versions a build records (``build``: Python, numpy, cloudpickle, in ``model.json`` and
   the manifest) are not compared; nor are the manifest's hashes of files compared directly;
+* the SBOM is compared parsed, like any JSON; its payload hashes and serial number only between builds of
+  the same environment, as the payloads themselves;
 * a pickled payload is compared byte for byte, and a difference shows a diff of its disassembly
   (:func:`~repogen.ondisk.diff.pickle_listing`), when both sides record the same build
   environment. Otherwise payloads (and their hashes in ``model.json``) are not compared: the
@@ -46,7 +48,7 @@ from ..ondisk.diff import (
     update_expected,
 )
 from ..ondisk.repository import files, parse_config
-from ..triton.layout import CONFIG, MANIFEST, METADATA
+from ..triton.layout import CONFIG, MANIFEST, METADATA, SBOM_FILE
 
 UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"
 
@@ -154,7 +156,10 @@ def _ignored(path: str, compared: set[str], exclude: Sequence[str], same_builder
         if path == MANIFEST and len(keys) == 2 and keys[0] == "files":
             # Files on both sides are compared themselves (parsed where they can be); excluded ones not at all.
             return keys[1] in compared or excluded(keys[1], exclude)
-        # Payloads of different build environments are not compared, nor are their hashes.
+        # Payloads of different build environments are not compared, nor are their hashes (the SBOM's, and the
+        # serial number it derives from its content, included).
+        if path == SBOM_FILE and not same_builder:
+            return keys in (("serialNumber",), ("components", "hashes"))
         return metadata and not same_builder and keys == ("payload", "sha256")
 
     return ignored

@@ -39,9 +39,17 @@ def _value(values: Any, name: str, elem: int | None, dims: Sequence[int | str | 
 
 
 def write_graph(
-    path: Path, inputs: Sequence[Tensor], outputs: Sequence[Tensor], initializers: Sequence[str] = ()
+    path: Path,
+    inputs: Sequence[Tensor],
+    outputs: Sequence[Tensor],
+    initializers: Sequence[str] = (),
+    external: str | None = None,
 ) -> Path:
-    """An ONNX file at ``path``; ``initializers`` are weights also listed among the inputs (as IR < 4 did)."""
+    """An ONNX file at ``path``; ``initializers`` are weights also listed among the inputs (as IR < 4 did).
+
+    ``external``: the initializers keep their data (3 floats each) in that file, beside the graph, as
+    ``onnx.save(..., save_as_external_data=True, location=external)`` writes it.
+    """
     model = onnx_pb.ModelProto(ir_version=8, producer_name="repogen tests")
     model.opset_import.add(domain="", version=13)
     graph = model.graph
@@ -50,9 +58,18 @@ def write_graph(
         _value(graph.input, name, elem, dims)
     for name, elem, dims in outputs:
         _value(graph.output, name, elem, dims)
+    data = b""
     for name in initializers:
-        graph.initializer.add(name=name, data_type=FLOAT, dims=[3])
+        weight = graph.initializer.add(name=name, data_type=FLOAT, dims=[3])
         _value(graph.input, name, FLOAT, [3])
+        if external is not None:
+            weight.data_location = onnx_pb.TensorProto.EXTERNAL
+            for key, value in (("location", external), ("offset", str(len(data))), ("length", "12")):
+                weight.external_data.add(key=key, value=value)
+            data += bytes((len(data) + i) % 256 for i in range(12))
+    if external is not None:
+        (path.parent / external).parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / external).write_bytes(data)
     graph.node.add(op_type="Identity", input=[inputs[0][0]], output=[outputs[0][0]])
     path.write_bytes(model.SerializeToString())
     return path

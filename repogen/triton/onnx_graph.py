@@ -8,11 +8,14 @@ app that makes its graph with ``onnx`` needs it, repogen does not. Nothing here 
 from __future__ import annotations
 
 import dataclasses
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
 from ..errors import BuildError
+from .onnx_skim import SkimError, skim_model
 from .proto import onnx_graph_pb2 as onnx_pb
 
 # ONNX element type (TensorProto.DataType) → Triton's data type; the others have no Triton tensor.
@@ -46,20 +49,27 @@ class GraphTensor:
 
 @dataclasses.dataclass(frozen=True)
 class Graph:
-    """A graph's inputs (initializers left out: they are weights, not inputs) and outputs, in order."""
+    """A graph's inputs (initializers left out: they are weights, not inputs) and outputs, in order, and the
+    files its tensors keep their data in (external data, ``location`` relative to the graph file), sorted."""
 
     inputs: tuple[GraphTensor, ...]
     outputs: tuple[GraphTensor, ...]
+    external: tuple[str, ...] = ()
 
 
 def read_graph(path: Path, where: str) -> Graph:
     """The graph of the ONNX file at ``path``; :class:`BuildError` naming ``where`` if it is not one."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:  # weights inside the file are skipped, never read (onnx_skim)
+            data = skim_model(handle, os.fstat(handle.fileno()).st_size)
     except OSError as exc:
         raise BuildError(
             f"{where}: cannot read the ONNX file {path} ({exc.strerror or exc}); paths are relative to the "
             "declaring module"
+        ) from None
+    except SkimError as exc:
+        raise BuildError(
+            f"{where}: {path} is not an ONNX model ({exc}); pass the .onnx file the export wrote"
         ) from None
     model = onnx_pb.ModelProto()
     try:
@@ -79,7 +89,30 @@ def read_graph(path: Path, where: str) -> Graph:
     return Graph(
         inputs=tuple(_tensor(v) for v in model.graph.input if v.name not in weights),
         outputs=tuple(_tensor(v) for v in model.graph.output),
+        external=tuple(sorted({_location(t) for t in _tensors(model.graph) if _location(t)})),
     )
+
+
+def _tensors(graph: onnx_pb.GraphProto) -> Iterator[onnx_pb.TensorProto]:
+    """Every tensor that can hold data: initializers (sparse ones too) and node attributes, subgraphs included."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for attribute in node.attribute:
+            yield attribute.t
+            yield from attribute.tensors
+            for sparse in (attribute.sparse_tensor, *attribute.sparse_tensors):
+                yield from (sparse.values, sparse.indices)
+            for subgraph in (attribute.g, *attribute.graphs):
+                yield from _tensors(subgraph)
+
+
+def _location(tensor: onnx_pb.TensorProto) -> str:
+    """The external data file of a tensor stored outside the graph file, else ''."""
+    if tensor.data_location != onnx_pb.TensorProto.EXTERNAL:
+        return ""
+    return next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
 
 
 def _tensor(value: onnx_pb.ValueInfoProto) -> GraphTensor:

@@ -3,6 +3,11 @@
 Read at python_backend's release branches (``git show r25.08:src/stub_launcher.cc``); each fact is
 used by a build-time check, a runtime adaptation or the docs (docs/releases.md):
 
+* before r24.04: a stub's shared-memory region is ``triton_python_backend_shm_region_<n>``, ``<n>``
+  counting the server's instance inits from 1, so two servers on one host (one ``/dev/shm``) create
+  the same names and corrupt each other's regions (``boost::interprocess::lock_exception``, an abort);
+  r24.04 names them by UUID. ``--backend-config=python,shm-region-prefix-name=...`` gives each server
+  its own prefix (:func:`region_prefix_args`).
 * r25.08 (#404): the stub refuses to start for a model instance whose name (``<model>_<group>_<n>``,
   or the model's own name for the auto-complete stub) contains one of :data:`INVALID_NAME_CHARS`
   ("Invalid stub name: contains invalid characters"), and launches the stub with ``execv`` instead
@@ -29,11 +34,13 @@ __all__ = [
     "name_warnings",
     "ready_detects_dead_stub",
     "refused_name",
+    "region_prefix_args",
 ]
 
 INVALID_NAME_CHARS = ";|&$`<>()[]{}\\\"'*?~#!"
 """python_backend's ``INVALID_CHARS`` (src/pb_utils.h, r25.08): none may appear in a stub's name."""
 NAME_CHECK_FROM = "25.08"
+UUID_REGIONS_FROM = "24.04"
 DEAD_STUB_FAILS_READY_FROM = "25.12"
 IS_READY_FROM = "26.03"
 
@@ -68,6 +75,17 @@ def name_warnings(name: str, release: str | Release, what: str = "model") -> lis
     """A name ``release`` loads but 25.08 and later refuse: repositories move between releases."""
     problem = None if _from(release, NAME_CHECK_FROM) else _name_problem(name, what)
     return [f"{problem}; {get_release(release).label} still loads it"] if problem else []
+
+
+def region_prefix_args(release: str | Release, unique: str) -> list[str]:
+    """The flag that keeps a server's shm regions apart from another's on the same host, where it is needed.
+
+    ``unique`` tells this server apart (its pid and port); only letters, digits and ``_`` end up in the name.
+    """
+    if _from(release, UUID_REGIONS_FROM):
+        return []
+    token = "".join(c if c.isalnum() else "_" for c in unique)
+    return [f"--backend-config=python,shm-region-prefix-name=repogen_{token}_"]
 
 
 def ready_detects_dead_stub(release: str | Release) -> bool:

@@ -14,13 +14,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..server.client.access import Access, new_token
 from ..server.provision.install import ensure_server, ensure_server_venv, venv_info
 from ..server.provision.model_analyzer import VERSION as MA_VERSION
 from ..server.provision.model_analyzer import ensure_model_analyzer, model_analyzer_installed
 from ..server.provision.perf_analyzer import ensure_perf_analyzer
 from ..server.provision.pythons import container_python_or_current, require_python
+from ..triton.access import DEFAULT_RESTRICTED, PROTOCOL_NAMES
 from ..triton.releases import Release, pairing_label
-from .plan import SearchBudget, ServerLaunch, embedded_launch, given_launch, plan_tuning, skipped
+from .plan import (
+    MODEL_ANALYZER_OPEN,
+    SearchBudget,
+    ServerLaunch,
+    analyzer_access,
+    embedded_launch,
+    given_launch,
+    plan_tuning,
+    skipped,
+)
 from .results import Recommendation, read_recommendation
 from .run import run_model_analyzer
 
@@ -38,6 +49,8 @@ class TuneOptions:
     budget: SearchBudget = SearchBudget()
     timeout_s: float | None = None
     tritonserver: Path | None = None  # a tritonserver of the user's instead of the embedded one
+    restrict: tuple[str, ...] = DEFAULT_RESTRICTED
+    """The API groups to keep behind a key of the run's (less what Model Analyzer needs open: plan.py)."""
 
 
 def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> list[Recommendation]:
@@ -53,7 +66,11 @@ def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> l
     # A directory no command line of the user's names: everything that mentions it was started by this run.
     workdir = Path(tempfile.mkdtemp(prefix="repogen-tune-"))
     try:
-        plan = plan_tuning(repository, workdir, server, perf, options.budget, options.models, options.shapes)
+        access = analyzer_access(Access.choose(options.restrict, new_token()))
+        echo(_access_line(access, options.restrict, server))
+        plan = plan_tuning(
+            repository, workdir, server, perf, options.budget, options.models, options.shapes, access
+        )  # fmt: skip
         budget = options.budget
         echo(
             f"Tuning {', '.join(plan.models)} with Model Analyzer ({budget.mode} search: up to {budget.max_instances} "
@@ -63,7 +80,7 @@ def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> l
         try:
             run_model_analyzer(analyzer.executable, plan, echo, reports, options.timeout_s)
         finally:
-            _keep(plan.workdir, reports)
+            _keep(plan.workdir, reports, access.token if access else None)
         return [read_recommendation(reports, reports / "configs", repository, name) for name in plan.models]
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -84,8 +101,26 @@ def _server(options: TuneOptions, echo: Echo) -> tuple[ServerLaunch, str]:
     return embedded_launch(install, venv), pairing_label(options.release, version)
 
 
-def _keep(workdir: Path, reports: Path) -> None:
-    """Model Analyzer's reports, logs and config, and each measured variant's config.pbtxt (not its files)."""
+def _access_line(access: Access | None, restrict: tuple[str, ...], server: ServerLaunch) -> str:
+    """What Model Analyzer's server keeps behind the run's key, and what stays open, in one line."""
+    if access is None:
+        kept = ", ".join(a for a in restrict if a in MODEL_ANALYZER_OPEN)
+        why = f" ({kept}: Model Analyzer sends no key)" if kept else ""
+        return f"Model Analyzer's server keeps no API behind a key{why}; it listens on 127.0.0.1 only."
+    missing = [protocol for protocol, can in server.restricts.items() if not can]
+    line = (
+        f"Model Analyzer's server keeps {', '.join(access.apis)} behind a key of this run, which perf_analyzer "
+        f"sends; {', '.join(MODEL_ANALYZER_OPEN)} stay open to 127.0.0.1 (Model Analyzer's own calls send no key)"
+    )
+    if missing:
+        line += f"; this tritonserver cannot restrict {' or '.join(PROTOCOL_NAMES[m] for m in missing)}"
+    return line + "."
+
+
+def _keep(workdir: Path, reports: Path, token: str | None = None) -> None:
+    """Model Analyzer's reports, logs and config, and each measured variant's config.pbtxt (not its files).
+
+    The run's key is written out of the config and logs kept (its server is gone; the files may be shared)."""
     if reports.exists():
         shutil.rmtree(reports)
     if (workdir / "reports").is_dir():
@@ -94,6 +129,9 @@ def _keep(workdir: Path, reports: Path) -> None:
     for name in ("model-analyzer.yaml", "model-analyzer.log", "tritonserver.log"):
         if (workdir / name).is_file():
             shutil.copy2(workdir / name, reports / name)
+            if token:
+                text = (reports / name).read_text(errors="replace")
+                (reports / name).write_text(text.replace(token, "<the run's access key>"))
     for config in sorted((workdir / "variants").glob("*/config.pbtxt")):
         (reports / "configs" / config.parent.name).mkdir(parents=True, exist_ok=True)
         shutil.copy2(config, reports / "configs" / config.parent.name / "config.pbtxt")

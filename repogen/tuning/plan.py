@@ -23,14 +23,19 @@ from google.protobuf import json_format
 from ..errors import InferError, TuneError
 from ..ondisk.repository import ModelDir, model_dirs, parse_config
 from ..runtime.records import Metadata
-from ..server.client.perf import input_data
+from ..server.client.access import Access
+from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo
 from ..server.provision.perf_analyzer import PerfAnalyzer
+from ..server.running.foreground import help_restricts
 from ..server.running.process import HOST, TritonServer, free_ports
 from ..triton.dtypes import wire_name
 from ..triton.proto import model_config_pb2 as mc
 
-__all__ = ["SearchBudget", "ServerLaunch", "TunePlan", "embedded_launch", "given_launch", "plan_tuning", "skipped"]
+__all__ = [
+    "MODEL_ANALYZER_OPEN", "SearchBudget", "ServerLaunch", "TunePlan", "analyzer_access", "embedded_launch",
+    "given_launch", "plan_tuning", "skipped",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -45,12 +50,14 @@ class SearchBudget:
 
 @dataclass(frozen=True)
 class ServerLaunch:
-    """The tritonserver Model Analyzer starts: its binary, the flags it needs beyond ports and addresses, and
-    the environment it (and perf_analyzer, which inherits Model Analyzer's) runs with."""
+    """The tritonserver Model Analyzer starts: its binary, the flags it needs beyond ports and addresses, the
+    environment it (and perf_analyzer, which inherits Model Analyzer's) runs with, and which protocols it can
+    keep behind a key (:meth:`TritonServer.restricts`)."""
 
     binary: Path
     flags: dict[str, str]
     environment: dict[str, str]
+    restricts: dict[str, bool] = field(default_factory=lambda: {"http": False, "grpc": False})
 
 
 def embedded_launch(install: ServerInstall, venv: VenvInfo) -> ServerLaunch:
@@ -60,12 +67,25 @@ def embedded_launch(install: ServerInstall, venv: VenvInfo) -> ServerLaunch:
         "backend-directory": str(install.backend_directory(venv.python_version)),
         "cache-directory": str(install.cache_directory),
     }
-    return ServerLaunch(install.binary, flags, server.environment())
+    return ServerLaunch(install.binary, flags, server.environment(), server.restricts())
 
 
 def given_launch(binary: Path) -> ServerLaunch:
     """A tritonserver of the user's (``--tritonserver``, e.g. in an NGC container): its own backends and Python."""
-    return ServerLaunch(binary, {}, dict(os.environ))
+    environment = dict(os.environ)
+    return ServerLaunch(binary, {}, environment, help_restricts(binary, environment))
+
+
+MODEL_ANALYZER_OPEN = ("health", "model-config", "model-repository")
+"""What Model Analyzer's own client calls with no way to send a header (model_analyzer/triton/client: server and
+model readiness, each variant's config, and its load and unload): these stay open on its server."""
+
+
+def analyzer_access(access: Access | None) -> Access | None:
+    """``access`` less what Model Analyzer needs open; perf_analyzer sends the key for the rest."""
+    if access is None:
+        return None
+    return Access.choose(tuple(a for a in access.apis if a not in MODEL_ANALYZER_OPEN), access.token)
 
 
 @dataclass(frozen=True)
@@ -140,6 +160,17 @@ def _untunable(model: ModelDir) -> str | None:
     return None
 
 
+_PROTOCOL = "grpc"  # Model Analyzer's default client protocol, which its perf_analyzers use too
+
+
+def _restriction_flags(access: Access | None, server: ServerLaunch) -> dict[str, str]:
+    """tritonserver's restriction flags as Model Analyzer's ``triton_server_flags`` (names without ``--``)."""
+    if access is None:
+        return {}
+    pairs = (arg.removeprefix("--").split("=", 1) for arg in access.server_args(**server.restricts))
+    return {name: value for name, value in pairs}
+
+
 def plan_tuning(
     repository: Path,
     workdir: Path,
@@ -148,8 +179,13 @@ def plan_tuning(
     budget: SearchBudget,
     names: tuple[str, ...] = (),
     shapes: dict[str, list[int]] | None = None,
+    access: Access | None = None,
 ) -> TunePlan:
-    """Write the inputs and Model Analyzer's config for ``repository`` under ``workdir``."""
+    """Write the inputs and Model Analyzer's config for ``repository`` under ``workdir``.
+
+    ``access`` (:func:`analyzer_access`): the API groups its server keeps behind the key, which every
+    perf_analyzer sends over gRPC (Model Analyzer's ``client_protocol``).
+    """
     models = _choose(repository, names)
     http, grpc, metrics = free_ports(3)
     environment = perf.environment(server.environment)  # one LD_LIBRARY_PATH for server and perf_analyzer
@@ -165,6 +201,8 @@ def plan_tuning(
         flags: dict[str, Any] = {"input-data": str(data_file)}
         if shape_args:
             flags["shape"] = [a.removeprefix("--shape=") for a in shape_args]
+        if access is not None:
+            flags["http-header"] = header_values(access.token, _PROTOCOL)[0]
         profile[model.name] = {"cpu_only": not model.uses_gpu, "perf_analyzer_flags": flags}
     # Model Analyzer's server and the stubs name the repository on their command lines: seen through a link in
     # the run's directory, every process of the run names that directory, and is found by it (run.py).
@@ -180,7 +218,9 @@ def plan_tuning(
             "http-address": HOST,
             "grpc-address": HOST,
             "metrics-address": HOST,
+            **_restriction_flags(access, server),
         },
+        "client_protocol": _PROTOCOL,
         "triton_server_environment": {
             k: environment[k] for k in ("LD_LIBRARY_PATH", "PATH", "VIRTUAL_ENV") if k in environment
         },

@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+from runs import PREFIX
 
 from repogen.server.running.docker import unique_name
 from repogen.server.running.leftovers import end_leftover_stubs
@@ -60,7 +61,7 @@ def quickstart(request, standin_image, docker_engine, built):
     image = standin_image(request.param)
     repository = built("examples/quickstart/app.py:models")
     flags = ["--shm-size=64m", "-v", f"{repository}:/models:ro"]
-    name = unique_name("repogen-standin-quickstart")
+    name = unique_name(f"{PREFIX}-standin-quickstart")
     with docker_engine.run(image.tag, ["tritonserver", "--model-repository=/models"], name=name, flags=flags) as served:
         served.wait_ready(180)
         yield image, served

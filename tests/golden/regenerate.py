@@ -83,8 +83,10 @@ def vendored_hashes(repository: Path) -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = {}
     manifest = json.loads((repository / "repogen.manifest.json").read_text(encoding="utf-8"))
     for path, digest in sorted(manifest["files"].items()):
+        if path.count("/") < 3:  # a model's own files, or the SBOM at the root
+            continue
         model, version, *rest = path.split("/")
-        if len(rest) > 1 and rest[0] in VENDORED_DIRS:
+        if rest[0] in VENDORED_DIRS:
             found.setdefault(f"{model}/{version}", {})["/".join(rest)] = digest
     return found
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from repogen.server.provision.install import default_cache_dir
@@ -96,6 +98,17 @@ class ServeProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         return self.proc.wait()
+
+
+@contextlib.contextmanager
+def serving(target: str | Path, install: TritonInstallation, ready: str) -> Iterator[ServeProcess]:
+    """`repogen serve TARGET` until the block ends, once a line matches ``ready`` (a module fixture's body)."""
+    serve = ServeProcess(target, install)
+    try:
+        serve.wait_for(ready)
+        yield serve
+    finally:
+        serve.stop()
 
 
 def _split(args: tuple[str, ...]) -> tuple[list[str], list[str]]:

@@ -39,7 +39,7 @@ import tritonclient.grpc as grpcclient
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.releases import release_at_least
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 F32 = np.float32
 EMPTY_BATCH_BY_TRITON = "input byte size mismatch for input 'x' for model 'Batched'. Expected 8, got 0"

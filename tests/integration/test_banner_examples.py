@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import tritonclient.http
-from serve_cli import ServeProcess, repogen
+from serve_cli import ServeProcess, repogen, serving
 
 from repogen.server.running.banner import sample_curl, sample_infer
 from repogen.testing.pytest_plugin import TritonInstallation
@@ -33,12 +33,8 @@ EXPECTED = {  # the outputs every sample request gets: ones everywhere, "hello" 
 
 @pytest.fixture(scope="module")
 def served(triton_install: TritonInstallation) -> Iterator[ServeProcess]:
-    serve = ServeProcess("tests/apps/banner/app.py:models", triton_install)
-    try:
-        serve.wait_for(r"^Press Ctrl\+C to stop\.$")
+    with serving("tests/apps/banner/app.py:models", triton_install, r"^Press Ctrl\+C to stop\.$") as serve:
         yield serve
-    finally:
-        serve.stop()
 
 
 def _run_infer(line: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from serve_cli import ServeProcess, cli_env, repogen
+from serve_cli import ServeProcess, cli_env, repogen, serving
 
 from repogen.testing.pytest_plugin import TritonInstallation
 
@@ -26,12 +26,8 @@ VALID = ("-i", "n=2", "-i", "u=3", "-i", "x=[1.5,2]")
 
 @pytest.fixture(scope="module")
 def served(triton_install: TritonInstallation) -> Iterator[ServeProcess]:
-    serve = ServeProcess("tests/apps/cli/app.py:models", triton_install)
-    try:
-        serve.wait_for(r"ready \(pid \d+\), serving 2 model\(s\)")
+    with serving("tests/apps/cli/app.py:models", triton_install, r"ready \(pid \d+\), serving 2 model\(s\)") as serve:
         yield serve
-    finally:
-        serve.stop()
 
 
 def _infer(served: ServeProcess, *args: str, protocol: str = "http") -> tuple[int, str, str]:
@@ -77,7 +73,7 @@ def test_lossy_values_are_refused(served: ServeProcess, tmp_path: Path) -> None:
 
 def test_an_input_given_twice_is_refused(served: ServeProcess) -> None:
     code, _, err = _infer(served, "Typed", *VALID, "-i", "n=5")
-    assert code == 1
+    assert code == 2  # a usage error
     assert "input 'n' is given twice (--input n=2 and --input n=5); pass each input once" in err
 
 
@@ -92,7 +88,7 @@ def test_a_decoupled_model_streams_its_responses(served: ServeProcess) -> None:
     code, _, err = _infer(served, "Count", "-i", "n=2")
     assert code == 1 and "model 'Count' is decoupled" in err and "Add --stream" in err
     code, _, err = _infer(served, "Count", "--stream", "-i", "n=2", protocol="http")
-    assert code == 1 and "--stream needs gRPC" in err
+    assert code == 2 and "--stream needs gRPC" in err
     result = repogen("infer", "Count", "--stream", "-i", "n=1", "-o", "i")
     assert result.returncode == 2 and "No such option '-o'" in result.stderr  # -o means a directory elsewhere
 

@@ -24,7 +24,7 @@ from repogen.testing.client import infer
 from repogen.testing.releases import pairing_under_test
 from repogen.triton.known_issues import BLS_STREAM_WITHOUT_GIL
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 ORACLE = Path(__file__).resolve().parents[1] / "repos" / "decoupled_bls"
 REQUESTS = 12

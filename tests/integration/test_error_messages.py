@@ -15,7 +15,7 @@ from repogen.errors import InferError
 from repogen.server.client.infer import ModelClient
 from repogen.server.client.states import model_states
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 FAILED = "model 'Checked' failed the request: KeyError: 'large' (at app.py:13, in checked)"
 

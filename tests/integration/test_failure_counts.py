@@ -16,7 +16,7 @@ from repogen.server.client.infer import ModelClient
 from repogen.testing.client import infer
 from repogen.triton.known_issues import error_responses_count_as_success
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 SENT = {"http": (3, 2), "grpc": (2, 1)}  # protocol → (failing, answered) requests
 

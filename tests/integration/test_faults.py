@@ -29,7 +29,7 @@ from repogen.ondisk.validate import validate_repository
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.releases import release_at_least
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = "tests/apps/faults/app.py"

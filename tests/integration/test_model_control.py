@@ -21,6 +21,7 @@ from tritonclient.utils import InferenceServerException
 
 from repogen.errors import ModelControlError
 from repogen.server.client.control import load_model, unload_model
+from repogen.server.client.infer import ModelClient
 from repogen.server.client.states import model_states
 from repogen.testing.pytest_plugin import TritonInstallation
 
@@ -47,8 +48,9 @@ def _url(serve: ServeProcess, protocol: str) -> str:
 
 
 def _state(serve: ServeProcess, name: str) -> str:
-    with tritonclient.http.InferenceServerClient(_url(serve, "http")) as client:
-        return next(s.state for s in model_states(client.get_model_repository_index()) if s.name == name)
+    """The model's state in the repository index, which needs the serve run's key (found as repogen's commands do)."""
+    with ModelClient("http", _url(serve, "http")) as client:
+        return next(s.state for s in model_states(client.index()) if s.name == name)
 
 
 def _mixed_inputs(module: Any) -> list[Any]:

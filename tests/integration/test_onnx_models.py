@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 
 APP = "tests/apps/onnx/app.py:models"
 NATIVE = checkout_root() / "tests" / "golden" / "onnx" / "expected"  # backend: "onnxruntime", as built
-SERVED = (("Affine", 1), ("Affine", 2), ("Mixed", 1))
+SERVED = (("Affine", 1), ("Affine", 2), ("Mixed", 1), ("External", 1))
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def server(built, serve):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_every_version_answers_as_onnxruntime_does(built, server, protocol):
-    _, expected = built
+    repo, expected = built
     for model, version in SERVED:
         prefix = f"{model}.{version}."
         inputs = {k[len(prefix) + 3 :]: v for k, v in expected.items() if k.startswith(prefix + "in.")}
@@ -65,6 +65,8 @@ def test_every_version_answers_as_onnxruntime_does(built, server, protocol):
             else:
                 assert value.dtype == wanted[name].dtype, (model, version, name)
                 np.testing.assert_array_equal(value, wanted[name], err_msg=f"{model} v{version} {name}")
+    np.testing.assert_array_equal(expected["External.1.out.y"], expected["Affine.1.out.y"])  # the weights shipped
+    assert (repo / "External" / "1" / "affine.weights").is_file()
     one = expected["Affine.1.out.y"]
     two = expected["Affine.2.out.y"]
     assert not np.array_equal(one, two[: len(one)])  # the two versions are different graphs, each served
@@ -173,7 +175,7 @@ def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built,
             f"Not serving 1 model(s): text_detection needs backend 'onnxruntime', and this tritonserver "
             f"({served.release}, embedded) has only the backends python. Serve them on a server with those backends "
             "(an NGC tritonserver container, or --tritonserver PATH), or build ONNX models with "
-            'models.onnx(..., backend="python") to serve them here. Serving the other 9 under explicit model control.'
+            'models.onnx(..., backend="python") to serve them here. Serving the other 10 under explicit model control.'
         ) in served.output()
         served.wait_for(r"not loaded \(--model picks\): text_detection")
         server = types.SimpleNamespace(http_url=f"127.0.0.1:{served.http}", grpc_url=f"127.0.0.1:{served.grpc}")

@@ -19,7 +19,7 @@ import pytest
 from repogen.testing.client import PROTOCOLS, infer
 from repogen.testing.packages import build_packages_app, expected_answers
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 INPUTS = {
     "Forest": {"x": np.array([[0.5, -3.0, 0.01, 2.0], [-1.0, 12.0, -0.2, -4.0], [2.0, 0.0, 0.0, 9.0]])},
@@ -90,3 +90,31 @@ def test_the_lock_records_what_ships_and_onnx_does_not(packaged, triton_install)
                  for p in t["lock"]}  # fmt: skip
     assert "onnxruntime" in onnx_lock and "onnx" not in onnx_lock  # onnx ran at build time only
     assert "packages" not in json.loads((repo / "Plain" / "1" / "model.json").read_text())
+
+
+def test_the_sbom_lists_every_wheel_shipped_per_container_python(packaged):
+    """sbom.cdx.json, read from what model.json records: each wheel per tree, its sha256, license and requirements."""
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    repo, _ = packaged
+    text = (repo / "sbom.cdx.json").read_text()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    document = json.loads(text)
+    components = {c["bom-ref"]: c for c in document["components"]}
+    edges = {d["ref"]: set(d.get("dependsOn", [])) for d in document["dependencies"]}
+    forest = json.loads((repo / "Forest" / "1" / "model.json").read_text())
+    for tree, entry in forest["packages"].items():
+        python = f"{tree[2]}.{tree[3:].split('-')[0]}"
+        for pin in entry["lock"]:
+            ref = f"{tree}/{pin['name'].lower().replace('_', '-')}=={pin['version']}"
+            component = components[ref]
+            assert component["hashes"] == [{"alg": "SHA-256", "content": pin["sha256"]}]
+            assert component["purl"].endswith(f"?file_name={pin['wheel']}")
+            assert {"name": "repogen:python", "value": python} in component["properties"]
+            assert pin["license"], pin  # every wheel here states one
+        sklearn = f"{tree}/scikit-learn=={[p for p in entry['lock'] if p['name'] == 'scikit-learn'][0]['version']}"
+        assert sklearn in edges["model:Forest/1"]
+        needs = {ref.split("/")[1].split("==")[0] for ref in edges[sklearn]}
+        assert {"scipy", "joblib", "threadpoolctl"} <= needs and "numpy" not in needs  # the container's numpy
+    assert not any(ref.startswith(("cp310-x86_64/onnx==", "cp312-x86_64/onnx==")) for ref in components)

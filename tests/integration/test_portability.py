@@ -23,7 +23,7 @@ from repogen.ondisk.repository import files
 from repogen.testing.client import PROTOCOLS, infer, stream
 from repogen.testing.payloads import bytecode_in_repository
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 THIS_PYTHON = "{}.{}".format(*sys.version_info[:2])
 BUILDERS = ("3.10", THIS_PYTHON, "3.13")

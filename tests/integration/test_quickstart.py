@@ -8,7 +8,7 @@ import pytest
 
 from repogen.testing.client import PROTOCOLS, infer, make_client
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ Python 3.12 (``REPOGEN_TRITON_VERSION``, ``REPOGEN_SERVER_PYTHON``). Measured:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
 from repogen.testing.releases import pairing_under_test, release_at_least, requires_release
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 SERVER_ARGS = ("--http-header-forward-pattern=x-repogen-.*", "--grpc-header-forward-pattern=x-repogen-.*")
 X = {"x": np.array([1.0], dtype=np.float32)}
@@ -101,3 +102,23 @@ def test_fp64_parameters_are_refused_by_older_frontends_and_the_model_keeps_serv
 def test_fp64_parameters_reach_the_callable(server, protocol):
     out = infer(protocol, server, "Params", X, parameters={"temperature": 0.5})
     assert json.loads(out["parameters"][0]) == {"temperature": 0.5}
+
+
+def test_two_servers_on_one_host_keep_their_shm_regions_apart(triton_server, triton_install, tmp_path: Path) -> None:
+    """Before python_backend r24.04 (2.45) every server named its regions triton_python_backend_shm_region_1, _2...:
+    two on one host shared them and aborted (boost::interprocess::lock_exception). Each gets its own prefix now."""
+    from test_server_harness import grpc_infer, http_infer, write_repository
+
+    from repogen.triton.python_backend import UUID_REGIONS_FROM, region_prefix_args
+
+    first = triton_server(write_repository(tmp_path / "a"))
+    second = triton_server(write_repository(tmp_path / "b"))
+    regions = [set(server._stub_regions().values()) for server in (first, second)]
+    assert all(regions) and not regions[0] & regions[1], regions
+    if region_prefix_args(triton_install.install.release, "x"):  # a release before UUID_REGIONS_FROM
+        prefix = f"repogen_{os.getpid()}_"
+        assert all(Path(r).name.startswith(prefix) for r in regions[0] | regions[1]), (UUID_REGIONS_FROM, regions)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    for _ in range(20):  # both keep answering while the other works
+        np.testing.assert_array_equal(http_infer(first, x)[0], x * 2)
+        np.testing.assert_array_equal(grpc_infer(second, x), x * 2)

@@ -195,8 +195,11 @@ def test_a_cuda_12_library_leaves_the_cuda_13_containers_out_and_serves_on_the_o
     named = _run(venv, repogen_cache_dir, "build", app, "-o", str(tmp_path / "named"), "--triton-version",
                  cuda13[0].ngc, env=env)  # fmt: skip
     assert named.returncode == 1 and not (tmp_path / "named").exists()
-    assert (f"Error: model 'Probe' ships cudaprobe 1.0 (libcudart.so.12 in cudaprobe/libprobe_cuda.so): built for "
-            f"CUDA 12, but {cuda13[0].label} has CUDA 13") in named.stderr, named.stderr  # fmt: skip
+    app_file = app.split(":")[0]
+    declared = Path(app_file).read_text().splitlines().index("@models.model(") + 1
+    assert (f"Error: {app_file}:{declared}: model 'Probe' ships cudaprobe 1.0 (libcudart.so.12 in "
+            f"cudaprobe/libprobe_cuda.so): built for CUDA 12, but {cuda13[0].label} has CUDA 13") in named.stderr, \
+        named.stderr  # fmt: skip
 
     validate = _run(venv, repogen_cache_dir, "validate", str(tmp_path / "repo"), "--triton-version", NEWEST.ngc)
     assert validate.returncode == 1 and "packages built for CUDA 12 (recorded at build)" in validate.stderr

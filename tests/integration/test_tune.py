@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from google.protobuf import text_format
 from serve_cli import ROOT, cli_env
 
 from repogen.server.provision.install import default_cache_dir, ensure_server, ensure_server_venv, venv_info
 from repogen.server.provision.model_analyzer import ensure_model_analyzer
 from repogen.server.provision.pythons import require_python
-from repogen.testing.releases import pairing_under_test
+from repogen.testing.releases import pairing_under_test, release_at_least
 from repogen.triton.proto import model_config_pb2 as mc
 from repogen.tuning import SearchBudget, TuneOptions, tune
 from repogen.tuning.plan import embedded_launch
@@ -65,6 +66,7 @@ def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, c
     assert found.best.throughput > 0 and found.today.throughput > 0
     measured = tmp_path / "reports" / "configs" / found.best.config / "config.pbtxt"
     assert (tmp_path / "reports" / "results" / "metrics-model-inference.csv").is_file()
+    _assert_restricted(tmp_path / "reports", lines)
     if found.best.config == "Scale_config_default":
         assert found.arguments == {}
         return
@@ -75,6 +77,24 @@ def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, c
     subprocess.run([sys.executable, "-m", "repogen", "build", APP, "-o", str(rebuilt)], cwd=ROOT, env=env, check=True)
     assert _tuned(rebuilt / "Scale" / "config.pbtxt") == _tuned(measured)
     assert not _tune_processes()
+
+
+def _assert_restricted(reports: Path, lines: list[str]) -> None:
+    """Model Analyzer's server kept what it can do without behind the run's key (issue 36), which perf_analyzer
+    sent: without it perf_analyzer's statistics calls are refused and it measures nothing. The kept config and
+    logs hold no key."""
+    config = yaml.safe_load((reports / "model-analyzer.yaml").read_text())
+    flags, key = config["triton_server_flags"], "<the run's access key>"
+    restricted = "shared-memory,statistics,trace,logging:triton-access-token=" + key
+    assert flags["grpc-restricted-protocol"] == restricted
+    if release_at_least("2.40.0"):
+        assert flags["http-restricted-api"] == restricted
+    else:
+        assert "http-restricted-api" not in flags and any("cannot restrict HTTP" in line for line in lines), lines
+    assert config["client_protocol"] == "grpc"
+    for model in config["profile_models"].values():
+        assert model["perf_analyzer_flags"]["http-header"] == "triton-grpc-protocol-triton-access-token:" + key
+    assert any("model-repository stay open" in line for line in lines), lines
 
 
 def _container_tritonserver(directory: Path) -> Path:

@@ -1,7 +1,8 @@
 """One error root, one exit-code rule, and one ``--triton-version`` for every command that takes a release.
 
-Usage errors (a missing argument, a release no table row matches) are click's: exit status 2. Every
-``RepogenError`` is printed once by ``repogen.cli`` as ``Error: ...``: exit status 1.
+Usage errors (a missing argument, a release no table row matches, options that contradict each other:
+tests/unit/test_usage_errors.py) are click's: exit status 2. Every other ``RepogenError`` is printed once by
+``repogen.cli`` as ``Error: ...``: exit status 1.
 """
 
 from __future__ import annotations
@@ -129,4 +130,4 @@ def test_each_command_acts_on_the_release_it_was_given(repo: Path, tmp_path: Pat
     target = json.loads((tmp_path / "out" / "AddSub" / "1" / "model.json").read_text())["target"]
     assert (target["ngc"], target["tritonserver"], target["python"]) == ("25.01", "2.54.0", "3.12")
     result = run("serve", str(repo), "--triton-version", "24.10-py3", "--tritonserver", "/bin/true", *NO_PORTS)
-    assert result.exit_code == 1 and "Pass one or the other" in result.stderr  # accepted, then refused the mix
+    assert result.exit_code == 2 and "Pass one or the other" in result.stderr  # accepted, then refused the mix

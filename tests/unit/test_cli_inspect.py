@@ -137,7 +137,7 @@ def test_text_of_ensemble_and_broken_model(tmp_path: Path) -> None:
 def test_json_and_mermaid_are_exclusive() -> None:
     code, out = invoke(str(QUICKSTART), "--json", "--mermaid")
     assert code == 2
-    assert "choose one of --json and --mermaid" in out
+    assert "choose one of --json, --mermaid and --sbom" in out
 
 
 def test_the_containers_a_build_serves_head_the_text(tmp_path: Path) -> None:

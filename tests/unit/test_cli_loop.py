@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from repogen.errors import UsageError
 from repogen.server.client.perf import input_data
 from repogen.server.client.states import failed, failure_lines, model_states, reason_line
 from repogen.server.client.values import InferError, parse_inputs, to_array
@@ -83,7 +84,7 @@ def test_values_are_converted_only_when_nothing_changes(tmp_path: Path) -> None:
     assert to_array("x", np.arange(3, dtype=np.int16), "FP32", [3]).dtype == np.float32  # a safe cast
     with pytest.raises(InferError, match=r"found a int64 array in its \.npy file"):
         to_array("x", np.arange(3, dtype=np.int64), "INT32", [3])
-    with pytest.raises(InferError, match=r"input 'a' is given twice \(--input a=1 and --input a=2\)"):
+    with pytest.raises(UsageError, match=r"input 'a' is given twice \(--input a=1 and --input a=2\)"):
         parse_inputs(["a=1", "a=2"])
 
 

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.cli import cli
+from repogen.errors import UsageError
 from repogen.server.client.infer import (
     InferError,
     InferOutput,
@@ -28,7 +29,7 @@ def test_parse_input_values() -> None:
     assert parse_input("text=hello world") == ("text", "hello world")
     assert parse_input('text="42"') == ("text", "42")
     assert parse_input("eq=a=b") == ("eq", "a=b")
-    with pytest.raises(InferError, match="NAME=VALUE"):
+    with pytest.raises(UsageError, match="NAME=VALUE"):
         parse_input("novalue")
 
 

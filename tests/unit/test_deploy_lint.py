@@ -22,6 +22,8 @@ import pytest
 import yaml
 
 from repogen.build import build_app
+from repogen.signing import SignWith
+from repogen.testing.signing import ec_key
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "examples/quickstart/app.py:models"
@@ -54,8 +56,21 @@ def _deploy(repo: Path, out: Path, *args: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def written(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The quickstart, signed (``--verify-key`` refuses an unsigned repository), and the public key."""
+    where = tmp_path_factory.mktemp("signed")
+    key = ec_key(where)
+    out = where / "model_repository"
+    build_app(str(ROOT / QUICKSTART), out, sign=SignWith(key=key.private))
+    return out, key.public
+
+
+@pytest.fixture(scope="module")
+def written(
+    repo: Path, signed: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Path]]:
     base = tmp_path_factory.mktemp("deploy-out")
+    repository, key = signed
     yield {
         "built": _deploy(repo, ROOT / "build" / "deploy-lint", "--docker", "--k8s", "--app", QUICKSTART,
                          "--storage-uri", "s3://b/q", "--kserve"),  # under the context: the wheel is written there
@@ -63,12 +78,16 @@ def written(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[di
                             "--triton-version", "25.01"),
         "scaled": _deploy(repo, base / "scaled", "--k8s", "--kserve", "--image", "registry.example.com/q:1",
                           "--replicas", "2", "--max-replicas", "5", "--gpus", "1", "--name", "quickstart"),
+        "verified": _deploy(repository, repository.parent / "deploy", "--docker", "--k8s", "--kserve", "--context",
+                            str(repository.parent), "--verify-key", str(key), "--storage-uri", "s3://b/q"),
+        "verified-image": _deploy(repository, base / "verified-image", "--k8s", "--kserve", "--image",
+                                  "registry.example.com/q:1", "--verify-key-secret", "model-signing-key"),
     }  # fmt: skip
     shutil.rmtree(ROOT / "build" / "deploy-lint", ignore_errors=True)
 
 
 def test_dockerfiles_pass_hadolint(written: dict[str, Path]) -> None:
-    for name in ("built", "prebuilt"):
+    for name in ("built", "prebuilt", "verified"):
         dockerfile = written[name] / "Dockerfile"
         result = subprocess.run([_tool("hadolint"), "--no-color", str(dockerfile)], capture_output=True, text=True)
         assert result.returncode == 0, f"{dockerfile}:\n{result.stdout}{result.stderr}"
@@ -77,7 +96,7 @@ def test_dockerfiles_pass_hadolint(written: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 def test_kubernetes_manifests_pass_strict_validation(written: dict[str, Path], version: str) -> None:
-    for name in ("built", "scaled"):
+    for name in ("built", "scaled", "verified", "verified-image"):
         manifest = written[name] / "kubernetes.yaml"
         cmd = [_tool("kubernetes-validate"), "--strict", "--kubernetes-version", version, str(manifest)]
         result = subprocess.run(cmd, capture_output=True, text=True)
@@ -106,11 +125,14 @@ def kserve_validator() -> Any:
 
 
 def test_inference_services_match_kserves_schema(written: dict[str, Path], kserve_validator: Any) -> None:
-    for name in ("built", "scaled"):
-        (isvc,) = yaml.safe_load_all((written[name] / "inferenceservice.yaml").read_text())
+    for name in ("built", "scaled", "verified", "verified-image"):
+        *config_maps, isvc = yaml.safe_load_all((written[name] / "inferenceservice.yaml").read_text())
         errors = [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in kserve_validator.iter_errors(isvc)]
         assert errors == [], name
-    assert "minReplicas" in isvc["spec"]["predictor"]
+        assert [c["kind"] for c in config_maps] == (["ConfigMap"] if name == "verified" else [])
+    assert (
+        "minReplicas" in yaml.safe_load((written["scaled"] / "inferenceservice.yaml").read_text())["spec"]["predictor"]
+    )
 
 
 def test_the_strict_schema_catches_a_misspelled_field(written: dict[str, Path], kserve_validator: Any) -> None:

@@ -33,7 +33,9 @@ def test_dockerfile_builds_the_pipeline_inside_the_image(repo: Path) -> None:
         f"ARG TRITON_IMAGE={NEWEST.image}"  # the newest release repogen knows, by default
     ]
     assert "RUN repogen build /src/examples/pipeline/app.py:models -o /models" in lines
-    assert 'CMD ["tritonserver", "--model-repository=/models"]' in lines
+    assert (
+        lines[-1].startswith('CMD ["/bin/sh", "-c", ') and "exec tritonserver --model-repository=/models" in lines[-1]
+    )
     assert f"/dev/shm: 192Mi for {PYTHON_MODELS} Python model instance(s), 16Mi each" in text
 
 

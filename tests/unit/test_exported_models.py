@@ -58,7 +58,7 @@ def test_a_tensorrt_plan_needs_named_tensors(tmp_path: Path) -> None:
     repo.tensorrt("detector", plan, inputs=[IMAGE], outputs=[SCORES])
     with pytest.raises(BuildError) as caught:
         lower(repo)
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "model 'detector': input #1 has no name; a TensorRT plan's tensors are its engine's bindings, so name each "
         "Tensor as the plan does"
     )
@@ -74,7 +74,7 @@ def test_the_declaration_is_required_and_the_file_must_exist(module: Path, tmp_p
     repo.torchscript("classifier", module, inputs=[], outputs=[SCORES])
     with pytest.raises(BuildError) as caught:
         lower(repo)
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "model 'classifier': a TorchScript module's tensors are not read from the file; declare its inputs with "
         "inputs=[Tensor(name=..., dtype=..., shape=...)]"
     )

@@ -8,23 +8,17 @@ line left at.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
-from google.protobuf import json_format
+from general_path import TritonPythonModel, forget, initialize_args, load_module
+from general_path import answer as _answer
+from general_path import request as _request
+from general_path import same as _same
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.emit.fused_model_source import fused_writes_out
-from repogen.emit.model_config import model_config
 from repogen.ir import lower
-from repogen.local import backend_shim
-
-pb = backend_shim.install()
-
-from repogen.runtime.triton_model import TritonPythonModel  # noqa: E402
 
 F32 = np.float32
 X = [Tensor(name="x", dtype=F32, shape=(-1,))]
@@ -49,36 +43,14 @@ def _load(repo: Repository, tmp_path, name: str = "Fused"):
     """The built fused model twice: its model.py's class and the general one, both initialized."""
     spec = build_repository(repo, tmp_path / "repo").spec.fused_spec(name).model
     directory = tmp_path / "repo" / name
-    module_spec = importlib.util.spec_from_file_location("fused_model_under_test", directory / "1" / "model.py")
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    args = {
-        "model_config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
-        "model_name": name, "model_version": "1", "model_repository": str(directory),
-        "model_instance_name": f"{name}_0_0", "model_instance_kind": "CPU", "model_instance_device_id": "0",
-    }  # fmt: skip
+    module = load_module(directory / "1" / "model.py", "fused_model_under_test")
+    args = initialize_args(spec, name, directory)
     built = []
     for cls in (module.TritonPythonModel, TritonPythonModel):
         model = cls()
         model.initialize(args)
         built.append(model)
     return built
-
-
-def _answer(response):
-    if response.has_error():
-        return response.error().message()
-    return {t.name(): (t.as_numpy().dtype.str, t.as_numpy().tolist()) for t in response.output_tensors()}
-
-
-def _same(models, *requests):
-    answers = [[_answer(r) for r in model.execute(list(requests))] for model in models]
-    assert answers[0] == answers[1]
-    return answers[0]
-
-
-def _request(**arrays):
-    return pb.InferenceRequest([pb.Tensor(name, value) for name, value in arrays.items()])
 
 
 def _chain(faulty: int, fault, strict: bool) -> Repository:
@@ -192,4 +164,4 @@ def test_what_a_specialized_model_py_would_not_serve_keeps_the_general_template(
 
 
 def teardown_module():
-    sys.modules.pop("fused_model_under_test", None)
+    forget("fused_model_under_test")

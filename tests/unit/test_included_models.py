@@ -61,7 +61,7 @@ def test_a_field_the_targeted_releases_do_not_know_is_named(handmade: Path, tmp_
     models.include("Handmade", _with_config(handmade, 'runtime: "model.py"\n'))
     with pytest.raises(BuildError) as caught:
         build_repository(models, tmp_path / "all")
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         f"model 'Handmade' (included from {handmade}): its config.pbtxt sets 'runtime' (inference.ModelConfig."
         "runtime), introduced in Triton 24.01; the targeted NGC 23.10 (tritonserver 2.39.0) rejects the whole "
         "model. Remove it, or build for newer containers only (--triton-version 24.01 or newer)"
@@ -96,7 +96,7 @@ def test_a_config_the_server_could_not_parse_fails_the_build(handmade: Path, ext
     models.include("Handmade", _with_config(handmade, extra))
     with pytest.raises(BuildError) as caught:
         lower(models)
-    assert str(caught.value).startswith(f"model 'Handmade' (included from {handmade}): {message}")
+    assert str(caught.value).startswith(f"{caught.value.site}: model 'Handmade' (included from {handmade}): {message}")
 
 
 def test_name_layout_and_fuse_are_checked(handmade: Path, tmp_path: Path) -> None:

@@ -7,22 +7,16 @@ messages, must be the same, whichever path the specialized one took.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import numpy as np
 import pytest
-from google.protobuf import json_format
+from general_path import TritonPythonModel, forget, initialize_args, load_module
+from general_path import answer as _answer
+from general_path import request as _request
+from general_path import same as _same
 
 from repogen import ModelConfig, Repository, Tensor, batch
-from repogen.emit.model_config import model_config
 from repogen.emit.model_source import model_py, writes_out
 from repogen.ir import lower
-from repogen.local import backend_shim
-
-pb = backend_shim.install()
-
-from repogen.runtime.triton_model import TritonPythonModel  # noqa: E402
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
@@ -34,36 +28,14 @@ def _models(func, tmp_path, inputs=X, outputs=Y, strict=False, config=None):
     spec = lower(repo).model("M")
     source = tmp_path / "model.py"
     source.write_bytes(model_py(spec, spec.versions[0]))
-    module_spec = importlib.util.spec_from_file_location("specialized_model_under_test", source)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    args = {
-        "model_config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
-        "model_name": "M", "model_version": "1", "model_repository": str(tmp_path),
-        "model_instance_name": "M_0_0", "model_instance_kind": "CPU", "model_instance_device_id": "0",
-    }  # fmt: skip
+    module = load_module(source, "specialized_model_under_test")
+    args = initialize_args(spec, "M", tmp_path)
     built = []
     for cls in (module.TritonPythonModel, TritonPythonModel):
         model = cls()
         model.configure(args, [func], strict=strict)
         built.append(model)
     return spec, built
-
-
-def _answer(response):
-    if response.has_error():
-        return response.error().message()
-    return {t.name(): (t.as_numpy().dtype.str, t.as_numpy().tolist()) for t in response.output_tensors()}
-
-
-def _same(models, *requests):
-    answers = [[_answer(r) for r in model.execute(list(requests))] for model in models]
-    assert answers[0] == answers[1]
-    return answers[0]
-
-
-def _request(**arrays):
-    return pb.InferenceRequest([pb.Tensor(name, value) for name, value in arrays.items()])
 
 
 CASES = {
@@ -159,7 +131,7 @@ def test_what_is_not_batch_over_a_function_keeps_the_general_template(tmp_path):
 
 
 def teardown_module():
-    sys.modules.pop("specialized_model_under_test", None)
+    forget("specialized_model_under_test")
 
 
 def test_several_requests_share_one_call_and_each_gets_its_rows(tmp_path):

@@ -72,6 +72,7 @@ def test_the_build_writes_triton_s_layout_and_hashes_the_graph(detection: Path, 
     assert (out / "text_detection" / "2" / "model.onnx").read_bytes() == second.read_bytes()
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
         "repogen.manifest.json",
+        "sbom.cdx.json",
         "text_detection/1/model.onnx",
         "text_detection/2/model.onnx",
         "text_detection/config.pbtxt",
@@ -156,7 +157,7 @@ IMAGES = [Tensor(name="input_images:0", dtype=np.float32, shape=(-1, -1, 3))]
 def test_a_declaration_that_disagrees_with_the_graph_fails_the_build(detection, kwargs, message) -> None:
     with pytest.raises(GraphMismatchError) as caught:
         _declare(detection, **kwargs)
-    assert str(caught.value).startswith(message)
+    assert str(caught.value).startswith(f"{caught.value.site}: {message}")
     assert isinstance(caught.value, BuildError)
 
 
@@ -166,7 +167,7 @@ def test_a_fixed_leading_dim_cannot_be_the_batch_axis(tmp_path: Path) -> None:
     repo.onnx("Fixed", path, config=ModelConfig(max_batch_size=8))
     with pytest.raises(GraphMismatchError) as caught:
         lower(repo)
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "model 'Fixed': input 'x' of the graph (fixed.onnx) has dims [1, 4]: with max_batch_size=8 its first dim is "
         "the batch axis and must be symbolic (-1); export the graph with a dynamic batch axis, or set "
         "max_batch_size=0"
@@ -210,7 +211,7 @@ def test_versions_must_have_the_same_tensors(detection: Path, tmp_path: Path) ->
     repo.onnx("D", other, config=ModelConfig(max_batch_size=4), model_version=2)
     with pytest.raises(GraphMismatchError) as caught:
         lower(repo)
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "model 'D': version 2 (other.onnx) has inputs 'x' TYPE_FP32 [4] and outputs 'y' TYPE_FP32 [4], but version 1 "
         "(detection.onnx) has inputs 'input_images:0' TYPE_FP32 [-1, -1, 3] and outputs 'scores' TYPE_FP32 "
         "[-1, -1, 1], 'boxes' TYPE_FP32 [-1, 5]; versions share one config.pbtxt, so give this graph another model "
@@ -240,7 +241,7 @@ def test_the_python_backend_needs_onnxruntime_where_the_build_runs(detection: Pa
     monkeypatch.setattr(networks_module.importlib.metadata, "packages_distributions", lambda: {})
     with pytest.raises(BuildError) as caught:
         lower(repo)
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "model 'D': backend='python' runs the graph through onnxruntime, shipped inside the repository from the "
         "environment that builds it, but no installed distribution provides onnxruntime here; `pip install "
         "onnxruntime` where repogen build runs (or use backend='onnxruntime' on a server with that backend)"

@@ -65,7 +65,7 @@ def test_an_onnx_step_is_wired_by_its_graph_s_tensor_names(tmp_path: Path) -> No
 def test_the_wiring_is_checked_against_the_graph(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as caught:
         lower(_repository(tmp_path, pre_dtype=np.float64))
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "ensemble 'Pipeline': tensor 'Pre_image' is TYPE_FP64 (step 1 (Pre) output 'image') but step 2 (Detect) "
         "input 'input_images:0' expects TYPE_FP32; make the data types agree"
     )
@@ -74,7 +74,7 @@ def test_the_wiring_is_checked_against_the_graph(tmp_path: Path) -> None:
 def test_fuse_refuses_an_onnx_step_on_triton_s_backend_naming_it(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as caught:
         lower(_repository(tmp_path, fuse=True, backend="onnxruntime"))
-    assert str(caught.value) == (
+    assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         "ensemble 'Pipeline' (fuse=True): step 'Detect' is an ONNX model (backend 'onnxruntime'), not a Python "
         "callable; fusing composes Python models only. Drop fuse=True to let Triton schedule the steps, or call "
         "that model through BLS from a Python model"
@@ -94,5 +94,5 @@ def test_fuse_runs_a_python_backend_onnx_step_in_process(tmp_path: Path, monkeyp
     shipped = []
     monkeypatch.setattr(requirements, "third_party", lambda modules: shipped.extend(modules) or {})
     files = emit_fused(fused, Payloads.create())
-    assert files["Pipeline/1/steps/Detect/1/model.onnx"] == (tmp_path / "detection.onnx").read_bytes()
+    assert files["Pipeline/1/steps/Detect/1/model.onnx"].source == tmp_path / "detection.onnx"  # copied by the writer
     assert "onnxruntime" in shipped

@@ -127,7 +127,9 @@ def test_code_with_no_source_fails_the_build_unless_pinned(tmp_path):
     with pytest.raises(BuildError) as info:
         build_repository(_repository(namespace["generated"]), tmp_path / "repo")
     message = str(info.value)
-    assert message.startswith("model 'M': generated has no source to ship: it was compiled from '<string>'")
+    assert message.startswith(
+        f"{info.value.site}: model 'M': generated has no source to ship: it was compiled from '<string>'"
+    )
     assert "--pin-python" in message
     build_repository(_repository(namespace["generated"]), tmp_path / "pinned", pin_python=True)
 
@@ -194,7 +196,7 @@ def test_unpicklable_state_names_the_path_to_it(tmp_path):
     with pytest.raises(BuildError) as info:
         build_repository(_repository(guarded), tmp_path / "repo")
     message = str(info.value)
-    assert message.startswith("model 'M': cannot pickle infer_func (function ")
+    assert message.startswith(f"{info.value.site}: model 'M': cannot pickle infer_func (function ")
     assert "-> closure variable 'lock' (a _thread.lock object)" in message
     assert "TypeError: cannot pickle '_thread.lock' object" in message
     assert "in the __init__ of a class bound as the model" in message

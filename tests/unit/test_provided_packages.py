@@ -18,7 +18,7 @@ import pytest
 from repogen.build import build_app
 from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE
-from repogen.errors import UnreachableContainersError
+from repogen.errors import UnreachableContainersError, UsageError
 from repogen.ondisk import compatibility
 from repogen.ondisk.repository import read_repository
 from repogen.packages import resolve
@@ -101,7 +101,7 @@ def test_the_user_s_sources_replace_every_other(built: Path, tmp_path: Path) -> 
     full = generate(repository, DeployOptions(docker=True, context=tmp_path, indexes=PackageIndexes(
         find_links=(str(wheels),)))).files[DOCKERFILE]  # fmt: skip
     assert "COPY wheels /tmp/repogen-find-links/0\nRUN python3 -m pip install" in full
-    with pytest.raises(DeployError, match="is outside the Docker build context"):
+    with pytest.raises(UsageError, match="is outside the Docker build context"):
         generate(repository, DeployOptions(docker=True, context=repository, indexes=PackageIndexes(
             find_links=(str(wheels),))))  # fmt: skip
 

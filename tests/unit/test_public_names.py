@@ -1,5 +1,5 @@
 """Each public name is written where it is imported and checked to be listed everywhere else: the
-lazy runtime's ``_HOMES`` table, its TYPE_CHECKING imports and ``__all__`` name the same set, and
+lazy runtime's ``_HOMES`` table (its ``__all__`` is made from it) and its TYPE_CHECKING imports name the same set, and
 ``repogen``'s ``__all__`` is exactly what its imports and lazy build names bind. A name added to one
 list and forgotten in another fails here, not in a user's ``from repogen import ...``."""
 
@@ -29,7 +29,7 @@ def _literal(tree: ast.Module, name: str) -> object:
     raise AssertionError(f"{name} not assigned at the top level")
 
 
-def test_the_runtime_lists_one_set_of_names_three_times():
+def test_the_runtime_lists_one_set_of_names_twice():
     tree = _tree(ROOT / "runtime" / "__init__.py")
     checking = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
     homes = _literal(tree, "_HOMES")

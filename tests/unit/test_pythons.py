@@ -171,4 +171,4 @@ def test_serve_server_python_must_have_a_stub_and_be_installed(tmp_path: Path, n
     code, output = _serve(tmp_path, "--server-python", "3.12")
     assert code == 1 and "--server-python 3.12: Python 3.12 not found" in output and "pyenv install 3.12" in output
     code, output = _serve(tmp_path, "--tritonserver", sys.executable, "--server-python", "3.10")
-    assert code == 1 and "Pass one or the other" in output
+    assert code == 2 and "Pass one or the other" in output

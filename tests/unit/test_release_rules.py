@@ -49,7 +49,7 @@ def test_a_name_python_backend_refuses_fails_the_build_naming_character_and_rele
     with pytest.raises(BuildError) as refused:
         build_repository(_echo_models("Scale(x2)"), tmp_path / "all", target_triton="24.10")
     message = str(refused.value)
-    assert message.startswith("model name 'Scale(x2)' is not a valid Triton model name")
+    assert message.startswith(f"{refused.value.site}: model name 'Scale(x2)' is not a valid Triton model name")
     assert (
         f"its '(' ')' would also stop the Python backend of NGC {python_backend.NAME_CHECK_FROM} and later" in message
     )
@@ -168,3 +168,13 @@ def test_the_decoupled_bls_crash_shows_in_exactly_one_ngc_container() -> None:
     first_312 = next(r for r in RELEASES if r.python == "3.12")
     assert affected == [first_312.ngc]  # 24.11: Python 3.12 with python_backend r24.11, before the fix
     assert BLS_STREAM_WITHOUT_GIL.affects(get_release("24.10"), "3.12")  # PyPI's 2.51 + 3.12 stub: the stand-in
+
+
+def test_servers_before_uuid_regions_get_a_region_prefix_of_their_own() -> None:
+    first = get_release(python_backend.UUID_REGIONS_FROM)
+    before = RELEASES[RELEASES.index(first) - 1]
+    assert python_backend.region_prefix_args(before, "4242_8000") == [
+        "--backend-config=python,shm-region-prefix-name=repogen_4242_8000_"
+    ]
+    assert python_backend.region_prefix_args(first, "4242_8000") == []
+    assert python_backend.region_prefix_args(before, "a/b;c")[0].endswith("=repogen_a_b_c_")

@@ -22,26 +22,31 @@ __all__ = ["ModelControlError", "load_model", "unload_model"]
 _SETTLED = ("READY", "UNAVAILABLE", "")
 
 
-def load_model(name: str, *, url: str | None = None, protocol: str = "http", timeout: float = 60.0) -> ModelState:
+def load_model(
+    name: str, *, url: str | None = None, protocol: str = "http", timeout: float = 60.0, token: str | None = None
+) -> ModelState:
     """Load (or reload) ``name`` from the server's repository; its state once READY."""
-    return _control("load", name, url, protocol, timeout)
+    return _control("load", name, url, protocol, timeout, token)
 
 
-def unload_model(name: str, *, url: str | None = None, protocol: str = "http", timeout: float = 60.0) -> ModelState:
+def unload_model(
+    name: str, *, url: str | None = None, protocol: str = "http", timeout: float = 60.0, token: str | None = None
+) -> ModelState:
     """Unload ``name``; its state once the server has finished unloading it (UNAVAILABLE)."""
-    return _control("unload", name, url, protocol, timeout)
+    return _control("unload", name, url, protocol, timeout, token)
 
 
-def _control(action: str, name: str, url: str | None, protocol: str, timeout: float) -> ModelState:
+def _control(action: str, name: str, url: str | None, protocol: str, timeout: float, token: str | None) -> ModelState:
     from tritonclient.utils import InferenceServerException
 
-    with ModelClient(protocol, url) as client:
+    with ModelClient(protocol, url, token) as client:
         client.check_live()
         _require_known(name, model_states(client.index()), client.url)
         call = getattr(client.client, f"{action}_model")
         try:  # HTTP waits tritonclient's network timeout (60 s), gRPC the one given
             call(name) if protocol == "http" else call(name, client_timeout=timeout)
         except InferenceServerException as exc:
+            client.check_refused(exc)
             message = exc.message() or str(exc)
             if str(exc.status()) == "StatusCode.DEADLINE_EXCEEDED":
                 raise _no_answer(action, name, client.url, message) from exc

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UsageError
 from ...triton.endpoints import GRPC_PORT, HTTP_PORT
+from .access import KeyedClient, find_token, headers, refusal_error, refused
 from .values import InferError, parse_input, parse_inputs, sample_value, to_array
 
 __all__ = [
@@ -67,9 +69,13 @@ def error_line(model: str, message: str, status: str) -> str:
 
 
 class ModelClient:
-    """The bits of tritonclient ``infer``, ``perf`` and ``status`` need, the same over HTTP and gRPC."""
+    """The bits of tritonclient ``infer``, ``perf`` and ``status`` need, the same over HTTP and gRPC.
 
-    def __init__(self, protocol: str, url: str | None = None) -> None:
+    Every call carries the access key when one is found (``token``, else ``$REPOGEN_ACCESS_TOKEN``, else
+    the ``repogen serve`` run on that port: :mod:`repogen.server.client.access`).
+    """
+
+    def __init__(self, protocol: str, url: str | None = None, token: str | None = None) -> None:
         if protocol not in DEFAULT_URLS:
             raise InferError(f"--protocol {protocol!r} is not one of http, grpc.")
         self.protocol = protocol
@@ -79,8 +85,9 @@ class ModelClient:
         else:
             import tritonclient.grpc as module  # type: ignore[no-redef]
         self.module: Any = module
+        self.token, self.token_source = find_token(token, self.url)
         try:
-            self.client: Any = module.InferenceServerClient(self.url)
+            self.client: Any = KeyedClient(module.InferenceServerClient(self.url), headers(self.token, protocol))
         except Exception as exc:
             raise InferError(f"--url {url!r} is not a usable {protocol} address ({exc}); expected HOST:PORT.") from exc
 
@@ -91,20 +98,37 @@ class ModelClient:
         self.client.close()
 
     def _json(self, method: str, *args: Any) -> Any:
+        from tritonclient.utils import InferenceServerException
+
         call = getattr(self.client, method)
-        return call(*args) if self.protocol == "http" else call(*args, as_json=True)
+        try:
+            return call(*args) if self.protocol == "http" else call(*args, as_json=True)
+        except InferenceServerException as exc:
+            self.check_refused(exc)
+            raise
+
+    def check_refused(self, exc: Any) -> None:
+        """Raise what to do if ``exc`` (tritonclient's) is the server refusing a request without the key."""
+        message = exc.message() or str(exc)
+        if refused(message):
+            raise InferError(refusal_error(self.url, self.token_source, message)) from exc
 
     def server_version(self) -> str:
         """tritonserver's version (``"2.51.0"``), from the server metadata."""
         return str(self._json("get_server_metadata").get("version", ""))
 
     def check_live(self) -> None:
+        from tritonclient.utils import InferenceServerException
+
         try:
             live = self.client.is_server_live()
+        except InferenceServerException as exc:
+            self.check_refused(exc)
+            live, reason = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
         except Exception as exc:
             live, reason = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
-        else:
-            reason = "it answered not live"
+        else:  # over HTTP, tritonclient reads a refused health check (403) as "not live"
+            reason = "it answered not live" + ("" if self.token else ", or refused a request without the access key")
         if not live:
             raise InferError(
                 f"cannot reach a Triton server at {self.url} over {self.protocol} ({reason}). Start one with "
@@ -127,7 +151,10 @@ class ModelClient:
             data: dict[str, Any] = self._json("get_model_metadata", model)
             config = self._json("get_model_config", model)
         except InferenceServerException as exc:
-            served = ", ".join(self.models()) or "none"
+            try:
+                served = ", ".join(self.models()) or "none"
+            except InferError:  # the index is behind the key, which this client lacks
+                served = "not listed (the repository index needs the access key)"
             raise InferError(
                 f"model {model!r} is not available at {self.url} ({exc.message()}); served models: {served}."
             ) from exc
@@ -153,6 +180,7 @@ class ModelClient:
         try:
             result = self.client.infer(model, tensors, outputs=requested)
         except InferenceServerException as exc:
+            self.check_refused(exc)
             raise InferError(error_line(model, exc.message(), str(exc.status()))) from exc
         return _result(model, result, self.protocol)
 
@@ -244,6 +272,7 @@ def run_infer(
     outputs: tuple[str, ...] = (),
     stream: bool = False,
     on_response: Callable[[InferResult], None] | None = None,
+    token: str | None = None,
 ) -> InferResult | None:
     """Send one request built from ``NAME=VALUE`` strings; datatypes and shapes come from the server.
 
@@ -251,10 +280,10 @@ def run_infer(
     arrives; then ``None`` is returned.
     """
     if stream and protocol != "grpc":
-        raise InferError(
+        raise UsageError(
             "--stream needs gRPC (Triton streams decoupled responses over gRPC only); drop --protocol http."
         )
-    with ModelClient(protocol, url) as client:
+    with ModelClient(protocol, url, token) as client:
         metadata = prepare(client, model, inputs, outputs)
         declared = [o["name"] for o in metadata.get("outputs", [])]
         decoupled = is_decoupled(metadata)

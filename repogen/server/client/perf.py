@@ -21,7 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .infer import ModelClient, is_decoupled, prepare
+from ...errors import UsageError
+from .access import ENV as ACCESS_ENV
+from .access import find_token, headers, refusal_error, refused
+from .infer import DEFAULT_URLS, ModelClient, is_decoupled, prepare
 from .values import InferError, sample_value
 
 __all__ = ["PerfOptions", "input_data", "parse_shapes", "perf_command", "run_perf"]
@@ -41,6 +44,8 @@ class PerfOptions:
     batch_size: int = 1
     measurement_interval_ms: int = 1000
     extra: tuple[str, ...] = field(default=())
+    token: str | None = None
+    """The server's access key (else found as ``repogen infer`` finds it): perf_analyzer sends it (``-H``)."""
 
 
 def parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
@@ -52,7 +57,7 @@ def parse_shapes(shapes: tuple[str, ...]) -> dict[str, list[int]]:
         except ValueError:
             values = []
         if not values or min(values) < 1:
-            raise InferError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
+            raise UsageError(f"--shape {text!r} is not NAME:D1,D2,...; expected e.g. --shape a:16 or --shape x:3,224.")
         parsed[name] = values
     return parsed
 
@@ -100,14 +105,29 @@ def input_data(
 
 
 def perf_command(
-    binary: Path, options: PerfOptions, protocol: str, url: str, data_file: Path, shape_args: list[str], streaming: bool
+    binary: Path,
+    options: PerfOptions,
+    protocol: str,
+    url: str,
+    data_file: Path,
+    shape_args: list[str],
+    streaming: bool,
+    token: str | None = None,
 ) -> list[str]:
+    """perf_analyzer's command line; ``token``: the access key, sent with every request it makes (``-H``),
+    server-side statistics included, which the default restriction keeps behind the key."""
     return [
         str(binary), "-m", options.model, "-u", url, "-i", protocol,
         "--concurrency-range", options.concurrency, "--measurement-interval", str(options.measurement_interval_ms),
         "--input-data", str(data_file), *shape_args, "-b", str(options.batch_size),
-        *(["--streaming"] if streaming else []), *options.extra,
+        *(["--streaming"] if streaming else []), *(a for h in header_values(token, protocol) for a in ("-H", h)),
+        *options.extra,
     ]  # fmt: skip
+
+
+def header_values(token: str | None, protocol: str) -> list[str]:
+    """perf_analyzer's ``-H`` values (``header:value``, split at the first ``:``) carrying the key."""
+    return [f"{name}:{value}" for name, value in headers(token, protocol).items()]
 
 
 def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
@@ -116,9 +136,9 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
     from ..provision.perf_analyzer import MARKER, VERSION, ensure_perf_analyzer
 
     protocol = options.protocol or "http"
-    with ModelClient(protocol, options.url) as client:
+    with ModelClient(protocol, options.url, options.token) as client:
         metadata = prepare(client, options.model, list(options.inputs), require_all=False)
-        url = client.url
+        url, token = client.url, client.token
     streaming = is_decoupled(metadata)
     if streaming and protocol != "grpc":  # perf_analyzer streams over gRPC only
         if options.protocol == "http" or options.url:
@@ -126,7 +146,8 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
                 f"model {options.model!r} is decoupled: perf_analyzer measures it over a gRPC stream only. Pass "
                 "--protocol grpc and the gRPC address as --url HOST:PORT."
             )
-        protocol, url = "grpc", ModelClient("grpc").url
+        protocol, url = "grpc", DEFAULT_URLS["grpc"]
+        token = find_token(options.token, url)[0]
     batching = int(metadata["config"].get("max_batch_size", 0)) > 0
     if options.batch_size != 1 and not batching:
         raise InferError(
@@ -142,7 +163,7 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
             "nvidia-cuda-runtime-cu12 (~13 MB, sha256-checked; no GPU needed)."
         )
     perf = ensure_perf_analyzer(cache)
-    cmd = perf_command(perf.binary, options, protocol, url, data_file, shape_args, streaming)
+    cmd = perf_command(perf.binary, options, protocol, url, data_file, shape_args, streaming, token)
     echo(f"perf_analyzer {'(streaming) ' if streaming else ''}on {options.model} at {url} over {protocol}:")
     proc = subprocess.Popen(cmd, env=perf.environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
@@ -151,6 +172,7 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
         echo(line.rstrip("\n"))
         tail.append(line.rstrip("\n"))
     if proc.wait() != 0:
+        shown = " ".join(cmd).replace(token, "$" + ACCESS_ENV) if token else " ".join(cmd)
         said = [line.strip() for line in tail if line.strip()]
         hint = "Fix what it names, or run the command above yourself."
         if any("stable measurement" in line for line in said):
@@ -158,7 +180,9 @@ def run_perf(options: PerfOptions, workdir: Path, echo: Echo) -> None:
                 "The machine is too noisy for its default 10% stability: pass a longer --measurement-interval, "
                 "or -- --stability-percentage=50."
             )
+        elif any(refused(line) for line in said):
+            hint = refusal_error(url, find_token(options.token, url)[1], "perf_analyzer's requests were refused")
         raise InferError(
             f"perf_analyzer exited with code {proc.returncode} measuring {options.model!r} (its output is above): "
-            f"{said[-1] if said else 'no output'}\n{hint}\ncommand: {' '.join(cmd)}"
+            f"{said[-1] if said else 'no output'}\n{hint}\ncommand: {shown}"
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import InferError
+from ...errors import InferError, UsageError
 from ...triton.dtypes import numpy_dtype
 from ...triton.shapes import dims_match
 
@@ -37,7 +37,7 @@ def parse_input(text: str) -> tuple[str, Any]:
     """``name=VALUE``: a JSON value (list, number, string), ``@file.npy`` (an ``ndarray``), or else a plain string."""
     name, sep, raw = text.partition("=")
     if not sep or not name:
-        raise InferError(f"--input {text!r} is not NAME=VALUE; expected e.g. a=[[1,2,3]], n=3, text=hello or x=@x.npy.")
+        raise UsageError(f"--input {text!r} is not NAME=VALUE; expected e.g. a=[[1,2,3]], n=3, text=hello or x=@x.npy.")
     if raw.startswith("@"):
         path = Path(raw[1:]).expanduser()
         try:
@@ -57,7 +57,7 @@ def parse_inputs(texts: list[str]) -> dict[str, Any]:
     for text in texts:
         name, value = parse_input(text)
         if name in parsed:
-            raise InferError(
+            raise UsageError(
                 f"input {name!r} is given twice (--input {given[name]} and --input {text}); pass each input once. "
                 f'Several values go in one list: {name}=\'["a", "b"]\' (BYTES) or {name}=[[1,2]].'
             )

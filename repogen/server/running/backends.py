@@ -16,6 +16,7 @@ from pathlib import Path
 from ...errors import ServeError
 from ...ondisk.repository import ModelDir, model_dirs
 from .choice import explicit_arguments, without_model_control
+from .container import ContainerTritonServer
 from .foreground import ExternalTritonServer
 from .process import TritonServer
 
@@ -38,7 +39,7 @@ def required_backend(model: ModelDir) -> str | None:
 
 def server_backends(server: TritonServer) -> tuple[str, ...] | None:
     """The backends the embedded server has, sorted; None for a server of the user's (unknown)."""
-    if isinstance(server, ExternalTritonServer):
+    if isinstance(server, ExternalTritonServer | ContainerTritonServer):
         return None
     directory = server.install.backend_directory(server.venv.python_version)
     return tuple(sorted(p.name for p in Path(directory).iterdir() if p.is_dir()))

@@ -6,12 +6,14 @@ import json
 import shlex
 from typing import Any
 
+from ...triton.access import HEADER, PROTOCOL_NAMES, first_http_release
 from ...triton.endpoints import HTTP_PORT, infer_path
+from ..client.access import ENV, runs_root
 from ..client.infer import sample_value
 from ..client.states import model_states
-from .process import TritonServer, http_client
+from .process import TritonServer
 
-__all__ = ["ready_banner", "sample_curl", "sample_infer"]
+__all__ = ["access_lines", "ready_banner", "sample_curl", "sample_infer"]
 
 
 def _sample_shape(tensor: dict[str, Any]) -> list[int]:
@@ -23,8 +25,10 @@ def _nested(value: Any, shape: list[int]) -> Any:
     return value if not shape else [_nested(value, shape[1:]) for _ in range(shape[0])]
 
 
-def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
-    """A real request for ``model`` built from its metadata: every input, shape with -1 as 1."""
+def sample_curl(http_url: str, model: str, metadata: dict[str, Any], headers: dict[str, str] | None = None) -> str:
+    """A real request for ``model`` built from its metadata: every input, shape with -1 as 1.
+
+    ``headers``: the access key's, where inference needs it."""
     inputs = []
     for tensor in metadata.get("inputs", []):
         shape = _sample_shape(tensor)
@@ -34,7 +38,8 @@ def sample_curl(http_url: str, model: str, metadata: dict[str, Any]) -> str:
         value = sample_value(tensor["datatype"])
         inputs.append({"name": tensor["name"], "shape": shape, "datatype": tensor["datatype"], "data": [value] * count})
     body = json.dumps({"inputs": inputs}, separators=(",", ":"))
-    return f"curl -s {http_url}{infer_path(model)} -d {shlex.quote(body)}"
+    sent = "".join(f" -H {shlex.quote(f'{name}: {value}')}" for name, value in (headers or {}).items())
+    return f"curl -s{sent} {http_url}{infer_path(model)} -d {shlex.quote(body)}"
 
 
 def sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
@@ -54,7 +59,7 @@ def sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
 
 def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The repository index and the first ready, non-streaming model's metadata; empty where unanswered."""
-    with http_client(server.http_url, timeout=2.0) as client:
+    with server.client(timeout=2.0) as client:
         try:
             index = client.get_model_repository_index()
         except Exception:  # the banner is a courtesy: never fail serving over it
@@ -71,7 +76,7 @@ def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dic
         return index, None
 
 
-def ready_banner(server: TritonServer, version: str) -> list[str]:
+def ready_banner(server: TritonServer, version: str, recorded: bool = True) -> list[str]:
     """Endpoints, model states and sample requests, as printed once the server is ready."""
     index, metadata = _index_and_metadata(server)
     states = model_states(index)
@@ -83,6 +88,7 @@ def ready_banner(server: TritonServer, version: str) -> list[str]:
         f"  gRPC     {server.grpc_url}",
         f"  metrics  {server.metrics_url}",
     ]
+    lines += access_lines(server, version, recorded)
     for state in states:
         if state.state and state.state != "READY":
             lines.append(f"  not ready: {state.line()} ({state.state})")
@@ -93,8 +99,36 @@ def ready_banner(server: TritonServer, version: str) -> list[str]:
         model = metadata["name"]
         lines += [
             "Try:",
-            f"  {sample_curl(server.http_url, model, metadata)}",
+            f"  {sample_curl(server.http_url, model, metadata, _inference_headers(server))}",
             f"  {sample_infer(model, metadata, server.http_port)}",
         ]
     lines.append("Press Ctrl+C to stop.")
+    return lines
+
+
+def _inference_headers(server: TritonServer) -> dict[str, str]:
+    access = server.access
+    return access.headers("http") if access is not None and "inference" in access.apis else {}
+
+
+def access_lines(server: TritonServer, version: str, recorded: bool = True) -> list[str]:
+    """What needs the key, the key (printed here once), and what tritonserver ``version`` leaves open.
+
+    ``recorded``: the run's file holds the key, where repogen's commands find it (server/client/access.py)."""
+    access = server.access
+    if access is None:
+        return ["  access   nothing restricted (--restrict none): every API answers whoever reaches these ports"]
+    lines = [
+        f"  access   {', '.join(access.apis)} need the header {HEADER}: {access.token}",
+        f"           (repogen's commands here find it; elsewhere export {ENV}=<key>)"
+        if recorded
+        else f"           (not recorded: {runs_root()} is not yours alone; give repogen's commands {ENV}=<key>)",
+    ]
+    for protocol, restricted in server.restricts().items():
+        if not restricted:
+            since = f" ({first_http_release().label} is the first that has)" if protocol == "http" else ""
+            lines.append(
+                f"  open     over {PROTOCOL_NAMES[protocol]} every API answers without "
+                f"the key: tritonserver {version} cannot restrict it{since}"
+            )
     return lines

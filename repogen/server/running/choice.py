@@ -10,17 +10,15 @@ import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ...errors import ServeError
+from ...errors import ServeError, UsageError
+from ...triton.access import GRPC_FLAG, HTTP_FLAG
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import Release
+from ..client.access import Access
+from .container import container_server
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
 from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
-
-
-class UsageError(ServeError):
-    """An argument combination ``serve`` refuses; the command turns it into click's usage error (exit 2)."""
-
 
 # tritonserver options `serve` sets itself → the serve option to use instead.
 _MANAGED = {
@@ -29,6 +27,7 @@ _MANAGED = {
     "--http-address": f"nothing: serve binds {HOST}", "--grpc-address": f"nothing: serve binds {HOST}",
     "--metrics-address": f"nothing: serve binds {HOST}", "--backend-directory": "--tritonserver PATH",
     "--log-verbose": "--log-verbose",
+    HTTP_FLAG: "--restrict APIS and --access-token KEY", GRPC_FLAG: "--restrict APIS and --access-token KEY",
 }  # fmt: skip
 _EXPLICIT = {"--model-control-mode": "--reload/--model", "--load-model": "--model NAME"}
 
@@ -118,18 +117,28 @@ def choose_server(
     log_path: Path,
     log_verbose: int,
     echo: Callable[[str], None],
+    access: Access | None = None,
+    image: str | None = None,
+    mount_parent: bool = False,
 ) -> tuple[TritonServer, str]:
-    """The server to run and its version: --tritonserver, else one on PATH, else the embedded one."""
+    """The server to run and its version: --image, --tritonserver, else one on PATH, else the embedded one.
+
+    ``access``: the API groups it keeps behind a key (None: every API open). ``image``: serve in a container
+    of it, the repository's parent mounted when ``mount_parent`` (``--reload``).
+    """
     embedded = embedded or bool(triton_version) or bool(server_python)
     if tritonserver_path and embedded:
-        raise ServeError(
+        raise UsageError(
             "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
             "--embedded select the embedded server. Pass one or the other."
         )
     options = dict(
         http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
-        extra_args=extra,
+        extra_args=extra, access=access,
     )  # fmt: skip
+    if image:
+        echo(f"Serving in a container of {image} (docker run --user 1000:1000, the repository mounted read-only).")
+        return container_server(image, repository, mount_parent=mount_parent, **options)  # type: ignore[arg-type]
     external = None if embedded else find_tritonserver(tritonserver_path)
     if external is not None:
         echo(f"Using {external}")

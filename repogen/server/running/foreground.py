@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,9 @@ from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
 from ...errors import ServeError
+from ...triton.access import GRPC_FLAG, HTTP_FLAG
 from ...triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
+from ..client.access import forget_run, record_run
 from ..client.states import failed, failure_lines, model_states
 from ..provision.install import (
     INSTALL_MARKER,
@@ -35,7 +38,7 @@ from ..provision.install import (
 from ..provision.progress import DownloadProgress, progress
 from ..provision.pythons import PythonNotFoundError, container_python_or_current, require_python
 from .banner import ready_banner, sample_curl
-from .process import HOST, TritonServer, TritonServerError, http_client
+from .process import HOST, TritonServer, TritonServerError
 
 __all__ = [
     "ExternalTritonServer",
@@ -76,6 +79,7 @@ class ExternalTritonServer(TritonServer):
 
     def __init__(self, binary: Path, model_repository: str | Path, **kwargs: Any) -> None:
         self.binary = binary
+        self._restricts: dict[str, bool] | None = None
         placeholder_venv = VenvInfo(Path(sys.prefix), "", "", "")
         super().__init__(model_repository, ServerInstall(DEFAULT_RELEASE, binary.parent), placeholder_venv, **kwargs)
 
@@ -88,14 +92,31 @@ class ExternalTritonServer(TritonServer):
             f"--grpc-port={self.grpc_port}",
             f"--metrics-port={self.metrics_port}",
             f"--log-verbose={self.log_verbose}",
+            *self.restriction_args(),
             *self.extra_args,
         ]
 
     def environment(self) -> dict[str, str]:
         return dict(os.environ)
 
+    def restricts(self) -> dict[str, bool]:
+        """Its release is unknown: what its ``--help`` lists (2.39 has no HTTP flag), read once."""
+        if self._restricts is None:
+            self._restricts = help_restricts(self.binary, self.environment())
+        return self._restricts
+
     def __repr__(self) -> str:
         return f"ExternalTritonServer({self.binary}, {self.model_repository})"
+
+
+def help_restricts(binary: Path, env: dict[str, str]) -> dict[str, bool]:
+    """Which restriction flags a tritonserver binary lists in its ``--help`` (none if it does not answer)."""
+    try:  # tritonserver prints its usage on stderr and exits 1
+        done = subprocess.run([str(binary), "--help"], env=env, capture_output=True, text=True, timeout=30, check=False)
+        text = done.stdout + done.stderr
+    except (OSError, subprocess.SubprocessError):
+        text = ""
+    return {"http": HTTP_FLAG in text, "grpc": GRPC_FLAG in text}
 
 
 def find_tritonserver(explicit: str | None) -> Path | None:
@@ -248,7 +269,7 @@ def _answers(call: Callable[[], Any]) -> bool:
 def _wait_started(server: TritonServer, pump: _LogPump, ready_timeout: float, poll: float) -> None:
     """Until the server answers ``/v2/health/live``: it opens its endpoints only after the first loads end."""
     deadline = time.monotonic() + ready_timeout
-    with http_client(server.http_url, timeout=2.0) as client:
+    with server.client(timeout=2.0) as client:
         while not _answers(client.is_server_live):
             pump.pump()
             if not server.is_running():
@@ -263,7 +284,7 @@ def _wait_started(server: TritonServer, pump: _LogPump, ready_timeout: float, po
 
 def _check_loaded(server: TritonServer, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
     """Name every model that failed to load, one line each: fatal, unless ``keep_failed`` (``--reload``)."""
-    with http_client(server.http_url, timeout=10.0) as client:
+    with server.client(timeout=10.0) as client:
         if _answers(client.is_server_ready):
             return
         try:
@@ -309,16 +330,19 @@ def run_server(
         pump.pump()
         echo(line)
 
+    run_file: Path | None = None
     with _signals(_raise_stop):
         try:
             try:
                 server.start()
             except (TritonServerError, ServerInstallError, OSError) as exc:
                 raise ServeError(str(exc)) from exc
+            if server.access is not None:  # where repogen's client commands find the key
+                run_file = record_run(server.access, (server.http_port, server.grpc_port), server.pid)
             _wait_started(server, pump, ready_timeout, poll)
             pump.pump()
             _check_loaded(server, loaded, keep_failed, echo)
-            for line in ready_banner(server, version):
+            for line in ready_banner(server, version, recorded=run_file is not None):
                 echo(line)
             while server.is_running():
                 pump.pump()
@@ -331,6 +355,7 @@ def run_server(
             echo("Stopping tritonserver...")
         finally:
             _stop(server, echo, explicit)
+            forget_run(run_file)
             pump.pump()
             pump.close()
     echo("tritonserver stopped.")

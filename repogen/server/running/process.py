@@ -10,7 +10,6 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -22,75 +21,28 @@ from typing import Any, BinaryIO
 
 from repogen.errors import TritonServerError
 from repogen.runtime.stub import current
+from repogen.server.client.access import Access, KeyedClient
 from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
+from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.endpoints import METRICS_PATH
+from repogen.triton.python_backend import region_prefix_args
+
+from .host import HOST, free_ports, group_pids, http_client, is_ready, pid_alive
 
 __all__ = ["TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
 
-HOST = "127.0.0.1"
 LOG_TAIL_LINES = 60
 _STRIPPED_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__")
-
-
-def free_ports(count: int) -> list[int]:
-    """Ask the kernel for ``count`` distinct free loopback ports (held together so they differ)."""
-    with contextlib.ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in socks]
-
-
-@contextlib.contextmanager
-def http_client(url: str, timeout: float = 5.0) -> Iterator[Any]:
-    """A ``tritonclient.http.InferenceServerClient`` for ``host:port``, closed on exit."""
-    import tritonclient.http
-
-    client = tritonclient.http.InferenceServerClient(url, connection_timeout=timeout, network_timeout=timeout)
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-def is_ready(client: Any) -> bool:
-    """Whether the server answers its readiness endpoint with 200; False while it cannot be reached."""
-    try:
-        return bool(client.is_server_ready())
-    except Exception:  # refused, reset or timed out while the server starts: not ready yet
-        return False
-
-
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie (exited, not yet reaped) counts as gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _group_pids(pgid: int) -> list[int]:
-    """Live processes in process group ``pgid`` (the server and its backend stubs)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            pids.append(int(entry.name))
-    return sorted(pids)
 
 
 class TritonServer:
     """A tritonserver process serving ``model_repository`` from a numpy-only venv.
 
     Use as a context manager (start, wait until ready, stop) or call :meth:`start`,
-    :meth:`wait_ready` and :meth:`stop` yourself.
+    :meth:`wait_ready` and :meth:`stop` yourself. ``access``: the API groups only its key reaches
+    (``repogen serve`` always gives one; without, every API is open, as tritonserver's own default);
+    :meth:`client` sends the key.
     """
 
     def __init__(
@@ -105,8 +57,10 @@ class TritonServer:
         log_verbose: int = 0,
         log_path: str | Path | None = None,
         extra_args: Sequence[str] = (),
+        access: Access | None = None,
     ) -> None:
         self.model_repository = Path(model_repository).resolve()
+        self.access = access
         self.install = install
         self.venv = venv if isinstance(venv, VenvInfo) else venv_info(venv)
         ports = iter(free_ports(3))
@@ -164,8 +118,27 @@ class TritonServer:
             f"--grpc-port={self.grpc_port}",
             f"--metrics-port={self.metrics_port}",
             f"--log-verbose={self.log_verbose}",
+            *self.restriction_args(),
+            *self.region_args(),
             *self.extra_args,
         ]
+
+    def region_args(self) -> list[str]:
+        """Before python_backend r24.04 every server numbers its shm regions from 1: give this one its own prefix."""
+        if any("shm-region-prefix-name" in arg for arg in self.extra_args):
+            return []
+        return region_prefix_args(self.install.release, f"{os.getpid()}_{self.http_port}")
+
+    def restricts(self) -> dict[str, bool]:
+        """Which of its protocols this server's release can keep behind the key: ``{"http": ..., "grpc": ...}``."""
+        version = self.install.release.version
+        return {"http": restricts_http(version), "grpc": restricts_grpc(version)}
+
+    def restriction_args(self) -> list[str]:
+        """The restriction flags for :attr:`access`, as far as the release has them."""
+        if self.access is None:
+            return []
+        return self.access.server_args(**self.restricts())
 
     def environment(self) -> dict[str, str]:
         """The environment of an activated numpy-only venv; the stub embeds its Python.
@@ -231,7 +204,7 @@ class TritonServer:
 
     def process_group_pids(self) -> list[int]:
         """Live PIDs of the server and the backend stubs it spawned."""
-        return _group_pids(self.pid) if self._proc is not None else []
+        return group_pids(self.pid) if self._proc is not None else []
 
     def stop(
         self, timeout: float = 30.0, unloaded_grace: float | None = None, unload_first: bool = False
@@ -320,12 +293,12 @@ class TritonServer:
 
     def _kill_group_leftovers(self, pgid: int, timeout: float = 10.0) -> None:
         """Stubs live in the server's process group; make sure none outlives the server."""
-        if not _group_pids(pgid):
+        if not group_pids(pgid):
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
         deadline = time.monotonic() + timeout
-        while _group_pids(pgid) and time.monotonic() < deadline:
+        while group_pids(pgid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
     # ------------------------------------------------------------------ context manager
@@ -377,9 +350,9 @@ class TritonServer:
 
     @contextlib.contextmanager
     def client(self, timeout: float = 5.0) -> Iterator[Any]:
-        """A ``tritonclient.http.InferenceServerClient`` of this server, closed on exit."""
+        """A ``tritonclient.http.InferenceServerClient`` of this server sending its key, closed on exit."""
         with http_client(self.http_url, timeout) as client:
-            yield client
+            yield KeyedClient(client, self.access.headers("http") if self.access else {})
 
     def models_status(self) -> list[dict[str, Any]]:
         """The repository index: one dict (name, version, state, reason) per model."""

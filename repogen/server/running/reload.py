@@ -14,7 +14,6 @@ from __future__ import annotations
 import queue
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,8 +25,9 @@ from ...errors import RepogenError
 from ...hashing import sha256_file
 from ...ondisk.repository import files as repository_files
 from ...ondisk.repository import model_dirs, read_manifest
+from ...relaunch import pinned_environment, repogen_command
 from ..client.states import reason_line
-from .process import TritonServer, http_client
+from .process import TritonServer
 
 __all__ = ["AppBuild", "Changes", "Reloader", "changes", "model_hashes"]
 
@@ -53,10 +53,10 @@ class AppBuild:
 
     def run(self) -> str | None:
         """Build; ``None`` on success, else what the build printed (its ``Error:`` line names the fix)."""
-        cmd = [sys.executable, "-m", "repogen", "build", self.app, "-o", str(self.output)]
+        args = ["build", self.app, "-o", str(self.output)]
         if self.app_dir is not None:
-            cmd += ["--app-dir", str(self.app_dir)]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+            args += ["--app-dir", str(self.app_dir)]
+        proc = subprocess.run(repogen_command(*args), capture_output=True, text=True, env=pinned_environment())
         if proc.returncode == 0:
             return None
         return (proc.stderr.strip() or proc.stdout.strip() or f"repogen build exited with {proc.returncode}")[-4000:]
@@ -181,7 +181,7 @@ class Reloader:
 
         started = time.monotonic()
         done, failed = [], []
-        with http_client(self.server.http_url, timeout=_LOAD_TIMEOUT_S) as client:
+        with self.server.client(timeout=_LOAD_TIMEOUT_S) as client:
             for name in unload:
                 try:
                     client.unload_model(name)

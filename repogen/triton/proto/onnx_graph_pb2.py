@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16proto/onnx_graph.proto\x12\x0crepogen.onnx\"\x98\x01\n\nModelProto\x12\x12\n\nir_version\x18\x01 \x01(\x03\x12\x36\n\x0copset_import\x18\x08 \x03(\x0b\x32 .repogen.onnx.OperatorSetIdProto\x12\x15\n\rproducer_name\x18\x02 \x01(\t\x12\'\n\x05graph\x18\x07 \x01(\x0b\x32\x18.repogen.onnx.GraphProto\"5\n\x12OperatorSetIdProto\x12\x0e\n\x06\x64omain\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\xcc\x01\n\nGraphProto\x12%\n\x04node\x18\x01 \x03(\x0b\x32\x17.repogen.onnx.NodeProto\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\x0binitializer\x18\x05 \x03(\x0b\x32\x19.repogen.onnx.TensorProto\x12+\n\x05input\x18\x0b \x03(\x0b\x32\x1c.repogen.onnx.ValueInfoProto\x12,\n\x06output\x18\x0c \x03(\x0b\x32\x1c.repogen.onnx.ValueInfoProto\"Y\n\tNodeProto\x12\r\n\x05input\x18\x01 \x03(\t\x12\x0e\n\x06output\x18\x02 \x03(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0f\n\x07op_type\x18\x04 \x01(\t\x12\x0e\n\x06\x64omain\x18\x07 \x01(\t\"\x99\x02\n\x0bTensorProto\x12\x0c\n\x04\x64ims\x18\x01 \x03(\x03\x12\x11\n\tdata_type\x18\x02 \x01(\x05\x12\x0c\n\x04name\x18\x08 \x01(\t\"\xda\x01\n\x08\x44\x61taType\x12\r\n\tUNDEFINED\x10\x00\x12\t\n\x05\x46LOAT\x10\x01\x12\t\n\x05UINT8\x10\x02\x12\x08\n\x04INT8\x10\x03\x12\n\n\x06UINT16\x10\x04\x12\t\n\x05INT16\x10\x05\x12\t\n\x05INT32\x10\x06\x12\t\n\x05INT64\x10\x07\x12\n\n\x06STRING\x10\x08\x12\x08\n\x04\x42OOL\x10\t\x12\x0b\n\x07\x46LOAT16\x10\n\x12\n\n\x06\x44OUBLE\x10\x0b\x12\n\n\x06UINT32\x10\x0c\x12\n\n\x06UINT64\x10\r\x12\r\n\tCOMPLEX64\x10\x0e\x12\x0e\n\nCOMPLEX128\x10\x0f\x12\x0c\n\x08\x42\x46LOAT16\x10\x10\"E\n\x0eValueInfoProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12%\n\x04type\x18\x02 \x01(\x0b\x32\x17.repogen.onnx.TypeProto\"\x97\x01\n\tTypeProto\x12\x35\n\x0btensor_type\x18\x01 \x01(\x0b\x32\x1e.repogen.onnx.TypeProto.TensorH\x00\x1aJ\n\x06Tensor\x12\x11\n\telem_type\x18\x01 \x01(\x05\x12-\n\x05shape\x18\x02 \x01(\x0b\x32\x1e.repogen.onnx.TensorShapeProtoB\x07\n\x05value\"\x89\x01\n\x10TensorShapeProto\x12\x35\n\x03\x64im\x18\x01 \x03(\x0b\x32(.repogen.onnx.TensorShapeProto.Dimension\x1a>\n\tDimension\x12\x13\n\tdim_value\x18\x01 \x01(\x03H\x00\x12\x13\n\tdim_param\x18\x02 \x01(\tH\x00\x42\x07\n\x05value')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16proto/onnx_graph.proto\x12\x0crepogen.onnx\"\x98\x01\n\nModelProto\x12\x12\n\nir_version\x18\x01 \x01(\x03\x12\x36\n\x0copset_import\x18\x08 \x03(\x0b\x32 .repogen.onnx.OperatorSetIdProto\x12\x15\n\rproducer_name\x18\x02 \x01(\t\x12\'\n\x05graph\x18\x07 \x01(\x0b\x32\x18.repogen.onnx.GraphProto\"5\n\x12OperatorSetIdProto\x12\x0e\n\x06\x64omain\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\"\x89\x02\n\nGraphProto\x12%\n\x04node\x18\x01 \x03(\x0b\x32\x17.repogen.onnx.NodeProto\x12\x0c\n\x04name\x18\x02 \x01(\t\x12.\n\x0binitializer\x18\x05 \x03(\x0b\x32\x19.repogen.onnx.TensorProto\x12;\n\x12sparse_initializer\x18\x0f \x03(\x0b\x32\x1f.repogen.onnx.SparseTensorProto\x12+\n\x05input\x18\x0b \x03(\x0b\x32\x1c.repogen.onnx.ValueInfoProto\x12,\n\x06output\x18\x0c \x03(\x0b\x32\x1c.repogen.onnx.ValueInfoProto\"\x8a\x01\n\tNodeProto\x12\r\n\x05input\x18\x01 \x03(\t\x12\x0e\n\x06output\x18\x02 \x03(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0f\n\x07op_type\x18\x04 \x01(\t\x12\x0e\n\x06\x64omain\x18\x07 \x01(\t\x12/\n\tattribute\x18\x05 \x03(\x0b\x32\x1c.repogen.onnx.AttributeProto\"\xb0\x02\n\x0e\x41ttributeProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12$\n\x01t\x18\x05 \x01(\x0b\x32\x19.repogen.onnx.TensorProto\x12#\n\x01g\x18\x06 \x01(\x0b\x32\x18.repogen.onnx.GraphProto\x12*\n\x07tensors\x18\n \x03(\x0b\x32\x19.repogen.onnx.TensorProto\x12(\n\x06graphs\x18\x0b \x03(\x0b\x32\x18.repogen.onnx.GraphProto\x12\x36\n\rsparse_tensor\x18\x16 \x01(\x0b\x32\x1f.repogen.onnx.SparseTensorProto\x12\x37\n\x0esparse_tensors\x18\x17 \x03(\x0b\x32\x1f.repogen.onnx.SparseTensorProto\"j\n\x11SparseTensorProto\x12)\n\x06values\x18\x01 \x01(\x0b\x32\x19.repogen.onnx.TensorProto\x12*\n\x07indices\x18\x02 \x01(\x0b\x32\x19.repogen.onnx.TensorProto\"4\n\x16StringStringEntryProto\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t\"\xc0\x03\n\x0bTensorProto\x12\x0c\n\x04\x64ims\x18\x01 \x03(\x03\x12\x11\n\tdata_type\x18\x02 \x01(\x05\x12\x0c\n\x04name\x18\x08 \x01(\t\x12;\n\rexternal_data\x18\r \x03(\x0b\x32$.repogen.onnx.StringStringEntryProto\x12=\n\rdata_location\x18\x0e \x01(\x0e\x32&.repogen.onnx.TensorProto.DataLocation\"\xda\x01\n\x08\x44\x61taType\x12\r\n\tUNDEFINED\x10\x00\x12\t\n\x05\x46LOAT\x10\x01\x12\t\n\x05UINT8\x10\x02\x12\x08\n\x04INT8\x10\x03\x12\n\n\x06UINT16\x10\x04\x12\t\n\x05INT16\x10\x05\x12\t\n\x05INT32\x10\x06\x12\t\n\x05INT64\x10\x07\x12\n\n\x06STRING\x10\x08\x12\x08\n\x04\x42OOL\x10\t\x12\x0b\n\x07\x46LOAT16\x10\n\x12\n\n\x06\x44OUBLE\x10\x0b\x12\n\n\x06UINT32\x10\x0c\x12\n\n\x06UINT64\x10\r\x12\r\n\tCOMPLEX64\x10\x0e\x12\x0e\n\nCOMPLEX128\x10\x0f\x12\x0c\n\x08\x42\x46LOAT16\x10\x10\")\n\x0c\x44\x61taLocation\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x0c\n\x08\x45XTERNAL\x10\x01\"E\n\x0eValueInfoProto\x12\x0c\n\x04name\x18\x01 \x01(\t\x12%\n\x04type\x18\x02 \x01(\x0b\x32\x17.repogen.onnx.TypeProto\"\x97\x01\n\tTypeProto\x12\x35\n\x0btensor_type\x18\x01 \x01(\x0b\x32\x1e.repogen.onnx.TypeProto.TensorH\x00\x1aJ\n\x06Tensor\x12\x11\n\telem_type\x18\x01 \x01(\x05\x12-\n\x05shape\x18\x02 \x01(\x0b\x32\x1e.repogen.onnx.TensorShapeProtoB\x07\n\x05value\"\x89\x01\n\x10TensorShapeProto\x12\x35\n\x03\x64im\x18\x01 \x03(\x0b\x32(.repogen.onnx.TensorShapeProto.Dimension\x1a>\n\tDimension\x12\x13\n\tdim_value\x18\x01 \x01(\x03H\x00\x12\x13\n\tdim_param\x18\x02 \x01(\tH\x00\x42\x07\n\x05value')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,21 +36,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_OPERATORSETIDPROTO']._serialized_start=195
   _globals['_OPERATORSETIDPROTO']._serialized_end=248
   _globals['_GRAPHPROTO']._serialized_start=251
-  _globals['_GRAPHPROTO']._serialized_end=455
-  _globals['_NODEPROTO']._serialized_start=457
-  _globals['_NODEPROTO']._serialized_end=546
-  _globals['_TENSORPROTO']._serialized_start=549
-  _globals['_TENSORPROTO']._serialized_end=830
-  _globals['_TENSORPROTO_DATATYPE']._serialized_start=612
-  _globals['_TENSORPROTO_DATATYPE']._serialized_end=830
-  _globals['_VALUEINFOPROTO']._serialized_start=832
-  _globals['_VALUEINFOPROTO']._serialized_end=901
-  _globals['_TYPEPROTO']._serialized_start=904
-  _globals['_TYPEPROTO']._serialized_end=1055
-  _globals['_TYPEPROTO_TENSOR']._serialized_start=972
-  _globals['_TYPEPROTO_TENSOR']._serialized_end=1046
-  _globals['_TENSORSHAPEPROTO']._serialized_start=1058
-  _globals['_TENSORSHAPEPROTO']._serialized_end=1195
-  _globals['_TENSORSHAPEPROTO_DIMENSION']._serialized_start=1133
-  _globals['_TENSORSHAPEPROTO_DIMENSION']._serialized_end=1195
+  _globals['_GRAPHPROTO']._serialized_end=516
+  _globals['_NODEPROTO']._serialized_start=519
+  _globals['_NODEPROTO']._serialized_end=657
+  _globals['_ATTRIBUTEPROTO']._serialized_start=660
+  _globals['_ATTRIBUTEPROTO']._serialized_end=964
+  _globals['_SPARSETENSORPROTO']._serialized_start=966
+  _globals['_SPARSETENSORPROTO']._serialized_end=1072
+  _globals['_STRINGSTRINGENTRYPROTO']._serialized_start=1074
+  _globals['_STRINGSTRINGENTRYPROTO']._serialized_end=1126
+  _globals['_TENSORPROTO']._serialized_start=1129
+  _globals['_TENSORPROTO']._serialized_end=1577
+  _globals['_TENSORPROTO_DATATYPE']._serialized_start=1316
+  _globals['_TENSORPROTO_DATATYPE']._serialized_end=1534
+  _globals['_TENSORPROTO_DATALOCATION']._serialized_start=1536
+  _globals['_TENSORPROTO_DATALOCATION']._serialized_end=1577
+  _globals['_VALUEINFOPROTO']._serialized_start=1579
+  _globals['_VALUEINFOPROTO']._serialized_end=1648
+  _globals['_TYPEPROTO']._serialized_start=1651
+  _globals['_TYPEPROTO']._serialized_end=1802
+  _globals['_TYPEPROTO_TENSOR']._serialized_start=1719
+  _globals['_TYPEPROTO_TENSOR']._serialized_end=1793
+  _globals['_TENSORSHAPEPROTO']._serialized_start=1805
+  _globals['_TENSORSHAPEPROTO']._serialized_end=1942
+  _globals['_TENSORSHAPEPROTO_DIMENSION']._serialized_start=1880
+  _globals['_TENSORSHAPEPROTO_DIMENSION']._serialized_end=1942
 # @@protoc_insertion_point(module_scope)

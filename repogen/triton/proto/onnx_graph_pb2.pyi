@@ -28,35 +28,73 @@ class OperatorSetIdProto(_message.Message):
     def __init__(self, domain: _Optional[str] = ..., version: _Optional[int] = ...) -> None: ...
 
 class GraphProto(_message.Message):
-    __slots__ = ("node", "name", "initializer", "input", "output")
+    __slots__ = ("node", "name", "initializer", "sparse_initializer", "input", "output")
     NODE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     INITIALIZER_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_INITIALIZER_FIELD_NUMBER: _ClassVar[int]
     INPUT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     node: _containers.RepeatedCompositeFieldContainer[NodeProto]
     name: str
     initializer: _containers.RepeatedCompositeFieldContainer[TensorProto]
+    sparse_initializer: _containers.RepeatedCompositeFieldContainer[SparseTensorProto]
     input: _containers.RepeatedCompositeFieldContainer[ValueInfoProto]
     output: _containers.RepeatedCompositeFieldContainer[ValueInfoProto]
-    def __init__(self, node: _Optional[_Iterable[_Union[NodeProto, _Mapping]]] = ..., name: _Optional[str] = ..., initializer: _Optional[_Iterable[_Union[TensorProto, _Mapping]]] = ..., input: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ..., output: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ...) -> None: ...
+    def __init__(self, node: _Optional[_Iterable[_Union[NodeProto, _Mapping]]] = ..., name: _Optional[str] = ..., initializer: _Optional[_Iterable[_Union[TensorProto, _Mapping]]] = ..., sparse_initializer: _Optional[_Iterable[_Union[SparseTensorProto, _Mapping]]] = ..., input: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ..., output: _Optional[_Iterable[_Union[ValueInfoProto, _Mapping]]] = ...) -> None: ...
 
 class NodeProto(_message.Message):
-    __slots__ = ("input", "output", "name", "op_type", "domain")
+    __slots__ = ("input", "output", "name", "op_type", "domain", "attribute")
     INPUT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     OP_TYPE_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    ATTRIBUTE_FIELD_NUMBER: _ClassVar[int]
     input: _containers.RepeatedScalarFieldContainer[str]
     output: _containers.RepeatedScalarFieldContainer[str]
     name: str
     op_type: str
     domain: str
-    def __init__(self, input: _Optional[_Iterable[str]] = ..., output: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., op_type: _Optional[str] = ..., domain: _Optional[str] = ...) -> None: ...
+    attribute: _containers.RepeatedCompositeFieldContainer[AttributeProto]
+    def __init__(self, input: _Optional[_Iterable[str]] = ..., output: _Optional[_Iterable[str]] = ..., name: _Optional[str] = ..., op_type: _Optional[str] = ..., domain: _Optional[str] = ..., attribute: _Optional[_Iterable[_Union[AttributeProto, _Mapping]]] = ...) -> None: ...
+
+class AttributeProto(_message.Message):
+    __slots__ = ("name", "t", "g", "tensors", "graphs", "sparse_tensor", "sparse_tensors")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    T_FIELD_NUMBER: _ClassVar[int]
+    G_FIELD_NUMBER: _ClassVar[int]
+    TENSORS_FIELD_NUMBER: _ClassVar[int]
+    GRAPHS_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_TENSOR_FIELD_NUMBER: _ClassVar[int]
+    SPARSE_TENSORS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    t: TensorProto
+    g: GraphProto
+    tensors: _containers.RepeatedCompositeFieldContainer[TensorProto]
+    graphs: _containers.RepeatedCompositeFieldContainer[GraphProto]
+    sparse_tensor: SparseTensorProto
+    sparse_tensors: _containers.RepeatedCompositeFieldContainer[SparseTensorProto]
+    def __init__(self, name: _Optional[str] = ..., t: _Optional[_Union[TensorProto, _Mapping]] = ..., g: _Optional[_Union[GraphProto, _Mapping]] = ..., tensors: _Optional[_Iterable[_Union[TensorProto, _Mapping]]] = ..., graphs: _Optional[_Iterable[_Union[GraphProto, _Mapping]]] = ..., sparse_tensor: _Optional[_Union[SparseTensorProto, _Mapping]] = ..., sparse_tensors: _Optional[_Iterable[_Union[SparseTensorProto, _Mapping]]] = ...) -> None: ...
+
+class SparseTensorProto(_message.Message):
+    __slots__ = ("values", "indices")
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    values: TensorProto
+    indices: TensorProto
+    def __init__(self, values: _Optional[_Union[TensorProto, _Mapping]] = ..., indices: _Optional[_Union[TensorProto, _Mapping]] = ...) -> None: ...
+
+class StringStringEntryProto(_message.Message):
+    __slots__ = ("key", "value")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    value: str
+    def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
 
 class TensorProto(_message.Message):
-    __slots__ = ("dims", "data_type", "name")
+    __slots__ = ("dims", "data_type", "name", "external_data", "data_location")
     class DataType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNDEFINED: _ClassVar[TensorProto.DataType]
@@ -93,13 +131,23 @@ class TensorProto(_message.Message):
     COMPLEX64: TensorProto.DataType
     COMPLEX128: TensorProto.DataType
     BFLOAT16: TensorProto.DataType
+    class DataLocation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        DEFAULT: _ClassVar[TensorProto.DataLocation]
+        EXTERNAL: _ClassVar[TensorProto.DataLocation]
+    DEFAULT: TensorProto.DataLocation
+    EXTERNAL: TensorProto.DataLocation
     DIMS_FIELD_NUMBER: _ClassVar[int]
     DATA_TYPE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    EXTERNAL_DATA_FIELD_NUMBER: _ClassVar[int]
+    DATA_LOCATION_FIELD_NUMBER: _ClassVar[int]
     dims: _containers.RepeatedScalarFieldContainer[int]
     data_type: int
     name: str
-    def __init__(self, dims: _Optional[_Iterable[int]] = ..., data_type: _Optional[int] = ..., name: _Optional[str] = ...) -> None: ...
+    external_data: _containers.RepeatedCompositeFieldContainer[StringStringEntryProto]
+    data_location: TensorProto.DataLocation
+    def __init__(self, dims: _Optional[_Iterable[int]] = ..., data_type: _Optional[int] = ..., name: _Optional[str] = ..., external_data: _Optional[_Iterable[_Union[StringStringEntryProto, _Mapping]]] = ..., data_location: _Optional[_Union[TensorProto.DataLocation, str]] = ...) -> None: ...
 
 class ValueInfoProto(_message.Message):
     __slots__ = ("name", "type")

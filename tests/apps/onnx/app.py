@@ -7,6 +7,8 @@ The graphs are made here, at build time, with the ``onnx`` package (nothing is d
 * ``Affine``: relu(x @ W + b), x FP32 [batch, 4] -> y FP32 [batch, 3]; tensors read from the graph,
   batching (max_batch_size=8: the graph's symbolic leading dim is the batch axis); version 2 beside
   version 1 with other weights, both served.
+* ``External``: Affine's version 1 saved with its weights in ``affine.weights`` beside the graph
+  (``location=``, as models over 2 GB are): the build ships that file beside ``model.onnx``.
 * ``Mixed``: no batching; ``sum = a + b`` on INT64 [2, n] and ``echo = Identity(text)`` on a STRING
   [n], with declared tensors that agree with the graph (BYTES travel as bytes, onnxruntime sees str).
 
@@ -33,7 +35,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from repogen import DynamicBatcher, ModelConfig, Repository, Tensor, batch
 
@@ -50,8 +52,11 @@ def _save(model: onnx.ModelProto, name: str) -> str:
     return path
 
 
-def affine(scale: float) -> str:
-    """relu(x @ W + b) with a symbolic batch dim, as an exporter writes it."""
+def affine(scale: float, external: bool = False) -> str:
+    """relu(x @ W + b) with a symbolic batch dim, as an exporter writes it.
+
+    ``external``: its weights in a file beside the graph, as exporters save models over 2 GB.
+    """
     weights = (np.arange(FEATURES * 3, dtype=np.float32).reshape(FEATURES, 3) / 10 - 0.5) * scale
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "W"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["pre"]),
@@ -63,7 +68,15 @@ def affine(scale: float) -> str:
          helper.make_tensor("b", TensorProto.FLOAT, [3], [0.1, -0.2, 0.3])],
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    return _save(model, f"affine_{scale}.onnx")
+    if not external:
+        return _save(model, f"affine_{scale}.onnx")
+    for index, weight in enumerate(list(model.graph.initializer)):  # as raw bytes, which onnx.save moves out
+        model.graph.initializer[index].CopyFrom(numpy_helper.from_array(numpy_helper.to_array(weight), weight.name))
+    onnx.checker.check_model(model)
+    path = os.path.join(_DIRECTORY, "external", f"affine_{scale}.onnx")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    onnx.save(model, path, save_as_external_data=True, location="affine.weights", size_threshold=0)
+    return path
 
 
 def mixed() -> str:
@@ -174,3 +187,5 @@ models.onnx(
     config=ModelConfig(max_batch_size=0),
     backend="python",
 )
+
+models.onnx("External", affine(1.0, external=True), config=batched, backend="python")

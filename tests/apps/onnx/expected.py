@@ -18,6 +18,7 @@ import onnxruntime
 TEXT = np.array([b"hello", "d\u00e9j\u00e0 vu".encode(), b""], dtype=object)
 INPUTS = {
     ("Affine", 1): {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
+    ("External", 1): {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0]], dtype=np.float32)},
     ("Affine", 2): {"x": np.array([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0]],
                                   dtype=np.float32)},
     ("Mixed", 1): {"a": np.array([[1, 2, 3], [4, 5, 6]], dtype=np.int64),
