@@ -25,6 +25,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pytest
+from runs import ACCESS_KEY, PREFIX
 
 from repogen.server.running.docker import removing, unique_name
 from repogen.server.running.process import free_ports
@@ -115,13 +116,14 @@ def test_the_dockerfile_installs_the_provided_build_from_the_index_given(context
 @pytest.fixture(scope="module")
 def served(context: Path, standin_image, docker_engine) -> Iterator[object]:
     image = standin_image("24.10")
-    tag = f"{unique_name('repogen-i34-provided')}:latest"
+    tag = f"{unique_name(f'{PREFIX}-provided')}:latest"
     classic = docker_engine.with_env(DOCKER_BUILDKIT="0")  # BuildKit would fetch the `# syntax=` frontend
     with removing(docker_engine, "image", tag):
         classic("build", "--network", "host", "-f", str(context / "deploy" / "Dockerfile"),
                 "--build-arg", f"TRITON_IMAGE={image.tag}", "-t", tag, str(context), timeout=900)  # fmt: skip
-        name = unique_name("repogen-i34-provided")
-        with docker_engine.run(tag, name=name, flags=["--shm-size=64m"]) as container:
+        name = unique_name(f"{PREFIX}-provided")
+        flags = ["--shm-size=64m", "-e", f"REPOGEN_ACCESS_TOKEN={ACCESS_KEY}"]  # the key the header's line gives it
+        with docker_engine.run(tag, name=name, flags=flags) as container:
             container.wait_ready(180)
             yield container
 
