@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import onnx_bench
 import perf
 import stats
 from repos import assemble
@@ -75,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     work = ROOT / "build" / "bench"
     work.mkdir(parents=True, exist_ok=True)
     repository = assemble(work)
+    if any(model.startswith("Onnx") for model in args.models):  # bench/apps/onnx_app.py's, built by a builder venv
+        onnx_bench.add_models(repository, work)
     rounds: list[dict[str, Any]] = []
     for server in range(args.servers):
         print(f"server {server + 1} of {args.servers}", flush=True)

@@ -5,11 +5,14 @@ model runs under ``valgrind --tool=callgrind`` (a backend directory whose stub i
 execs valgrind around the real one); after a warm-up the counters are zeroed, N requests are sent
 one at a time, and the counters are dumped: instructions / N is what one request costs in the
 stub process (the C++ IPC handling plus the model's Python), with nothing else of the machine in it.
+A case may send its requests in groups of ``batch`` at once instead, to a model whose batcher holds
+them until that many wait: every ``execute`` then gets exactly ``batch`` requests.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import time
@@ -17,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import np_to_triton_dtype
 
 from repogen.server import TritonServer
 from repogen.server.provision.install import ServerInstall, VenvInfo
@@ -99,18 +104,51 @@ def _total(dump: Path) -> int:
     raise RuntimeError(f"{dump} has no instruction total")
 
 
+def _send(server: TritonServer, model: str, inputs: dict[str, np.ndarray], batch: int, groups: int) -> None:
+    """``groups`` times: ``batch`` requests at once, then wait for every answer (one at a time when batch is 1)."""
+    if batch == 1:
+        for _ in range(groups):
+            infer("grpc", server, model, inputs)
+        return
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        tensors = []
+        for name, array in inputs.items():
+            tensor = grpcclient.InferInput(name, list(array.shape), np_to_triton_dtype(array.dtype))
+            tensor.set_data_from_numpy(array)
+            tensors.append(tensor)
+        answers: queue.Queue[Any] = queue.Queue()
+        for _ in range(groups):
+            for _ in range(batch):
+                client.async_infer(model, tensors, callback=lambda result, error: answers.put(error))
+            for _ in range(batch):
+                error = answers.get(timeout=300)  # queue.Empty: the batcher never formed the group
+                if error is not None:
+                    raise RuntimeError(f"{model}: {error}")
+    finally:
+        client.close()
+
+
+def _executions(server: TritonServer, model: str) -> tuple[int, int]:
+    """(requests, executions) the server counted for ``model``: proves the batches were the size asked for."""
+    with http_client(server.http_url, 30) as client:
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    return int(stats["inference_stats"]["success"]["count"]), int(stats["execution_count"])
+
+
 def instructions_per_request(
     repository: Path,
     install: ServerInstall,
     venv: VenvInfo,
-    cases: dict[str, tuple[str, dict[str, np.ndarray], tuple[str, ...]]],
+    cases: dict[str, tuple[Any, ...]],
     work: Path,
     requests: int = 200,
 ) -> dict[str, float]:
     """Stub instructions per request of each case.
 
-    A case is the model a request is sent to, the inputs of one request, and the models whose stubs
-    are counted (an ensemble's steps; the model itself when empty), summed.
+    A case is the model a request is sent to, the inputs of one request, the models whose stubs
+    are counted (an ensemble's steps; the model itself when empty), summed, and optionally the
+    requests each execute gets (sent together; default 1, one at a time).
     """
     out_dir = work / "callgrind"
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -121,23 +159,30 @@ def instructions_per_request(
     try:
         server.start()
         server.wait_ready(900)
-        steps = sorted({name for _, _, stubs in cases.values() for name in stubs})
-        models = sorted({model for model, _, _ in cases.values()} - set(steps))
+        steps = sorted({name for _, _, stubs, *_ in cases.values() for name in stubs})
+        models = sorted({model for model, *_ in cases.values()} - set(steps))
         server.load_one_by_one(steps + models)  # an ensemble after its steps
-        for key, (model, inputs, stubs) in cases.items():
-            for _ in range(WARMUP):
-                infer("grpc", server, model, inputs)
+        for key, (model, inputs, stubs, *rest) in cases.items():
+            batch = rest[0] if rest else 1
+            groups = max(1, requests // batch)
+            _send(server, model, inputs, batch, max(1, WARMUP // batch))
             pids = [_stub_pid(server, name) for name in stubs or (model,)]
             for pid in pids:
                 subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
-            for _ in range(requests):
-                infer("grpc", server, model, inputs)
+            before = _executions(server, model)
+            _send(server, model, inputs, batch, groups)
+            deadline = time.monotonic() + 60  # the server counts a request after its answer has left
+            while (after := _executions(server, model))[0] - before[0] < groups * batch and time.monotonic() < deadline:
+                time.sleep(0.2)
+            sent, executions = after[0] - before[0], after[1] - before[1]
+            if batch > 1 and (sent != groups * batch or executions != groups):
+                raise RuntimeError(f"{model}: {sent} requests in {executions} executions, not {groups} of {batch}")
             total = 0
             for pid in pids:
                 before = set(out_dir.glob(f"{pid}.out.*"))
                 subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
                 total += _total(_new_dump(out_dir, pid, before))
-            counts[key] = total / requests
+            counts[key] = total / (groups * batch)
     finally:
         server.stop()
         shutil.rmtree(backend, ignore_errors=True)

@@ -106,6 +106,28 @@ def point_table(result: dict[str, Any], group: str) -> list[str]:
     return lines
 
 
+def onnx_tables(result: dict[str, Any]) -> list[str]:
+    """One table per ONNX group, with the mean batch the server formed (requests per execute)."""
+    groups = sorted({r["group"] for r in result["summary"] if r["group"].startswith("onnx")})
+    lines: list[str] = []
+    for group in groups:
+        lines += [
+            f"### {group}",
+            "",
+            "| input | c | implementation | throughput (inf/s) | p50 (ms) | p99 (ms) | mean batch "
+            "| compute infer (µs) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for r in (r for r in result["summary"] if r["group"] == group):
+            lines.append(
+                f"| {r['elements']} floats | {r['concurrency']} | {r['impl']} | {_us(r, 'throughput')} | "
+                f"{_us(r, 'p50_us', 1e-3, 3)} | {_us(r, 'p99_us', 1e-3, 3)} | {_us(r, 'mean_batch', 1, 1)} | "
+                f"{_us(r, 'compute_infer_us')} |"
+            )
+        lines.append("")
+    return lines
+
+
 def machine(result: dict[str, Any]) -> list[str]:
     m = result["machine"]
     return [
@@ -192,6 +214,20 @@ def render(path: Path) -> str:
         *cold_start_table(result),
         "",
     ]
+    onnx = onnx_tables(result)
+    if onnx:
+        parts += [
+            "## ONNX on the Python backend (`bench/apps/onnx_app.py`), gRPC",
+            "",
+            "Graphs made by `onnx.helper`: small, an MLP 256 -> 512 -> 512 -> 16; big, three 3x3 convolutions",
+            "8 -> 128 -> 128 -> 8 channels over a 32x32 image (8192 floats in, 170 M multiply-adds, 1.9 ms per sample",
+            "on one core), pooled to 8 outputs. max_batch_size 16, dynamic batching with a 200 µs queue delay.",
+            "*onnxruntime in one process* runs the served `model.onnx` alone at the server's mean batch with the same",
+            "intra-op threads",
+            "(`bench/onnx_ceiling.py`).",
+            "",
+            *onnx,
+        ]
     analysis = BENCH / "analysis.md"
     if analysis.exists():
         parts += [analysis.read_text().rstrip(), ""]

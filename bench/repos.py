@@ -26,6 +26,9 @@ SAME_CONFIG = {
     "HWStepSub": "StepSub",
     "HWOne": "Fused",
 }
+FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
+# hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
+VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"
 
 
@@ -50,6 +53,10 @@ def assemble(work: Path) -> Path:
             source = generated / SAME_CONFIG[model.name]
             config = renamed_config((source / "config.pbtxt").read_text(), source.name, model.name)
             (repo / model.name / "config.pbtxt").write_text(config)
+    for name, source_name, config_of in VARIANTS:
+        shutil.copytree(HANDWRITTEN / source_name, repo / name)
+        config = renamed_config((generated / config_of / "config.pbtxt").read_text(), config_of, name)
+        (repo / name / "config.pbtxt").write_text(config)
     (repo / "HWPipeline" / "1").mkdir(exist_ok=True)  # an ensemble still needs its version directory
     return repo
 

@@ -30,10 +30,11 @@ import builds
 import callgrind
 import ceiling
 import numpy as np
+import onnx_bench
 import perf
 import stats
 from packages import packages_bench
-from repos import assemble
+from repos import FIXED_BATCHES, assemble
 from servers import PyTritonServer, repogen_server
 
 from repogen.server.provision.install import default_cache_dir
@@ -58,7 +59,8 @@ EXTRAS = (
     ("bls", "Trivial", "direct", 1),
     ("bls", "BlsTrivial", "via BLS", 1),
 )
-COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own])
+COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own[, requests
+    # per execute]])
     "16 floats": (
         ("generated", "Double", 16),
         ("handwritten", "DoubleHW", 16),
@@ -68,6 +70,21 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
         ("generated", "Double", MB4),
         ("handwritten", "DoubleHW", MB4),
         ("hand-written, DLPack", "DoubleDLPack", MB4),
+    ),
+    **{
+        f"16 floats, {n} requests per execute": (
+            ("generated", f"DoubleX{n}", 16, (), n),
+            ("handwritten", f"DoubleHWX{n}", 16, (), n),
+        )
+        for n in FIXED_BATCHES
+    },
+    "onnx small, 1 request per execute, 1 thread": (
+        ("generated", "OnnxSmallT1", 256),
+        ("hand-batched class", "OnnxSmallClassT1", 256),
+    ),
+    "onnx small, 4 requests per execute, 1 thread": (
+        ("generated", "OnnxSmallX4", 256, (), 4),
+        ("hand-batched class", "OnnxSmallClassX4", 256, (), 4),
     ),
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
     "ensemble, 3 steps": (
@@ -94,16 +111,23 @@ def machine() -> dict[str, Any]:
     }  # fmt: skip
 
 
-def run_rounds(servers: dict[str, Any], rounds: int, window: float, protocols: tuple[str, ...]) -> list[dict[str, Any]]:
+def run_rounds(
+    servers: dict[str, Any], rounds: int, window: float, protocols: tuple[str, ...], onnx: bool = False
+) -> list[dict[str, Any]]:
     """Every point for every implementation, ``rounds`` times, interleaved with a rotating order."""
     analyzer = ensure_perf_analyzer()
     samples: list[dict[str, Any]] = []
     impls = tuple(i for i in IMPLS if IMPLS[i][0] in servers)
 
     def point(group: str, impl: str, model: str, server: Any, protocol: str, payload: str, elements: int,
-              concurrency: int, rnd: int) -> None:  # fmt: skip
+              concurrency: int, rnd: int, batches: bool = False) -> None:  # fmt: skip
+        """One perf_analyzer run; ``batches``: also the mean batch the server formed (its statistics)."""
         url = server.grpc_url if protocol == "grpc" else server.http_url
+        before = onnx_bench.executions(server.http_url, model) if batches else (0, 0)
         measured = perf.measure(analyzer, model, url, protocol, {"x": elements}, concurrency, window)
+        if batches:
+            after = onnx_bench.executions(server.http_url, model)
+            measured["mean_batch"] = (after[0] - before[0]) / max(1, after[1] - before[1])
         samples.append({"group": group, "payload": payload, "impl": impl, "model": model, "protocol": protocol,
                         "elements": elements, "concurrency": concurrency, "round": rnd, **measured})  # fmt: skip
         _progress(samples[-1])
@@ -118,6 +142,8 @@ def run_rounds(servers: dict[str, Any], rounds: int, window: float, protocols: t
                         point("payload", impl, model, servers[where], protocol, payload, elements, concurrency, rnd)
         for group, model, impl, concurrency in EXTRAS if rnd % 2 == 0 else tuple(reversed(EXTRAS)):
             point(group, impl, model, servers["repogen"], "grpc", "16 floats", 16, concurrency, rnd)
+        if onnx:
+            onnx_round(point, servers["repogen"], rnd, window, samples)
         for procs, impl in ((1, "1 process"), (2, "2 processes")):
             rate = ceiling.spins_per_s(procs, window)
             samples.append({"group": "ceiling", "payload": "-", "impl": impl, "model": "spin", "protocol": "none",
@@ -125,6 +151,28 @@ def run_rounds(servers: dict[str, Any], rounds: int, window: float, protocols: t
                             "p50_us": 1e6 * procs / rate})  # fmt: skip
             _progress(samples[-1])
     return samples
+
+
+def onnx_round(point: Any, server: Any, rnd: int, window: float, samples: list[dict[str, Any]]) -> None:
+    """The ONNX points, implementations in a rotating order; then onnxruntime alone at the batch the server formed."""
+    for group, size, impls, concurrencies in onnx_bench.POINTS:
+        names = list(impls)
+        order = names[rnd % len(names) :] + names[: rnd % len(names)]
+        elements = onnx_bench.ELEMENTS[size]
+        for concurrency in concurrencies:
+            for impl in order:
+                point(group, impl, impls[impl], server, "grpc", f"{elements} floats", elements, concurrency, rnd, True)
+    group, concurrency = onnx_bench.CEILING_POINT
+    served = next(s for s in reversed(samples) if (s["group"], s["concurrency"], s["impl"]) ==
+                  (group, concurrency, "generated"))  # fmt: skip
+    batch = max(1, round(served["mean_batch"]))
+    threads = onnx_bench.default_threads()
+    graph = server.model_repository / served["model"] / "1" / "model.onnx"
+    rate = onnx_bench.ceiling(graph, batch, threads, window)
+    samples.append({**{k: served[k] for k in ("group", "payload", "model", "protocol", "elements", "concurrency")},
+                    "impl": "onnxruntime in one process", "round": rnd, "throughput": rate,
+                    "p50_us": 1e6 * batch / rate, "mean_batch": batch, "threads": threads})  # fmt: skip
+    _progress(samples[-1])
 
 
 def _progress(s: dict[str, Any]) -> None:
@@ -136,21 +184,28 @@ def _progress(s: dict[str, Any]) -> None:
     )
 
 
-def count_instructions(repository: Path, work: Path, requests: int) -> dict[str, dict[str, float]]:
-    """Stub instructions per request of the counted models, on a callgrind server of the same pairing."""
+def count_instructions(
+    repository: Path, work: Path, requests: int, groups: list[str] | None = None
+) -> dict[str, dict[str, float]]:
+    """Stub instructions per request of the counted models (``groups`` of COUNTED, else all), on a callgrind server."""
+    counted_groups = {  # a group whose models the repository lacks (the ONNX ones, without a builder venv) is left out
+        group: COUNTED[group]
+        for group in groups or COUNTED
+        if all((repository / c[1]).is_dir() for c in COUNTED[group])
+    }
     server = repogen_server(repository, work / "unused.log")
     # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
     counted = work / "callgrind-repository"
     shutil.rmtree(counted, ignore_errors=True)
     cases = {
-        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, case[3] if len(case) > 3 else ())
-        for group, pairs in COUNTED.items()
+        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, *(case[3:] or ((),)))
+        for group, pairs in counted_groups.items()
         for case in pairs
     }
-    for name in sorted({name for model, _, stubs in cases.values() for name in (model, *stubs)}):
+    for name in sorted({name for model, _, stubs, *_ in cases.values() for name in (model, *stubs)}):
         shutil.copytree(repository / name, counted / name, copy_function=os.link)
     counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
-    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in COUNTED.items()}
+    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in counted_groups.items()}
 
 
 def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -195,6 +250,24 @@ def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[di
         rows.append({"name": "machine ceiling: 2 / 1 plain processes (same spin, no Triton)", "goal": "reference",
                      **stats.spread(parallel)})  # fmt: skip
     add("BLS / direct p50 (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_us", "reference")
+    for group, size, impls, concurrencies in onnx_bench.POINTS:
+        num, den = list(impls)
+        elements = onnx_bench.ELEMENTS[size]
+        for c in concurrencies:
+            key = (group, "grpc", elements, c)
+            if group.endswith("fused"):
+                add(f"{group}: fused Python -> ONNX -> Python / the ONNX step alone, p50 (c={c})", key, num, den,
+                    "p50_us", "<= 1.1")  # fmt: skip
+            elif group == "onnx threads":
+                add(f"{group}: big graph, 2 instances, 1 intra-op thread each / onnxruntime's default, throughput "
+                    f"(c={c})", key, num, den, "throughput", "reference")  # fmt: skip
+            else:
+                add(f"{group}: models.onnx(backend='python') / hand-batched class model, throughput (c={c})", key,
+                    num, den, "throughput", ">= 1.0")  # fmt: skip
+    group, c = onnx_bench.CEILING_POINT
+    add(f"{group}: served / onnxruntime alone in one process at the server's mean batch, throughput (c={c})",
+        (group, "grpc", onnx_bench.ELEMENTS["Big"], c), "generated", "onnxruntime in one process", "throughput",
+        ">= 0.8")  # fmt: skip
     return rows
 
 
@@ -204,10 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--window", type=float, default=None, help="seconds per perf_analyzer measurement window")
     parser.add_argument("--no-pytriton", action="store_true", help="leave PyTriton out (no bench/.venv-pytriton)")
+    parser.add_argument("--no-onnx", action="store_true", help="leave the ONNX points out (no builder venv)")
     parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json")
     parser.add_argument(
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
+    parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
     window = args.window or (1.0 if args.quick else 2.0)
@@ -218,8 +293,16 @@ def main(argv: list[str] | None = None) -> int:
 
     print("building the benchmark repository", flush=True)
     repository = assemble(work)
+    onnx = False
+    counted_onnx = any(group.startswith("onnx") for group in args.group or COUNTED)
+    if not args.no_onnx and (not args.instructions or counted_onnx):
+        try:  # a builder venv with onnx and onnxruntime builds the ONNX models (pip, the first time)
+            print(f"  ONNX models: {', '.join(onnx_bench.add_models(repository, work))}", flush=True)
+            onnx = True
+        except Exception as exc:
+            print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        print(json.dumps(count_instructions(repository, work, requests=200), indent=1), flush=True)
+        print(json.dumps(count_instructions(repository, work, 200, args.group), indent=1), flush=True)
         return 0
     servers: dict[str, Any] = {}
     try:
@@ -227,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_pytriton:
             servers["pytriton"] = PyTritonServer(work / "pytriton.log").start()
         print(f"measuring: {rounds} round(s), {window:.1f} s windows, protocols {protocols}", flush=True)
-        samples = run_rounds(servers, rounds, window, protocols)
+        samples = run_rounds(servers, rounds, window, protocols, onnx)
     finally:
         for server in servers.values():
             server.stop()

@@ -48,6 +48,13 @@ class ContainersLeftOutWarning(RepogenWarning):
     """A default build targets fewer containers than every one from 23.10: its packages cannot reach the others."""
 
 
+class LargePackagesWarning(RepogenWarning):
+    """The shipped packages pass ``LARGE_PACKAGES`` bytes for a container Python (torch with its CUDA libraries)."""
+
+
+LARGE_PACKAGES = 10**9
+
+
 class BuildOptions(TypedDict, total=False):
     """How to build, as :func:`build_repository` and :func:`build_app` both take it (every key optional).
 
@@ -129,6 +136,17 @@ def build_repository(
         files, Path(output), force=force, merge=merge, links=packager.links if packager else None, finish=finish
     )
     summary = packager.summary() if packager else None
+    heavy = packager.oversized(LARGE_PACKAGES) if packager else []
+    if heavy:
+        warnings.warn(
+            f"the repository ships more than {LARGE_PACKAGES / 1e9:.0f} GB of packages for a container Python "
+            f"({'; '.join(heavy)}), copied to every server that loads it. An image can hold the heaviest instead: "
+            "build with --provided NAME for each and deploy with `repogen deploy --docker`, whose image installs "
+            "them (a torch build from PyTorch's index, e.g. torch==2.13.0+cpu: a 0.19 GB wheel, 0.70 GB installed, "
+            "instead of PyPI's build with its CUDA libraries)",
+            LargePackagesWarning,
+            stacklevel=2,
+        )
     return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=targets)
 
 

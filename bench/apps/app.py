@@ -31,6 +31,16 @@ def double(x):
 
 models.bind(model_name="Double", infer_func=double, inputs=_VECTOR, outputs=_OUT, config=_BATCHED, strict=True)
 
+# The same model handed exactly N requests per execute (callgrind's fixed batches, bench/callgrind.py): the
+# batcher holds requests until N rows wait (each request is one row), so N sent together are one batch.
+FIXED_BATCHES = (2, 4, 8)  # bench/repos.py's too
+for _n in FIXED_BATCHES:
+    _fixed = ModelConfig(
+        max_batch_size=MAX_BATCH_SIZE,
+        batcher=DynamicBatcher(preferred_batch_size=[_n], max_queue_delay_microseconds=10_000_000),
+    )
+    models.bind(model_name=f"DoubleX{_n}", infer_func=double, inputs=_VECTOR, outputs=_OUT, config=_fixed, strict=True)
+
 
 def spin(n: int) -> int:
     """Pure-Python arithmetic: holds the GIL, so one stub process can use one core at most."""

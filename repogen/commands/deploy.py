@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..deploy import DeployOptions, generate
+from ..packages.indexes import PackageIndexes
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
 from .params import RELEASE_HELP, TritonRelease, restrict_option
 
@@ -69,6 +70,11 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
 @click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
+@click.option("--index-url", help="Docker: the package index the image's pip installs from instead of PyPI (a "
+              "mirror); repogen then adds no index of its own.")  # fmt: skip
+@click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Docker: another index beside it.")
+@click.option("--find-links", "find_links", multiple=True, help="Docker: a URL or a directory of wheels (under "
+              "--context: copied into the image) the image's pip also looks in.")  # fmt: skip
 @click.option(
     "--verify-key",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -83,13 +89,23 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @restrict_option
 @click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
               "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip
-def deploy(repository: Path, output: Path | None, **options: object) -> None:
+def deploy(
+    repository: Path,
+    output: Path | None,
+    index_url: str | None,
+    extra_index_urls: tuple[str, ...],
+    find_links: tuple[str, ...],
+    **options: object,
+) -> None:
     """Write deployment files for a built REPOSITORY: --docker, --k8s, --kserve and/or --compose.
 
     One machine: `repogen serve DIR`, or --compose for `docker compose up -d`. A container: --docker,
-    then `docker build`. A cluster: --k8s (Deployment + Service) or --kserve (InferenceService).
+    then `docker build`. A cluster: --k8s (Deployment + Service) or --kserve (InferenceService). The
+    image installs what the repository does not ship from PyPI, and a PyTorch build (torch==2.13.0+cpu)
+    from PyTorch's index, unless --index-url/--extra-index-url/--find-links name the sources.
     """
-    result = generate(repository, DeployOptions(output_dir=output, **options))  # type: ignore[arg-type]
+    indexes = PackageIndexes(index_url, extra_index_urls, find_links)
+    result = generate(repository, DeployOptions(output_dir=output, indexes=indexes, **options))  # type: ignore[arg-type]
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
     if output is None:  # stdout: the files themselves; a separator line names each when there are several

@@ -10,14 +10,16 @@ app imports): for a ``--pin-python`` build, whose payloads load only under the P
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..emit.templates import render
-from ..errors import UsageError
+from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
+from ..packages.indexes import PackageIndexes, unindexed
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.layout import METADATA
 from ..triton.releases import Release
@@ -36,11 +38,19 @@ class DockerFiles:
     dockerignore: str
 
 
-def requirements_run(info: BuiltRepository, build: bool = False) -> str:
-    """The ``RUN pip install`` line (a comment when there is nothing to install).
+FIND_LINKS_DIR = "/tmp/repogen-find-links"  # a --find-links directory of the build context, copied into the image
+
+
+def requirements_run(
+    info: BuiltRepository, build: bool = False, indexes: PackageIndexes | None = None, context: Path | None = None
+) -> str:
+    """The ``RUN pip install`` line (a comment when there is nothing to install), after the ``COPY`` of any
+    ``--find-links`` directory it reads.
 
     To serve: what the repository does not ship (``--packages record``, ``--provided``). To build the
-    app inside the image (``build``): everything its models import, since the app imports them.
+    app inside the image (``build``): everything its models import, since the app imports them. Each
+    installs from where it comes from (``repogen.packages.indexes``): PyTorch's index for a PyTorch
+    variant (``torch==2.13.0+cpu``), the sources the user gave (``indexes``) instead of any repogen adds.
     """
     wanted = info.imports if build else info.requirements
     if not wanted:
@@ -49,8 +59,32 @@ def requirements_run(info: BuiltRepository, build: bool = False) -> str:
         if info.imports:
             return "# The third-party packages the models import ship in the repository (<model>/<version>/packages)."
         return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
-    packages = " ".join(shlex.quote(r) for r in wanted)
-    return f"RUN python3 -m pip install --no-cache-dir {packages}"
+    indexes = indexes or PackageIndexes()
+    missing = [] if indexes.given else unindexed(wanted)
+    if missing:
+        raise DeployError(
+            f"{', '.join(missing)}: a local version label, which PyPI never has and no package index repogen knows "
+            f"of publishes (PyTorch's does for its own +cpu, +cu126, ... builds), so `pip install` in the image "
+            "cannot find it; nothing was written. Pass --index-url or --find-links with the index or directory "
+            "that has it (an air-gapped mirror), or ship it inside the repository (build without --provided)"
+        )
+    copies, sources = _copied_find_links(indexes, context or Path("."))
+    args = " ".join(shlex.quote(a) for a in (*sources.pip_args(wanted), *wanted))
+    return "".join(copies) + f"RUN python3 -m pip install --no-cache-dir {args}"
+
+
+def _copied_find_links(indexes: PackageIndexes, context: Path) -> tuple[list[str], PackageIndexes]:
+    """A ``--find-links`` that is a directory here is copied into the image (it must lie in the build context)."""
+    copies, links = [], []
+    for number, link in enumerate(indexes.find_links):
+        if "://" in link or not Path(link).is_dir():
+            links.append(link)
+            continue
+        relative = context_path(Path(link), context, "--find-links directory")
+        target = f"{FIND_LINKS_DIR}/{number}"
+        copies.append(f"COPY {relative} {target}\n")
+        links.append(target)
+    return copies, dataclasses.replace(indexes, find_links=tuple(links))
 
 
 def _python_note(info: BuiltRepository, target: Release) -> str:
@@ -101,6 +135,7 @@ def dockerfile(
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
+    indexes: PackageIndexes | None = None,
     verify: VerifyDeploy | None = None,
     key_in_context: str | None = None,
     apis: tuple[str, ...] = (),
@@ -128,10 +163,10 @@ def dockerfile(
         "http_port": HTTP_PORT,
         "healthcheck": healthcheck(info, HTTP_PORT, apis),
         "dead_stub_note": dead_stub_note(target),
+        "requirements_run": requirements_run(info, indexes=indexes, context=context),
         "access_note": access.docker_note(apis),
         "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, _SERVER))}",
         "run_env": f"-e {access.ENV} " if apis else "",
-        "requirements_run": requirements_run(info),
     }
     if app is None:
         repository = context_path(info.path, context, "repository")
@@ -161,7 +196,7 @@ def dockerfile(
         text = render(
             "deploy/Dockerfile.build.tmpl",
             **common,
-            build_requirements_run=requirements_run(info, build=True),
+            build_requirements_run=requirements_run(info, build=True, indexes=indexes, context=context),
             app=app,
             app_in_image=_app_in_image(app, context),
             repogen_wheel=repogen_wheel,

@@ -12,6 +12,7 @@ from ..emit.templates import render
 from ..errors import DeployError, UsageError
 from ..ondisk import compatibility
 from ..ondisk.repository import BuiltRepository, read_repository
+from ..packages.indexes import PackageIndexes
 from ..triton.access import DEFAULT_RESTRICTED
 from ..triton.releases import NEWEST, Release, get_release
 from ..version import __version__
@@ -60,6 +61,9 @@ class DeployOptions:
     shm_size: str | None = None
     gpus: int | None = None
     storage_uri: str | None = None
+    indexes: PackageIndexes = field(default_factory=PackageIndexes)
+    """Docker: where the image's ``pip install`` finds what the repository does not ship (``--index-url``,
+    ``--extra-index-url``, ``--find-links``); by default PyPI, plus PyTorch's index for its variant builds."""
     verify_key: Path | None = None
     """Verify the repository's signatures against this public key before serving (``repogen.deploy.verify``)."""
     verify_key_secret: str | None = None
@@ -242,6 +246,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             tag=image,
             repogen_wheel=repogen_wheel,
             gpus=max(options.gpus or 0, 1),
+            indexes=options.indexes,
             verify=verify,
             key_in_context=key_in_context,
             apis=apis,

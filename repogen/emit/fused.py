@@ -2,8 +2,9 @@
 
 Each step travels as the server would configure it when served alone: its callables, its
 config (as the JSON Triton hands ``initialize``), its strictness, the tensors it maps, and the files
-it ships (under ``steps/<model>/<version>/files/``), so the runtime can run it in-process with the same
-conversion and checks.
+it ships (under ``steps/<model>/<version>/files/``; a graph its callable opens, ``model.onnx``, in
+``steps/<model>/<version>/``), so the runtime can run it in-process with the same conversion and checks.
+The packages a step imports only when it runs (onnxruntime) ship with the fused model.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, Entry]:
     steps: list[dict[str, Any]] = []
     callables: list[tuple[str, Any]] = []
     clients: list[ClientSpec] = []
+    imports: list[str] = []
     for step, spec in zip(fused.steps, fused.step_models, strict=True):
         latest = spec.versions[-1]
         steps.append(
@@ -44,12 +46,14 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, Entry]:
         )
         callables += [(f"step '{spec.name}' infer_func", func) for func in latest.infer_funcs]
         clients += latest.clients
+        imports += [module for module in latest.imports if module not in imports]
+        step_dir = f"{model.name}/{version.version}/{STEPS_DIR}/{spec.name}/{latest.version}"
         for name, source in spec.files:
-            files.update(
-                shipped(f"{model.name}/{version.version}/{STEPS_DIR}/{spec.name}/{latest.version}/files/{name}", source)
-            )
+            files.update(shipped(f"{step_dir}/files/{name}", source))
+        for name, source in latest.files:
+            files.update(shipped(f"{step_dir}/{name}", source))
     what = f"ensemble '{model.name}' (fuse=True)"
-    payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads)
+    payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads, imports)
     record = {
         Metadata.CALLS: sorted({c.model for c in clients}),
         Metadata.FUSED: [spec.name for spec in fused.step_models],

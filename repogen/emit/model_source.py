@@ -21,6 +21,7 @@ from .templates import render
 GENERAL_TEMPLATE = "model.py.tmpl"
 SPECIALIZED_TEMPLATE = "model_batch.py.tmpl"
 INDENT = " " * 8
+SIZES = "[part.shape[0] for part in in0_parts]"  # each request's rows, in _execute_many
 
 
 def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
@@ -36,15 +37,16 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         input_names=", ".join(repr(t.name) for t in model.inputs),
         output_names=", ".join(repr(t.name) for t in model.outputs),
         dtypes="\n".join(o.dtype_constant() for o in outputs),
-        input_count=len(inputs),
+        count_check=_count_check(inputs),
+        sizes=SIZES,
         read_inputs=read_inputs(inputs),
         read_inputs_many=_read_inputs_many(inputs),
         call_arguments=call_arguments([(i.tensor.name, i.var) for i in inputs]),
         output_count=len(outputs),
         check_outputs="\n".join(o.check("self.finish_batch(result, [rows])") for o in outputs),
-        check_outputs_many="\n".join(o.check("self.finish_batch(result, sizes)") for o in outputs),
+        check_outputs_many="\n".join(o.check(f"self.finish_batch(result, {SIZES})") for o in outputs),
         tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
-        tensors_sliced=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
+        tensors_sliced=", ".join(f"tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
     )
 
 
@@ -84,23 +86,36 @@ def read_inputs(inputs: list[InputCode], rows: bool = True) -> str:
     return "\n".join(INDENT + line for line in lines)
 
 
+def _count_check(inputs: list[InputCode], indent: str = INDENT) -> str:
+    """Leave for the general path when a request lacks an optional input; Triton admits no request that lacks a
+    required one or holds an undeclared one, so without optional inputs every request has them all."""
+    if not any(i.tensor.optional for i in inputs):
+        return ""
+    lines = [f"if len(tensors) != {len(inputs)}:", "    return _Runtime.execute(self, requests)"]
+    return "".join(indent + line + "\n" for line in lines)
+
+
 def _read_inputs_many(inputs: list[InputCode]) -> str:
-    """Each request's inputs into one list per input, then concatenated; ``sizes`` keeps the rows apart."""
-    one = [f"part{i}" for i in range(len(inputs))]
+    """Each request's inputs into one list per input, then concatenated (a request's rows: its part's first dim).
+
+    Requests whose other dims, or ranks, differ do not concatenate (ValueError); a concatenated input has
+    every part's rank, so one rank check per input, not per request. Either leaves for the general path.
+    """
+    many = "    return _Runtime.execute(self, requests)"
     lines = [f"{i.var}_parts = []" for i in inputs]
-    lines += ["for request in requests:", "    tensors = request.inputs()", f"    if len(tensors) != {len(inputs)}:"]
-    lines += ["        return _Runtime.execute(self, requests)"]
-    if len(inputs) == 1:
-        lines.append("    " + inputs[0].read("tensors[0]", one[0]))
+    if len(inputs) == 1 and not inputs[0].tensor.optional:  # the one input every request has: no names to match
+        lines += ["for request in requests:", f"    {inputs[0].var}_parts.append(request.inputs()[0].as_numpy())"]
     else:
+        lines += ["for request in requests:", "    tensors = request.inputs()"]
+        lines += _count_check(inputs, "    ").splitlines()
         lines.append("    by_name = {t.name(): t for t in tensors}")
-        lines += ["    " + i.read(f"by_name[{i.tensor.name!r}]", var) for i, var in zip(inputs, one, strict=True)]
-    ranks = " or ".join(f"{var}.ndim != {i.rank}" for i, var in zip(inputs, one, strict=True))
-    lines += [f"    if {ranks}:", "        return _Runtime.execute(self, requests)"]
-    lines += [f"    {i.var}_parts.append({var})" for i, var in zip(inputs, one, strict=True)]
-    lines.append(f"sizes = [part.shape[0] for part in {inputs[0].var}_parts]")
-    lines += [f"{i.var} = _concatenate({i.var}_parts)" for i in inputs]
-    lines.append(f"rows = {inputs[0].var}.shape[0]")
+        lines += [f"    {i.var}_parts.append(by_name[{i.tensor.name!r}].as_numpy())" for i in inputs]
+    lines.append("try:")
+    lines += [f"    {i.var} = _concatenate({i.var}_parts)" for i in inputs]
+    lines.append("except ValueError:  # the requests' other dimensions (or ranks) differ: the general path answers")
+    lines.append(many)
+    ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
+    lines += [f"if {ranks}:", many, f"rows = {inputs[0].var}.shape[0]"]
     return "\n".join(INDENT + line for line in lines)
 
 

@@ -84,7 +84,12 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     models = [_with_clients(repository, model, interfaces, sites.get(model.name)) for model in models]
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
-    exported_backends = {name: _exported(defs[0]) for name, defs in exported.items()}
+    # an ONNX graph on the Python backend is a Python model (OnnxSession): a fused ensemble runs it in-process
+    exported_backends = {
+        name: _exported(defs[0])
+        for name, defs in exported.items()
+        if (defs[0].kind, defs[0].backend) != ("onnx", "python")
+    }
     exported_backends.update({i.name: f"an included model directory ({i.runs_on})" for i in included})
     fused = []
     for lowered_ensemble in (e for e in ensembles if e.name in config):
@@ -151,6 +156,9 @@ def _lower_included(repository: Repository, claimed: dict[str, _Claim]) -> tuple
         with declared_at(definition.site):
             found.append(lower_included(definition))
     return tuple(sorted(found, key=lambda spec: spec.name))
+
+
+PYTHON_ONNX = ("onnx", "python")  # (kind, backend) of a graph served by OnnxSession: a Python model
 
 
 def _exported(definition: NetworkDefinition) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from google.protobuf import json_format
 
 from ..emit.model_config import model_config
-from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, lower
+from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
 from ..runtime.errors import InferenceError, ModelCallError
 from . import backend_shim
 from .validation import check_batch, prepare_inputs
@@ -124,7 +124,7 @@ class LocalRepository:
             if spec.name not in self._instances:
                 version = spec.versions[-1]
                 model_dir = self._dir / spec.name
-                self._ship_files(spec, model_dir / str(version.version))
+                self._ship_files(spec, version, model_dir / str(version.version))
                 args = {
                     "model_config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
                     "model_instance_kind": "CPU",
@@ -140,11 +140,14 @@ class LocalRepository:
             return self._instances[spec.name]
 
     @staticmethod
-    def _ship_files(spec: ModelSpec, version_dir: Path) -> None:
+    def _ship_files(spec: ModelSpec, version: VersionSpec, version_dir: Path) -> None:
+        """The model's files under ``files/``, and a graph its callable opens (``model.onnx``) beside them."""
         files = version_dir / "files"
         files.mkdir(parents=True, exist_ok=True)
         for name, source in spec.files:
             os.symlink(source, files / name)
+        for name, source in version.files:
+            os.symlink(source, version_dir / name)
 
     # -- ensembles -------------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..packages.cuda import cuda_needs
+from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
 from ..runtime.packages import abi_tag
 from ..triton import fields, python_backend
 from ..triton.releases import NEWEST, RELEASES, Release
@@ -75,11 +77,42 @@ def fit(info: BuiltRepository, release: Release, *, configs: bool = True) -> Fit
                 f"{where} has CUDA {release.cuda}; rebuild with --triton-version {release.ngc} to be told which, "
                 "or deploy to a container with that CUDA"
             )
+    found.errors.extend(_requirement_errors(info, release, where))
     for model in info.models:
         found.errors.extend(_model_errors(model, release, configs))
         for name, what in _stub_names(model):
             found.warnings.extend(python_backend.name_warnings(name, release, what))
+        found.warnings.extend(_cpu_build_warnings(model, release))
     return found
+
+
+def _requirement_errors(info: BuiltRepository, release: Release, where: str) -> list[str]:
+    """What the image installs (``--provided``, ``--packages record``) built for another CUDA major (``+cu126``)."""
+    errors = []
+    for requirement in info.requirements:
+        name, _, version = requirement.partition("==")
+        needs = cuda_needs([(name, version, {})])
+        for major in (m for m in needs.majors if m != release.cuda):
+            right = [r.ngc for r in RELEASES if r.cuda == major]
+            elsewhere = f", or deploy to a CUDA {major} release (--triton-version {right[-1]})" if right else ""
+            errors.append(
+                f"{requirement}, which the image installs, is a CUDA {major} build ({cuda_evidence(version)}), but "
+                f"{where} has CUDA {release.cuda}, where it fails on the GPU. Install its CUDA {release.cuda} build "
+                f"where you build ({cuda_labels(release.cuda)}) and build again{elsewhere}"
+            )
+    return errors
+
+
+def _cpu_build_warnings(model: ModelDir, release: Release) -> list[str]:
+    """A ``KIND_GPU`` model whose torch is a CPU-only build (``+cpu``): it serves, but never on the GPU."""
+    cpu = [r for r in model.imports if is_cpu_build(r.partition("==")[2])]
+    if not cpu or not model.uses_gpu:
+        return []
+    return [
+        f"model {model.name!r} runs KIND_GPU instances, but {', '.join(cpu)} is a CPU-only build: its tensors stay on "
+        f"the CPU. Install the CUDA {release.cuda} build where you build ({cuda_labels(release.cuda)}) and build "
+        "again, or give the model KIND_CPU instances"
+    ]
 
 
 def _stub_names(model: ModelDir) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets
 from . import metadata, resolve, wheels
 from .cuda import CudaNeeds, cuda_needs
+from .indexes import cuda_evidence, cuda_labels
 from .options import PackageOptions, canonical
 from .resolve import Pin
 from .targets import WheelTarget, wheel_targets
@@ -100,6 +101,7 @@ class Packager:
 
     def ship(self, what: str, requirements: Mapping[str, str]) -> dict[str, ShippedTree]:
         """Tag -> tree for the distributions in ``requirements`` (module -> ``dist==version``) that ship."""
+        self._check_provided(what, [req for req in requirements.values() if not self.options.ships(req.split("==")[0])])
         wanted = tuple(sorted({req for req in requirements.values() if self.options.ships(req.split("==")[0])}))
         if not wanted:
             return {}
@@ -151,6 +153,27 @@ class Packager:
                     sizes[files[relative]] = int(str(length))
         licenses = {sha: d[0] for sha, d in declared.items()}
         return ShippedTree(target, pins, files, listing, interpreter is not None, sizes, needs.majors, licenses, graph)
+
+    def _check_provided(self, what: str, provided: list[str]) -> None:
+        """The image installs these (``--provided``): one built for a CUDA major (``torch==2.13.0+cu126``) cannot
+        serve in a targeted container of another."""
+        for requirement in provided:
+            name, _, version = requirement.partition("==")
+            for wrong in cuda_needs([(name, version, {})]).majors:
+                lacking = tuple(c for c in self.containers if c.cuda != wrong)
+                if not lacking:
+                    continue
+                first = lacking[0]
+                right = [c.ngc for c in RELEASES if c.cuda == wrong]
+                elsewhere = f" (--triton-version {right[-1]} or another CUDA {wrong} release)" if right else ""
+                raise UnreachableContainersError(
+                    f"{what} imports {requirement}, which your image provides (--provided): a CUDA {wrong} build "
+                    f"({cuda_evidence(version)}), but {first.label} has CUDA {first.cuda}, so it fails there on the "
+                    f"GPU. Install its CUDA {first.cuda} build where you build ({cuda_labels(first.cuda)}), or target "
+                    f"a container with CUDA {wrong}{elsewhere}",
+                    f"{requirement} (provided by the image) is a CUDA {wrong} build",
+                    lacking,
+                )
 
     def _check_cuda(self, what: str, target: WheelTarget, needs: CudaNeeds) -> None:
         """Refuse the targeted containers whose CUDA major differs from what the tree's libraries need."""
@@ -213,6 +236,34 @@ class Packager:
             f"Shipped {len(dists)} distribution(s) into {len(self.trees)} tree(s): {', '.join(parts)} "
             "(hard-linked: each file once on disk)"
         )
+
+    def oversized(self, limit: int) -> list[str]:
+        """Per container Python the trees ship more than ``limit`` bytes for (each file once), the heaviest first:
+        ``Python 3.10 (x86_64): 2.1 GB, torch 2.13.0+cpu 1.9 GB, ...``."""
+        unique: dict[str, dict[str, int]] = {}
+        owners: dict[str, str] = {}  # unpacked wheel's sha256 -> "name version"
+        for trees in self._shipped.values():
+            for tag, tree in trees.items():
+                unique.setdefault(tag, {}).update(tree.sizes)
+                owners.update((p.sha256, f"{p.name} {p.version}") for p in tree.pins)
+        found = []
+        for tag, sizes in sorted(unique.items(), key=lambda item: -sum(item[1].values())):
+            total = sum(sizes.values())
+            if total <= limit:
+                continue
+            by_dist: dict[str, int] = {}
+            unpacked = f"{self.cache}/unpacked/"
+            for path, size in sizes.items():  # a wheel's files lie under unpacked/<its sha256>/ (wheels.unpack)
+                sha256 = path[len(unpacked) :].split("/", 1)[0] if path.startswith(unpacked) else ""
+                owner = owners.get(sha256, "bytecode and listings")
+                by_dist[owner] = by_dist.get(owner, 0) + size
+            heaviest = sorted(by_dist.items(), key=lambda item: -item[1])[:3]
+            target = next(t for t in self.targets if t.tag == tag)
+            found.append(
+                f"Python {target.python} ({target.machine}): {total / 1e9:.1f} GB, "
+                + ", ".join(f"{name} {size / 1e9:.1f} GB" for name, size in heaviest)
+            )
+        return found
 
 
 def _paths(root: Path, index: Mapping[str, object]) -> dict[str, str]:

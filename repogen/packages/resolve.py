@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..errors import BuildError, UnreachableContainersError
 from ..hashing import sha256_bytes
+from .indexes import pytorch_index
 from .options import canonical
 from .targets import WheelTarget
 
@@ -120,12 +121,18 @@ def _run_pip(wanted: list[str], target: WheelTarget, constraints: dict[str, str]
         constraint_file = Path(tmp) / "constraints.txt"
         constraint_file.write_text("".join(f"{name}=={version}\n" for name, version in constraints.items()))
         report = Path(tmp) / "report.json"
-        cmd = [
-            *_PIP, "install", "--dry-run", "--ignore-installed", *_QUIET, "--only-binary=:all:",
-            "--target", str(Path(tmp) / "target"), "--report", str(report), *target.pip_args(),
-            "-c", str(constraint_file), *wanted,
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        indexes: list[str] = []
+        while True:
+            cmd = [
+                *_PIP, "install", "--dry-run", "--ignore-installed", *_QUIET, "--only-binary=:all:",
+                "--target", str(Path(tmp) / "target"), "--report", str(report), *target.pip_args(),
+                *indexes, "-c", str(constraint_file), *wanted,
+            ]  # fmt: skip
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            more = [] if proc.returncode == 0 else _pytorch_indexes(proc.stdout + proc.stderr, indexes)
+            if not more:
+                break
+            indexes += more  # a PyTorch build (torch==2.13.0+cpu) PyPI lacks: again, with PyTorch's index
         if proc.returncode != 0:
             message, reason = _failure(proc.stdout + proc.stderr, wanted, target, constraints, what)
             if reason is None:
@@ -142,6 +149,13 @@ def _run_pip(wanted: list[str], target: WheelTarget, constraints: dict[str, str]
         sha256 = (info.get("archive_info") or {}).get("hashes", {}).get("sha256") or ""
         pins.append(Pin(name, item["metadata"]["version"], url.rsplit("/", 1)[-1], sha256, url))
     return tuple(sorted(pins, key=lambda p: canonical(p.name)))
+
+
+def _pytorch_indexes(output: str, used: list[str]) -> list[str]:
+    """``--extra-index-url`` arguments for the PyTorch builds pip found on no index so far (packages.indexes)."""
+    missing = [m.groups()[:2] for m in _NOT_FOUND.finditer(output)] + _CONSTRAINT.findall(output)
+    urls = sorted({url for name, version in missing if (url := pytorch_index(name, version)) and url not in used})
+    return [arg for url in urls for arg in ("--extra-index-url", url)]
 
 
 def _failure(

@@ -26,7 +26,11 @@ STEPS_DIR = "steps"
 
 
 class StepFailure:
-    """One request's failure inside the pipeline; the fused model answers it with ``exc``."""
+    """One request's failure: a fused pipeline's step failed it, or an ONNX session (onnx_session.py) refused it.
+
+    A callable's result list may hold one in place of a request's outputs: that request alone is answered
+    with ``exc``; the model's other requests are answered as usual.
+    """
 
     __slots__ = ("exc",)
 
@@ -101,6 +105,8 @@ class _Step:
 
     def _converted(self, result: Any) -> Any:
         """One request's outputs as the step's response would carry them, or its StepFailure."""
+        if type(result) is StepFailure:  # the step failed this request alone (an ONNX session)
+            return result
         plans = self.model.output_plans
         if type(result) is dict and len(result) == len(plans):
             try:  # exactly the declared outputs: the common case

@@ -3,8 +3,14 @@
 For a server without Triton's onnxruntime backend (PyPI's tritonserver, minimal images): the build
 binds this class as the model's callable and ships onnxruntime inside the repository like any other
 package a payload imports, and the graph as ``<version>/model.onnx``, where the onnxruntime backend
-would find it. One session per model instance, built in the server; each request runs as it came
-(its own batch), so the answers are onnxruntime's own, whatever the batcher grouped.
+would find it. One session per model instance, built in the server with the options the config
+asks for (runtime/onnx_options.py).
+
+What the dynamic batcher groups runs as one ``session.run``, as on Triton's onnxruntime backend:
+requests whose inputs agree past the batch axis (the graph's leading dim, which the build checks is
+symbolic) are stacked along it and the outputs cut back per request; requests of other shapes form
+groups of their own. A batch onnxruntime refuses, or whose outputs lose the batch axis, runs again
+request by request, so a failing request fails alone and the others are answered.
 """
 
 from __future__ import annotations
@@ -14,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from .fused import StepFailure
+from .onnx_options import session_options
+
 GRAPH_FILE = "model.onnx"
+# numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 _decode = np.frompyfunc(lambda item: item.decode("utf-8") if isinstance(item, bytes) else item, 1, 1)
 _encode = np.frompyfunc(lambda item: item.encode("utf-8") if isinstance(item, str) else item, 1, 1)
@@ -26,24 +37,98 @@ class OnnxSession:
     def __init__(self, context: Any):
         import onnxruntime  # shipped in the version's packages: imported only by models that run a graph
 
+        config = context.model_config
+        options, self.run_options, self.intra_op_threads = session_options(onnxruntime, config.raw, config.model_name)
         providers: list[Any] = ["CPUExecutionProvider"]
         if context.instance_kind.upper().endswith("GPU") and "CUDAExecutionProvider" in (
             onnxruntime.get_available_providers()
         ):
             providers.insert(0, ("CUDAExecutionProvider", {"device_id": context.device_id}))
-        self.session = onnxruntime.InferenceSession(os.path.join(context.model_dir, GRAPH_FILE), providers=providers)
-        self.outputs = [tensor.name for tensor in context.model_config.outputs]
+        path = os.path.join(context.model_dir, GRAPH_FILE)
+        self.session = onnxruntime.InferenceSession(path, sess_options=options, providers=providers)
+        self.outputs = [tensor.name for tensor in config.outputs]
+        self.batching = config.max_batch_size > 0
+        self.strings = any(t.dtype.hasobject for t in (*config.inputs, *config.outputs))  # BYTES: str <-> bytes
 
-    def __call__(self, requests: list[Any]) -> list[dict[str, np.ndarray]]:
-        return [self.run(request) for request in requests]
+    def __call__(self, requests: list[Any]) -> list[Any]:
+        """One result per request: its outputs, or a ``StepFailure`` that fails that request alone.
+
+        Written for the interpreter of the server's Python (3.10): loops rather than comprehensions and
+        generators, each of which costs a frame there, on the path every batch takes.
+        """
+        if len(requests) == 1 or not self.batching:
+            return [self._alone(request) for request in requests]
+        names = requests[0].keys()
+        for request in requests:
+            if request.keys() != names:  # an optional input left out by some
+                return self._grouped(requests)
+        feed = {}
+        try:  # the common batch: every request of one shape past the batch axis
+            for name in names:
+                feed[name] = _concatenate([request[name] for request in requests])
+        except ValueError:  # other dims differ
+            return self._grouped(requests)
+        return self._together(requests, feed) if feed else [self._alone(request) for request in requests]
 
     def run(self, request: Any) -> dict[str, np.ndarray]:
-        """One request: onnxruntime takes strings as ``str``, Triton sends and returns BYTES as ``bytes``."""
-        feed = {
-            name: _decode(value).astype(object) if value.dtype == object else value for name, value in request.items()
-        }
-        values = self.session.run(self.outputs, feed)
-        return {
-            name: _encode(value).astype(object) if value.dtype == object else value
-            for name, value in zip(self.outputs, values, strict=True)
-        }
+        """One request as it came: onnxruntime takes strings as ``str``; Triton sends and returns BYTES as ``bytes``."""
+        return dict(zip(self.outputs, self._run(request), strict=True))
+
+    def _alone(self, request: Any) -> Any:
+        try:
+            return self.run(request)
+        except Exception as exc:  # this request's answer, and only this one's
+            return StepFailure(exc)
+
+    def _grouped(self, requests: list[Any]) -> list[Any]:
+        """Requests grouped by their inputs' names and shapes past the batch axis, each group run together."""
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for index, request in enumerate(requests):
+            key = tuple(sorted((name, value.shape[1:]) for name, value in request.items()))
+            groups.setdefault(key, []).append(index)
+        results: list[Any] = [None] * len(requests)
+        for members in groups.values():
+            group = [requests[i] for i in members]
+            if len(group) == 1 or not group[0]:
+                answers = [self._alone(request) for request in group]
+            else:
+                answers = self._together(group, {name: _concatenate([r[name] for r in group]) for name in group[0]})
+            for i, answer in zip(members, answers, strict=True):
+                results[i] = answer
+        return results
+
+    def _together(self, requests: list[Any], feed: dict[str, np.ndarray]) -> list[Any]:
+        """``feed``, the requests stacked, as one run, each request answered with its own rows; if onnxruntime
+        refuses it, or an output loses the batch axis, each request runs on its own."""
+        first = next(iter(feed))
+        total = feed[first].shape[0]
+        try:
+            values = self._run(feed)
+        except Exception:  # which request onnxruntime refuses: each on its own
+            return [self._alone(request) for request in requests]
+        for value in values:
+            if value.ndim == 0 or value.shape[0] != total:  # an output without the batch axis
+                return [self._alone(request) for request in requests]
+        results: list[Any] = []
+        answer = results.append
+        start = 0
+        if len(values) == 1:
+            (name,), (value,) = self.outputs, values
+            for request in requests:
+                end = start + request[first].shape[0]
+                answer({name: value[start:end]})
+                start = end
+            return results
+        pairs = list(zip(self.outputs, values, strict=True))
+        for request in requests:
+            end = start + request[first].shape[0]
+            answer({name: value[start:end] for name, value in pairs})
+            start = end
+        return results
+
+    def _run(self, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        if not self.strings:
+            return self.session.run(self.outputs, feed, self.run_options)  # type: ignore[no-any-return]
+        feed = {name: _decode(value).astype(object) if value.dtype.hasobject else value for name, value in feed.items()}
+        values = self.session.run(self.outputs, feed, self.run_options)
+        return [_encode(value).astype(object) if value.dtype.hasobject else value for value in values]

@@ -9,10 +9,12 @@ gRPC, equals onnxruntime's own on the same file (``expected.py``, run by the bui
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import shutil
 import subprocess
+import time
 import types
 
 import numpy as np
@@ -21,7 +23,7 @@ from serve_cli import ServeProcess
 
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.builders import checkout_root, ensure_builder_venv
-from repogen.testing.client import PROTOCOLS, infer
+from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, builder_python
 
 pytestmark = pytest.mark.integration
@@ -82,6 +84,66 @@ def test_onnx_as_an_ensemble_step_and_through_bls(built, server, protocol):
     np.testing.assert_array_equal(infer(protocol, server, "Handmade", {"x": x})["y"], 2 * x + 1)  # included as is
 
 
+def test_a_fused_pipeline_runs_the_onnx_session_in_its_own_process(built, server):
+    repo, expected = built
+    for protocol in PROTOCOLS:
+        answer = infer(protocol, server, "Fused", {"raw": expected["Pipeline.in.raw"]})
+        np.testing.assert_allclose(answer["total"], expected["Pipeline.out.total"], rtol=1e-6)
+    graph = repo / "Fused" / "1" / "steps" / "Affine" / "2" / "model.onnx"  # the step's latest version
+    assert graph.read_bytes() == (repo / "Affine" / "2" / "model.onnx").read_bytes()
+    lock = {p["name"] for t in json.loads((repo / "Fused" / "1" / "model.json").read_text())["packages"].values()
+            for p in t["lock"]}  # fmt: skip
+    assert "onnxruntime" in lock
+
+
+def _together(server, protocol, inputs):
+    """Requests sent at once (one thread each); the model's executions they took, and each answer or error."""
+    before = _counts(server, "Lookup")
+    with concurrent.futures.ThreadPoolExecutor(len(inputs)) as pool:
+        futures = [pool.submit(infer, protocol, server, "Lookup", i) for i in inputs]
+        answers = [f.exception() or f.result() for f in futures]
+    deadline = time.monotonic() + 30  # the server counts a request after its answer has left
+    while (after := _counts(server, "Lookup"))[0] - before[0] < len(inputs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return after[1] - before[1], answers
+
+
+def _counts(server, model):
+    """(requests answered, successes and failures alike; executions) the server has counted for ``model``."""
+    with server.client(timeout=60) as client:
+        stats = client.get_inference_statistics(model)["model_stats"][0]
+    done = sum(int(stats["inference_stats"].get(kind, {}).get("count", 0)) for kind in ("success", "fail"))
+    return done, int(stats["execution_count"])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_batch_runs_together_and_a_failing_request_fails_alone(built, server, protocol):
+    _, expected = built
+    index, rows = expected["Lookup.in.index"], expected["Lookup.out.rows"]
+    executions, answers = _together(server, protocol, [{"index": index[i : i + 1]} for i in range(len(index))])
+    assert executions == 1  # the batcher held them until 3 rows waited: one execute, one session.run
+    for i, answer in enumerate(answers):
+        assert not isinstance(answer, Exception), answer
+        np.testing.assert_array_equal(answer["rows"], rows[i : i + 1])
+    bad = np.array([[12, 0]], dtype=np.int64)  # index 12 of a 10-row table
+    executions, answers = _together(server, protocol, [{"index": index[:1, :]}, {"index": bad}, {"index": index[2:]}])
+    assert executions == 1
+    np.testing.assert_array_equal(answers[0]["rows"], rows[:1])
+    np.testing.assert_array_equal(answers[2]["rows"], rows[2:])
+    assert isinstance(answers[1], InferenceServerException)
+    assert "out of data bounds" in str(answers[1]) or "out of bounds" in str(answers[1]), str(answers[1])
+
+
+def test_models_local_runs_the_onnx_models_in_process(built):
+    _, expected = built
+    np.testing.assert_allclose(expected["local.Affine.y"], expected["Caller.out.y10"] / 10, rtol=1e-6)
+    for name in ("Pipeline", "Fused"):
+        np.testing.assert_allclose(expected[f"local.{name}.total"], expected["Pipeline.out.total"], rtol=1e-6)
+    np.testing.assert_array_equal(expected["local.Lookup.rows"], expected["Lookup.out.rows"])
+    error = str(expected["local.Lookup.error"])
+    assert error.startswith("ModelCallError: model 'Lookup' failed: ") and "out of" in error, error
+
+
 def test_the_layout_is_triton_s_and_the_graph_is_in_the_manifest(built, server):
     repo, _ = built
     manifest = json.loads((repo / "repogen.manifest.json").read_text())
@@ -113,7 +175,7 @@ def test_serve_names_the_native_models_it_cannot_load_and_serves_the_rest(built,
             f"Not serving 1 model(s): text_detection needs backend 'onnxruntime', and this tritonserver "
             f"({served.release}, embedded) has only the backends python. Serve them on a server with those backends "
             "(an NGC tritonserver container, or --tritonserver PATH), or build ONNX models with "
-            'models.onnx(..., backend="python") to serve them here. Serving the other 8 under explicit model control.'
+            'models.onnx(..., backend="python") to serve them here. Serving the other 10 under explicit model control.'
         ) in served.output()
         served.wait_for(r"not loaded \(--model picks\): text_detection")
         server = types.SimpleNamespace(http_url=f"127.0.0.1:{served.http}", grpc_url=f"127.0.0.1:{served.grpc}")

@@ -58,7 +58,9 @@ def test_every_path_answers_as_the_general_one(case, strict, tmp_path):
     assert writes_out(spec, spec.versions[0])
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     _same(models, _request(x=x))
-    _same(models, _request(x=x), _request(x=x[:1]))  # two requests: the general path
+    _same(models, _request(x=x), _request(x=x[:1]))  # several requests: _execute_many's straight line
+    _same(models, *[_request(x=x[i : i + 1] + i) for i in range(2)], _request(x=x), _request(x=x[:1] * 3))
+    _same(models, _request(x=x), _request(x=x[:, :2]))  # other dimensions differ: no concatenation
 
 
 def test_the_straight_line_is_taken_and_a_failure_is_that_requests_answer(tmp_path):
@@ -148,3 +150,22 @@ def test_several_requests_share_one_call_and_each_gets_its_rows(tmp_path):
     empty = np.zeros((0,), np.float32)  # a rank below the declared one: the general path answers it
     answers = _same([specialized, general], _request(x=parts[0]), _request(x=empty))
     assert "empty batch" in answers[1]
+
+
+def test_an_optional_input_left_out_takes_the_general_path(tmp_path):
+    inputs = [Tensor(name="x", dtype=np.float32, shape=(-1,)), Tensor(name="w", dtype=np.float32, shape=(-1,),
+                                                                      optional=True)]  # fmt: skip
+
+    @batch
+    def f(x, w=None):
+        return {"y": x * (1 if w is None else w)}
+
+    spec, models = _models(f, tmp_path, inputs=inputs, strict=True)
+    assert b"if len(tensors) != 2:" in model_py(spec, spec.versions[0])
+    x = np.ones((1, 2), np.float32)
+    assert _same(models, _request(x=x, w=x * 3)) == [{"y": ("<f4", [[3.0, 3.0]])}]
+    assert _same(models, _request(x=x)) == [{"y": ("<f4", [[1.0, 1.0]])}]
+    _same(models, _request(x=x), _request(x=x, w=x * 3))  # @batch refuses to merge them: the same message
+    (tmp_path / "plain").mkdir()
+    plain = _models(batch(lambda x: {"y": x}), tmp_path / "plain")[0]
+    assert b"len(tensors)" not in model_py(plain, plain.versions[0])  # a required input is always there

@@ -71,15 +71,28 @@ def test_the_wiring_is_checked_against_the_graph(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["onnxruntime", "python"])
-def test_fuse_refuses_an_onnx_step_naming_it(tmp_path: Path, backend: str, monkeypatch) -> None:
-    from repogen.ir import networks
-
-    monkeypatch.setattr(networks.importlib.metadata, "packages_distributions", lambda: {"onnxruntime": ["x"]})
+def test_fuse_refuses_an_onnx_step_on_triton_s_backend_naming_it(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as caught:
-        lower(_repository(tmp_path, fuse=True, backend=backend))
+        lower(_repository(tmp_path, fuse=True, backend="onnxruntime"))
     assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
-        f"ensemble 'Pipeline' (fuse=True): step 'Detect' is an ONNX model (backend '{backend}'), not a Python "
+        "ensemble 'Pipeline' (fuse=True): step 'Detect' is an ONNX model (backend 'onnxruntime'), not a Python "
         "callable; fusing composes Python models only. Drop fuse=True to let Triton schedule the steps, or call "
         "that model through BLS from a Python model"
     )
+
+
+def test_fuse_runs_a_python_backend_onnx_step_in_process(tmp_path: Path, monkeypatch) -> None:
+    """Its graph ships under the fused model's steps/, and onnxruntime (the session imports it) with the payload."""
+    from repogen.emit import requirements
+    from repogen.emit.fused import emit_fused
+    from repogen.emit.payloads import Payloads
+    from repogen.ir import networks
+
+    monkeypatch.setattr(networks.importlib.metadata, "packages_distributions", lambda: {"onnxruntime": ["x"]})
+    (fused,) = lower(_repository(tmp_path, fuse=True, backend="python")).fused
+    assert [m.name for m in fused.step_models] == ["Pre", "Detect"]
+    shipped = []
+    monkeypatch.setattr(requirements, "third_party", lambda modules: shipped.extend(modules) or {})
+    files = emit_fused(fused, Payloads.create())
+    assert files["Pipeline/1/steps/Detect/1/model.onnx"].source == tmp_path / "detection.onnx"  # copied by the writer
+    assert "onnxruntime" in shipped

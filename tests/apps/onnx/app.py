@@ -12,12 +12,18 @@ The graphs are made here, at build time, with the ``onnx`` package (nothing is d
 * ``Mixed``: no batching; ``sum = a + b`` on INT64 [2, n] and ``echo = Identity(text)`` on a STRING
   [n], with declared tensors that agree with the graph (BYTES travel as bytes, onnxruntime sees str).
 
-Both use ``backend="python"``: the PyPI tritonserver has only the Python backend, so the build ships
+* ``Lookup``: ``Gather(table, index)``, INT64 [batch, k] -> FP32 [batch, k, 2]; its batcher holds
+  requests until 3 rows wait, so 3 sent together are one batch: one ``session.run``, unless an index
+  is out of bounds, which fails that request alone. Its parameters set onnxruntime's session options
+  under the names Triton's onnxruntime backend reads.
+
+All use ``backend="python"``: the PyPI tritonserver has only the Python backend, so the build ships
 onnxruntime into the repository (the third-party-packages capability) and binds repogen's session
-class. ``Pipeline`` is a traced ensemble Pre (Python) -> Affine (ONNX) -> Post (Python); ``Caller`` a
-Python model calling Affine and ``Handmade`` (a hand-written Python-backend directory taken in with
-``models.include``) through BLS. ``tests/apps/onnx/expected.py`` runs onnxruntime on the
-served files for the answers.
+class. ``Pipeline`` is a traced ensemble Pre (Python) -> Affine (ONNX) -> Post (Python) and ``Fused``
+the same steps fused into one Python model; ``Caller`` a Python model calling Affine and ``Handmade``
+(a hand-written Python-backend directory taken in with ``models.include``) through BLS.
+``tests/apps/onnx/expected.py`` runs onnxruntime on the served files for the answers, and the
+models in this process (``models.local()``).
 """
 
 from __future__ import annotations
@@ -110,8 +116,51 @@ def post(y):
                  outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))], config=batched)  # fmt: skip
 def pipeline(raw):
     """Python -> ONNX (its latest version) -> Python, scheduled by Triton."""
+    return _steps(raw)
+
+
+def _steps(raw):
     return {"total": post(y=affine_model(x=pre(raw=raw)["x"])["y"])["total"]}
 
+
+@models.ensemble("Fused", inputs=[Tensor(name="raw", dtype=np.float32, shape=(FEATURES,))],
+                 outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))], config=batched, fuse=True)  # fmt: skip
+def fused(raw):
+    """The same steps in one Python model: the ONNX session runs in its process."""
+    return _steps(raw)
+
+
+def lookup() -> str:
+    table = np.arange(20, dtype=np.float32).reshape(10, 2) / 4
+    graph = helper.make_graph(
+        [helper.make_node("Gather", ["table", "index"], ["rows"], axis=0)],
+        "lookup",
+        [helper.make_tensor_value_info("index", TensorProto.INT64, ["batch", "k"])],
+        [helper.make_tensor_value_info("rows", TensorProto.FLOAT, ["batch", "k", 2])],
+        [helper.make_tensor("table", TensorProto.FLOAT, table.shape, table.ravel())],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    return _save(model, "lookup.onnx")
+
+
+LOOKUP_BATCH = 3
+models.onnx(
+    "Lookup",
+    lookup(),
+    config=ModelConfig(
+        max_batch_size=8,
+        batcher=DynamicBatcher(preferred_batch_size=[LOOKUP_BATCH], max_queue_delay_microseconds=5_000_000),
+        parameters={
+            "intra_op_thread_count": "1",
+            "inter_op_thread_count": "1",
+            "execution_mode": "0",
+            "enable_mem_arena": "1",
+            "enable_mem_pattern": "0",
+            "memory.enable_memory_arena_shrinkage": "cpu:0",
+        },
+    ),  # fmt: skip
+    backend="python",
+)
 
 handmade = models.include("Handmade", "handmade")  # a hand-written Python-backend model directory, as it is
 

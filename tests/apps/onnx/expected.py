@@ -49,7 +49,30 @@ def main(repository: str, path: str) -> None:
     arrays.update({"Pipeline.in.raw": raw, "Pipeline.out.total": y.sum(axis=1, keepdims=True)})
     (y,) = latest.run(["y"], {"x": raw})
     arrays.update({"Caller.in.x": raw, "Caller.out.y10": y * 10, "Caller.out.handmade": 2 * y + 1})
+    index = np.array([[0, 9], [3, 3], [5, 1]], dtype=np.int64)  # three requests of one row each
+    lookup = onnxruntime.InferenceSession(os.path.join(repository, "Lookup", "1", "model.onnx"),
+                                          providers=["CPUExecutionProvider"])  # fmt: skip
+    (rows,) = lookup.run(["rows"], {"index": index})
+    arrays.update({"Lookup.in.index": index, "Lookup.out.rows": rows})
+    arrays.update(_local(raw, index))
     np.savez(path, **arrays)
+
+
+def _local(raw: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
+    """The same models run in this process by ``models.local()``: ``local.<model>.<output>``."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from app import models  # the app makes its graphs when imported
+
+    local = models.local()
+    found = {"local.Affine.y": local.infer("Affine", {"x": raw})["y"]}
+    for name in ("Pipeline", "Fused"):
+        found[f"local.{name}.total"] = local.infer(name, {"raw": raw})["total"]
+    found["local.Lookup.rows"] = local.infer("Lookup", {"index": index})["rows"]
+    try:
+        local.infer("Lookup", {"index": np.array([[12]], dtype=np.int64)})
+    except Exception as exc:  # the client's error: ModelCallError with onnxruntime's message
+        found["local.Lookup.error"] = np.array(f"{type(exc).__name__}: {exc}")
+    return found
 
 
 if __name__ == "__main__":

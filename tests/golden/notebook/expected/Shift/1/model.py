@@ -27,7 +27,8 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_concatenate = np.concatenate
+# numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 _DTYPE_0 = np.dtype('<f4')
 
 
@@ -39,8 +40,6 @@ class TritonPythonModel(_Runtime):
         if len(requests) != 1:
             return self._execute_many(requests, call)
         tensors = requests[0].inputs()
-        if len(tensors) != 1:
-            return _Runtime.execute(self, requests)
         in0 = tensors[0].as_numpy()
         if in0.ndim != 2:
             return _Runtime.execute(self, requests)
@@ -69,22 +68,20 @@ class TritonPythonModel(_Runtime):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
         in0_parts = []
         for request in requests:
-            tensors = request.inputs()
-            if len(tensors) != 1:
-                return _Runtime.execute(self, requests)
-            part0 = tensors[0].as_numpy()
-            if part0.ndim != 2:
-                return _Runtime.execute(self, requests)
-            in0_parts.append(part0)
-        sizes = [part.shape[0] for part in in0_parts]
-        in0 = _concatenate(in0_parts)
+            in0_parts.append(request.inputs()[0].as_numpy())
+        try:
+            in0 = _concatenate(in0_parts)
+        except ValueError:  # the requests' other dimensions (or ranks) differ: the general path answers
+            return _Runtime.execute(self, requests)
+        if in0.ndim != 2:
+            return _Runtime.execute(self, requests)
         rows = in0.shape[0]
         try:
             result = call(x=in0)
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
             return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
@@ -93,14 +90,16 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         responses = []
+        answer = responses.append
+        tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse  # attached to pb_utils after import
         start = 0
         try:
-            for size in sizes:
-                end = start + size
-                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0[start:end])]))
+            for part in in0_parts:
+                end = start + part.shape[0]
+                answer(response(output_tensors=[tensor('y', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         return responses

@@ -27,7 +27,8 @@ from repogen.runtime.triton_model import TritonPythonModel as _Runtime  # noqa: 
 __all__ = ["TritonPythonModel"]
 
 _ndarray = np.ndarray
-_concatenate = np.concatenate
+# numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 _DTYPE_0 = np.dtype('<f4')
 _DTYPE_1 = np.dtype('<f4')
 
@@ -40,8 +41,6 @@ class TritonPythonModel(_Runtime):
         if len(requests) != 1:
             return self._execute_many(requests, call)
         tensors = requests[0].inputs()
-        if len(tensors) != 2:
-            return _Runtime.execute(self, requests)
         by_name = {t.name(): t for t in tensors}
         in0 = by_name['a'].as_numpy()
         in1 = by_name['b'].as_numpy()
@@ -83,25 +82,23 @@ class TritonPythonModel(_Runtime):
         in1_parts = []
         for request in requests:
             tensors = request.inputs()
-            if len(tensors) != 2:
-                return _Runtime.execute(self, requests)
             by_name = {t.name(): t for t in tensors}
-            part0 = by_name['a'].as_numpy()
-            part1 = by_name['b'].as_numpy()
-            if part0.ndim != 2 or part1.ndim != 2:
-                return _Runtime.execute(self, requests)
-            in0_parts.append(part0)
-            in1_parts.append(part1)
-        sizes = [part.shape[0] for part in in0_parts]
-        in0 = _concatenate(in0_parts)
-        in1 = _concatenate(in1_parts)
+            in0_parts.append(by_name['a'].as_numpy())
+            in1_parts.append(by_name['b'].as_numpy())
+        try:
+            in0 = _concatenate(in0_parts)
+            in1 = _concatenate(in1_parts)
+        except ValueError:  # the requests' other dimensions (or ranks) differ: the general path answers
+            return _Runtime.execute(self, requests)
+        if in0.ndim != 2 or in1.ndim != 2:
+            return _Runtime.execute(self, requests)
         rows = in0.shape[0]
         try:
             result = call(a=in0, b=in1)
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
             return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 2:
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         out0 = result.get('add')
         if (
             type(out0) is not _ndarray
@@ -110,7 +107,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim != 2
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         out1 = result.get('sub')
         if (
             type(out1) is not _ndarray
@@ -119,14 +116,16 @@ class TritonPythonModel(_Runtime):
             or out1.ndim != 2
             or out1.shape[0] != rows
         ):
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         responses = []
+        answer = responses.append
+        tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse  # attached to pb_utils after import
         start = 0
         try:
-            for size in sizes:
-                end = start + size
-                responses.append(pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('add', out0[start:end]), pb_utils.Tensor('sub', out1[start:end])]))
+            for part in in0_parts:
+                end = start + part.shape[0]
+                answer(response(output_tensors=[tensor('add', out0[start:end]), tensor('sub', out1[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, sizes)
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         return responses
