@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .dsl.repository import Repository
 from .dsl.site import Site, shown
-from .errors import BuildError
+from .errors import BuildError, UsageError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,8 +26,8 @@ class LoadedApp:
 
 def load_app(target: str, app_dir: str | os.PathLike[str] | None = None) -> LoadedApp:
     module_part, sep, attr = target.rpartition(":")
-    if not sep or not module_part or not attr:
-        raise BuildError(
+    if not sep or not module_part or not attr:  # malformed, as click.BadParameter: exit 2 with the usage line
+        raise UsageError(
             f"app {target!r} is not of the form 'path/to/app.py:attr' or 'package.module:attr'; "
             "e.g. `repogen build examples/quickstart/app.py:models`"
         )

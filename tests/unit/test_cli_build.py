@@ -37,8 +37,8 @@ def test_small_builds_stay_quiet(tmp_path):
 
 
 def test_errors_are_click_style(tmp_path):
-    result = CliRunner().invoke(cli, ["build", "no_colon_here", "-o", str(tmp_path / "out")])
-    assert result.exit_code == 1
+    result = CliRunner().invoke(cli, ["build", "no_colon_here", "-o", str(tmp_path / "out")], prog_name="repogen")
+    assert result.exit_code == 2 and result.stderr.startswith("Usage: repogen build [OPTIONS] APP")
     assert "Error: app 'no_colon_here' is not of the form 'path/to/app.py:attr'" in result.stderr
     result = CliRunner().invoke(cli, ["build"])
     assert result.exit_code == 2 and "Missing argument 'APP'" in result.stderr

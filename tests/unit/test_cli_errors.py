@@ -53,6 +53,7 @@ def test_every_error_type_has_one_root() -> None:
     "args",
     [
         ("build",),  # missing APP
+        ("build", "no_colon_here", "-o", "{repo}/out"),  # malformed APP (repogen.loader)
         ("deploy", "{repo}", "--k8s", "--triton-version", "latest"),
         ("validate", "{repo}", "--triton-version", "26.13"),
         ("serve", "{repo}", "--triton-version", "2.38.0"),
@@ -70,11 +71,11 @@ def test_usage_errors_exit_2(repo: Path, args: tuple[str, ...]) -> None:
 
 def test_domain_errors_exit_1_with_one_error_line(tmp_path: Path) -> None:
     deploy = run("deploy", str(tmp_path), "--k8s")  # RepositoryError
-    build = run("build", "no_colon_here", "-o", str(tmp_path / "out"))  # BuildError
+    build = run("build", str(tmp_path / "missing.py:models"), "-o", str(tmp_path / "out"))  # BuildError
     serve = run("serve", str(tmp_path / "missing"))  # RepositoryError, before anything starts
     for result, message in (
         (deploy, f"Error: {tmp_path} holds no model (no <model>/config.pbtxt)"),
-        (build, "Error: app 'no_colon_here' is not of the form 'path/to/app.py:attr'"),
+        (build, f"Error: app file {tmp_path / 'missing.py'} does not exist"),
         (serve, f"Error: model repository {tmp_path / 'missing'} is not a directory; build one first"),
     ):
         assert result.exit_code == 1, result.output
