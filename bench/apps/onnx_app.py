@@ -59,16 +59,7 @@ def convolutions(name: str, channels: tuple[int, ...], side: int) -> str:
         current = f"r{layer}"
     nodes += [helper.make_node("GlobalAveragePool", [current], ["pooled"]),
               helper.make_node("Flatten", ["pooled"], ["y"])]  # fmt: skip
-    graph = helper.make_graph(
-        nodes, name,
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", channels[0] * side * side])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", channels[-1]])],
-        weights,
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    path = os.path.join(_DIRECTORY, f"{name}.onnx")
-    onnx.save(model, path)
-    return path
+    return _save(name, nodes, weights, channels[0] * side * side, channels[-1])
 
 
 def mlp(name: str, widths: tuple[int, ...]) -> str:
@@ -86,10 +77,15 @@ def mlp(name: str, widths: tuple[int, ...]) -> str:
         if not last:
             nodes.append(helper.make_node("Relu", [f"a{layer}"], [f"r{layer}"]))
             current = f"r{layer}"
+    return _save(name, nodes, weights, widths[0], widths[-1])
+
+
+def _save(name: str, nodes: list, weights: list, x_width: int, y_width: int) -> str:
+    """The graph x [batch, x_width] -> y [batch, y_width] as ``<name>.onnx`` beside this app (opset 13)."""
     graph = helper.make_graph(
         nodes, name,
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", widths[0]])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", widths[-1]])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", x_width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", y_width])],
         weights,
     )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
