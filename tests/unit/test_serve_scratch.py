@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 APP = """\
 import os, time
 from pathlib import Path
@@ -22,7 +24,9 @@ time.sleep(120)
 """
 
 
-def test_ctrl_c_during_the_build_leaves_no_scratch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["sigint-default", "sigint-ignored"])
+def test_ctrl_c_during_the_build_leaves_no_scratch(tmp_path: Path, inherited: signal.Handlers) -> None:
+    """Also when serve starts with SIGINT ignored (`repogen serve ... &` in a script, CI runners started so)."""
     (tmp_path / "slow_app.py").write_text(APP)
     temp, marker = tmp_path / "tmp", tmp_path / "building"
     temp.mkdir()
@@ -30,6 +34,7 @@ def test_ctrl_c_during_the_build_leaves_no_scratch(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "repogen", "serve", "slow_app.py:models",
                "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"]  # fmt: skip
     serve = subprocess.Popen(command, cwd=tmp_path, env=env, start_new_session=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, inherited),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
