@@ -67,7 +67,7 @@ def unindexed(requirements: Iterable[str]) -> list[str]:
     """The ``dist==version`` requirements with a local label that no index repogen knows of has."""
     found = []
     for requirement in requirements:
-        name, _, version = requirement.partition("==")
+        name, version = _split(requirement)
         if local_label(version) is not None and pytorch_index(name, version) is None:
             found.append(requirement)
     return found

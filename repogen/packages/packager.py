@@ -252,10 +252,8 @@ class Packager:
             if total <= limit:
                 continue
             by_dist: dict[str, int] = {}
-            unpacked = f"{self.cache}/unpacked/"
-            for path, size in sizes.items():  # a wheel's files lie under unpacked/<its sha256>/ (wheels.unpack)
-                sha256 = path[len(unpacked) :].split("/", 1)[0] if path.startswith(unpacked) else ""
-                owner = owners.get(sha256, "bytecode and listings")
+            for path, size in sizes.items():
+                owner = owners.get(wheels.unpacked_from(self.cache, path) or "", "bytecode and listings")
                 by_dist[owner] = by_dist.get(owner, 0) + size
             heaviest = sorted(by_dist.items(), key=lambda item: -item[1])[:3]
             target = next(t for t in self.targets if t.tag == tag)

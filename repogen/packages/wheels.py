@@ -153,9 +153,23 @@ def _cached_tree(root: Path, make: object) -> dict[str, list[object]]:
     return index
 
 
+def unpacked_root(cache: Path, sha256: str) -> Path:
+    """Where the wheel of ``sha256`` is unpacked in the cache."""
+    return cache / "unpacked" / f"{sha256}{_REVISION}"
+
+
+def unpacked_from(cache: Path, path: str) -> str | None:
+    """The sha256 of the wheel whose unpacked tree holds the file ``path``; None for a file of no tree."""
+    prefix = f"{cache / 'unpacked'}/"
+    if not path.startswith(prefix):
+        return None
+    name = path[len(prefix) :].split("/", 1)[0]
+    return name[: -len(_REVISION)] if name.endswith(_REVISION) else None
+
+
 def unpack(wheel: Path, sha256: str, cache: Path, what: str) -> tuple[Path, dict[str, list[object]]]:
     """The wheel's install tree in the cache, and its index (relative path -> [sha256, size, mtime_ns])."""
-    root = cache / "unpacked" / f"{sha256}{_REVISION}"
+    root = unpacked_root(cache, sha256)
     root.parent.mkdir(parents=True, exist_ok=True)
 
     def make(tmp: Path) -> None:

@@ -21,7 +21,7 @@ from repogen.deploy.files import DOCKERFILE
 from repogen.errors import UnreachableContainersError, UsageError
 from repogen.ondisk import compatibility
 from repogen.ondisk.repository import read_repository
-from repogen.packages import resolve
+from repogen.packages import resolve, wheels
 from repogen.packages.indexes import PackageIndexes, is_cpu_build, local_label, pytorch_index, unindexed
 from repogen.packages.options import PackageOptions
 from repogen.packages.packager import Packager
@@ -181,12 +181,14 @@ def test_over_a_gigabyte_per_container_python_is_named_with_its_heaviest(tmp_pat
     from repogen.packages.resolve import Pin
 
     packager = Packager(PackageOptions(), resolve_targets(None), tmp_path)
-    unpacked = f"{packager.cache}/unpacked"
     for target in packager.targets:
         torch = Pin("torch", "2.13.0", "torch.whl", f"t{target.python}", "https://x/torch.whl")
         small = Pin("filelock", "3.20.0", "filelock.whl", "f", "https://x/filelock.whl")
         big = 1_900_000_000 if target.python == "3.12" else 800_000_000
-        sizes = {f"{unpacked}/{torch.sha256}/torch/lib.so": big, f"{unpacked}/f/filelock/__init__.py": 4_000}
+        sizes = {  # where wheels.unpack puts each wheel's files
+            f"{wheels.unpacked_root(packager.cache, torch.sha256)}/torch/lib.so": big,
+            f"{wheels.unpacked_root(packager.cache, small.sha256)}/filelock/__init__.py": 4_000,
+        }
         tree = ShippedTree(target, (torch, small), {}, {}, False, sizes)
         packager._shipped[("torch==2.13.0",)] = {**packager._shipped.get(("torch==2.13.0",), {}), target.tag: tree}
     assert packager.oversized(10**9) == ["Python 3.12 (x86_64): 1.9 GB, torch 2.13.0 1.9 GB, filelock 3.20.0 0.0 GB"]
