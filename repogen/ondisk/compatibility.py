@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..packages.cuda import cuda_needs
+from ..packages.cuda import requirement_majors
 from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
 from ..runtime.packages import abi_tag
 from ..triton import fields, python_backend
-from ..triton.releases import NEWEST, RELEASES, Release
+from ..triton.releases import NEWEST, RELEASES, Release, newest_with_cuda
 from .repository import BuiltRepository, ModelDir
 
 
@@ -90,13 +90,12 @@ def _requirement_errors(info: BuiltRepository, release: Release, where: str) -> 
     """What the image installs (``--provided``, ``--packages record``) built for another CUDA major (``+cu126``)."""
     errors = []
     for requirement in info.requirements:
-        name, _, version = requirement.partition("==")
-        needs = cuda_needs([(name, version, {})])
-        for major in (m for m in needs.majors if m != release.cuda):
-            right = [r.ngc for r in RELEASES if r.cuda == major]
-            elsewhere = f", or deploy to a CUDA {major} release (--triton-version {right[-1]})" if right else ""
+        for major in (m for m in requirement_majors(requirement) if m != release.cuda):
+            right = newest_with_cuda(major)
+            elsewhere = f", or deploy to a CUDA {major} release (--triton-version {right.ngc})" if right else ""
+            evidence = cuda_evidence(requirement.partition("==")[2])
             errors.append(
-                f"{requirement}, which the image installs, is a CUDA {major} build ({cuda_evidence(version)}), but "
+                f"{requirement}, which the image installs, is a CUDA {major} build ({evidence}), but "
                 f"{where} has CUDA {release.cuda}, where it fails on the GPU. Install its CUDA {release.cuda} build "
                 f"where you build ({cuda_labels(release.cuda)}) and build again{elsewhere}"
             )

@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
-__all__ = ["CudaNeeds", "cuda_needs", "elf_needed"]
+__all__ = ["CudaNeeds", "cuda_needs", "elf_needed", "requirement_majors"]
 
 _CUDA_SONAME = re.compile(r"lib(?:cudart|cublas|cublasLt|nvrtc)\.so\.(\d+)")
 _NATIVE = re.compile(r"\.so(\.\d+)*$")
@@ -115,3 +115,10 @@ def cuda_needs(distributions: Iterable[tuple[str, str, Mapping[str, str]]]) -> C
                 if match := _CUDA_SONAME.fullmatch(soname):
                     needs.add(int(match[1]), soname, label, f"{soname} in {relative}")
     return needs
+
+
+def requirement_majors(requirement: str) -> tuple[int, ...]:
+    """The CUDA majors a ``dist==version`` the image installs needs, read from its name and version alone
+    (``torch==2.13.0+cu126``, ``cupy-cuda12x``): it is not shipped, so there are no libraries to read."""
+    name, _, version = requirement.partition("==")
+    return cuda_needs([(name, version, {})]).majors

@@ -20,10 +20,10 @@ from typing import Any
 from ..errors import BuildError, UnreachableContainersError
 from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
 from ..runtime.records import dumps
-from ..triton.releases import RELEASES, Release
+from ..triton.releases import RELEASES, Release, newest_with_cuda
 from ..triton.targets import Targets
 from . import metadata, resolve, wheels
-from .cuda import CudaNeeds, cuda_needs
+from .cuda import CudaNeeds, cuda_needs, requirement_majors
 from .indexes import cuda_evidence, cuda_labels
 from .options import PackageOptions, canonical
 from .resolve import Pin
@@ -158,19 +158,16 @@ class Packager:
         """The image installs these (``--provided``): one built for a CUDA major (``torch==2.13.0+cu126``) cannot
         serve in a targeted container of another."""
         for requirement in provided:
-            name, _, version = requirement.partition("==")
-            for wrong in cuda_needs([(name, version, {})]).majors:
+            for wrong in requirement_majors(requirement):
                 lacking = tuple(c for c in self.containers if c.cuda != wrong)
                 if not lacking:
                     continue
                 first = lacking[0]
-                right = [c.ngc for c in RELEASES if c.cuda == wrong]
-                elsewhere = f" (--triton-version {right[-1]} or another CUDA {wrong} release)" if right else ""
                 raise UnreachableContainersError(
                     f"{what} imports {requirement}, which your image provides (--provided): a CUDA {wrong} build "
-                    f"({cuda_evidence(version)}), but {first.label} has CUDA {first.cuda}, so it fails there on the "
-                    f"GPU. Install its CUDA {first.cuda} build where you build ({cuda_labels(first.cuda)}), or target "
-                    f"a container with CUDA {wrong}{elsewhere}",
+                    f"({cuda_evidence(requirement.partition('==')[2])}), but {first.label} has CUDA {first.cuda}, so "
+                    f"it fails there on the GPU. Install its CUDA {first.cuda} build where you build "
+                    f"({cuda_labels(first.cuda)}), or target a container with CUDA {wrong}{_elsewhere(wrong)}",
                     f"{requirement} (provided by the image) is a CUDA {wrong} build",
                     lacking,
                 )
@@ -185,13 +182,11 @@ class Packager:
         first = lacking[0]
         wrong = next(m for m in needs.majors if m != first.cuda)
         reason = f"{needs.describe(wrong)} needs CUDA {wrong}"
-        right = [c.ngc for c in RELEASES if c.cuda == wrong and c.python == target.python]
-        elsewhere = f" (--triton-version {right[-1]} or another CUDA {wrong} release)" if right else ""
         raise UnreachableContainersError(
             f"{what} ships {needs.describe(wrong)}: built for CUDA {wrong}, but {first.label} has CUDA {first.cuda} "
             f"(libcudart.so.{first.cuda}) and the repository ships no CUDA {wrong} runtime, so it fails there when it "
             f"touches the GPU. Install the CUDA {first.cuda} build of it where you build, target a container with CUDA "
-            f"{wrong}{elsewhere}, or pass --provided NAME if your image has it",
+            f"{wrong}{_elsewhere(wrong, target.python)}, or pass --provided NAME if your image has it",
             reason,
             lacking,
         )
@@ -262,6 +257,12 @@ class Packager:
                 + ", ".join(f"{name} {size / 1e9:.1f} GB" for name, size in heaviest)
             )
         return found
+
+
+def _elsewhere(major: int, python: str | None = None) -> str:
+    """`` (--triton-version 26.11 or another CUDA 13 release)``: where a build for CUDA ``major`` loads."""
+    right = newest_with_cuda(major, python)
+    return f" (--triton-version {right.ngc} or another CUDA {major} release)" if right else ""
 
 
 def _paths(root: Path, index: Mapping[str, object]) -> dict[str, str]:

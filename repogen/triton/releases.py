@@ -321,6 +321,11 @@ def first_with_python(python: str) -> Release | None:
     return next((r for r in RELEASES if r.python == python), None)
 
 
+def newest_with_cuda(major: int, python: str | None = None) -> Release | None:
+    """The newest release whose container has CUDA ``major`` (and serves models with ``python``, if given)."""
+    return next((r for r in reversed(RELEASES) if r.cuda == major and python in (None, r.python)), None)
+
+
 def pairing_label(release: Release, python: str) -> str:
     """``"tritonserver 2.51.0 + Python 3.10 (NGC 24.10)"``: a server release and the Python its stub runs.
 

@@ -235,3 +235,11 @@ def test_targets_default_to_every_container_and_narrow_to_one():
         resolve_targets().span()
         == f"NGC 23.10-{last_310.ngc} (Python 3.10), {first_312.ngc}-{NEWEST.ngc} (Python 3.12)"
     )
+
+
+def test_the_newest_release_of_a_cuda_major_is_read_from_the_table():
+    from repogen.triton.releases import newest_with_cuda
+
+    assert newest_with_cuda(12).ngc == "25.07" and newest_with_cuda(12, "3.10").ngc == "24.10"
+    assert newest_with_cuda(13).ngc == NEWEST.ngc
+    assert newest_with_cuda(13, "3.10") is None and newest_with_cuda(11) is None
