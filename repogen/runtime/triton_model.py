@@ -20,7 +20,6 @@ import asyncio
 import inspect
 import json
 import os
-import traceback
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from .context import TritonContext, bind_context
 from .conversion import OutputPlan, inputs_on_cpu
 from .decorator_base import then
 from .errors import InferenceError, PyTritonUnrecoverableError
+from .failures import error_message, error_response, log, log_failure
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .internals import CANNOT_STOP, load_problems
@@ -40,36 +40,6 @@ from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
 from .stub import parse, read_argv, shm_report, stop_server
-
-
-def _error_message(exc: BaseException) -> str:
-    """``"<Type>: <message> (at app.py:13, in f)"``: never a traceback, and no server path, even for ``SystemExit``.
-
-    The place is the innermost frame of the user's own code: shipped sources compile under the relative
-    path the user wrote (``app.py``, ``pkg/helpers.py``), while the runtime's, the model.py's and the
-    packages' files have absolute paths.
-    """
-    name = type(exc).__name__
-    try:
-        text = str(exc)
-    except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
-        text = "<the exception's message could not be printed>"
-    message = f"{name}: {text}" if text else name
-    place = user_frame(exc)
-    return f"{message} (at {place})" if place else message
-
-
-def user_frame(exc: BaseException) -> str | None:
-    """``app.py:13, in checked`` for the innermost traceback frame in a shipped source, else None."""
-    found = None
-    try:
-        for frame, line in traceback.walk_tb(exc.__traceback__):
-            filename = frame.f_code.co_filename
-            if filename and not os.path.isabs(filename) and not filename.startswith("<"):
-                found = f"{filename}:{line}, in {frame.f_code.co_name}"
-    except Exception:  # a traceback that cannot be walked: the message alone
-        return None
-    return found
 
 
 class TritonPythonModel:
@@ -92,7 +62,7 @@ class TritonPythonModel:
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
         for problem in filter(None, problems):  # what this release moved, and what still works
-            _log("log_warn", f"model '{self._model}': {problem}")
+            log("log_warn", f"model '{self._model}': {problem}")
         self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
@@ -111,7 +81,7 @@ class TritonPythonModel:
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
         self.infer_func = instantiate(target, context)
         checks = readiness_checks(self._model, self.infer_func)
-        self.readiness = Readiness(checks, lambda line: _log("log_error", line), _error_message) if checks else None
+        self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
         """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         batched = int(config.get("max_batch_size", 0)) > 0
@@ -137,10 +107,10 @@ class TritonPythonModel:
         first = TritonContext.from_args(args).instance_index == 0
         drift = config_drift(version_dir, self._model) if first else None
         if drift:
-            _log("log_warn", drift)
+            log("log_warn", drift)
         if self._stub is not None:
             line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
-            _log("log_warn" if low else "log_info", line)
+            log("log_warn" if low else "log_info", line)
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
@@ -355,18 +325,18 @@ class TritonPythonModel:
 
     def failure(self, exc: BaseException, requests: int = 1) -> Any:
         """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
-        self._log_failure(exc)
+        log_failure(self._model, exc)
         if self._failures is not None:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
-            self.stopped = _error_message(exc)
-            stop_server(self._stub, self._model, self.stopped, _log, self._unstoppable)  # PyTriton's contract
-        return _error_response(_error_message(exc))
+            self.stopped = error_message(exc)
+            stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
+        return error_response(error_message(exc))
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:
         """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
         after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        error = _error_response(
+        error = error_response(
             f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
         )
         if self._failures is not None:
@@ -376,27 +346,3 @@ class TritonPythonModel:
         for request in requests:
             request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None
-
-    def _log_failure(self, exc: BaseException) -> None:
-        """The failure in one line, then its traceback one log record per line.
-
-        2.51's logger writes a record's newlines as ``\\n``, which leaves a multi-line traceback unreadable.
-        """
-        try:
-            lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
-        except Exception:  # a hostile __str__ or __traceback__: the type still says what happened
-            lines = [type(exc).__name__]
-        _log("log_error", f"model '{self._model}': infer_func raised {_error_message(exc)}; traceback:")
-        for line in lines:
-            _log("log_error", f"model '{self._model}' | {line}")
-
-
-def _error_response(message: str) -> Any:
-    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
-
-
-def _log(level: str, message: str) -> None:
-    """Into the server's log through ``pb_utils.Logger`` (attached to pb_utils after import; may be absent)."""
-    log = getattr(getattr(pb_utils, "Logger", None), level, None)
-    if log is not None:
-        log(message)

@@ -1,0 +1,68 @@
+"""How whatever a callable raised becomes one request's error: a one-line message, a response, log lines.
+
+The message is ``"<Type>: <message> (at app.py:13, in f)"`` for every exception, ``SystemExit`` and
+``KeyboardInterrupt`` included: never a traceback and no server path (the server log keeps the traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from typing import Any
+
+import triton_python_backend_utils as pb_utils
+
+
+def error_message(exc: BaseException) -> str:
+    """``"<Type>: <message> (at app.py:13, in f)"``: never a traceback, and no server path, even for ``SystemExit``.
+
+    The place is the innermost frame of the user's own code: shipped sources compile under the relative
+    path the user wrote (``app.py``, ``pkg/helpers.py``), while the runtime's, the model.py's and the
+    packages' files have absolute paths.
+    """
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
+        text = "<the exception's message could not be printed>"
+    message = f"{name}: {text}" if text else name
+    place = user_frame(exc)
+    return f"{message} (at {place})" if place else message
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """``app.py:13, in checked`` for the innermost traceback frame in a shipped source, else None."""
+    found = None
+    try:
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            filename = frame.f_code.co_filename
+            if filename and not os.path.isabs(filename) and not filename.startswith("<"):
+                found = f"{filename}:{line}, in {frame.f_code.co_name}"
+    except Exception:  # a traceback that cannot be walked: the message alone
+        return None
+    return found
+
+
+def error_response(message: str) -> Any:
+    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
+
+
+def log(level: str, message: str) -> None:
+    """Into the server's log through ``pb_utils.Logger`` (attached to pb_utils after import; may be absent)."""
+    logger = getattr(getattr(pb_utils, "Logger", None), level, None)
+    if logger is not None:
+        logger(message)
+
+
+def log_failure(model: str, exc: BaseException) -> None:
+    """The failure in one line, then its traceback one log record per line.
+
+    2.51's logger writes a record's newlines as ``\\n``, which leaves a multi-line traceback unreadable.
+    """
+    try:
+        lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip().splitlines()
+    except Exception:  # a hostile __str__ or __traceback__: the type still says what happened
+        lines = [type(exc).__name__]
+    log("log_error", f"model '{model}': infer_func raised {error_message(exc)}; traceback:")
+    for line in lines:
+        log("log_error", f"model '{model}' | {line}")
