@@ -44,7 +44,7 @@ def emit_repository(
 ) -> dict[str, Entry]:
     """Every file of the repository, including its SBOM and the root manifest of their hashes.
 
-    ``targets`` (every NGC container from 23.10 unless ``--target-triton`` names one) decides what
+    ``targets`` (every NGC container from 23.10 unless ``--triton-version`` names one) decides what
     the shipped sources and imports are checked against; it is recorded in every ``model.json``
     and in the manifest.
     """

@@ -58,7 +58,7 @@ def check_interpreter(target: Release, python: str | None = None) -> None:
     if python == target.python:
         return
     raise BuildError(
-        f"--target-triton {target.ngc} (tritonserver {target.tritonserver}, {target.image}) serves models with "
+        f"--triton-version {target.ngc} (tritonserver {target.tritonserver}, {target.image}) serves models with "
         f"Python {target.python}, but this --pin-python build runs on Python {python}; pinned code only loads on "
         f"the Python minor version that wrote it. Drop --pin-python (the default build ships source and serves on "
         f"any Python from 3.10), or build with a Python {target.python} interpreter (e.g. "
@@ -77,7 +77,7 @@ class Targets:
 
     containers: tuple[Release, ...]
     narrowed: bool = False
-    """True when ``--target-triton`` named one container (recorded in ``model.json`` as ``target``)."""
+    """True when ``--triton-version`` named one container (recorded in ``model.json`` as ``target``)."""
     pinned: str | None = None
     """The build's Python minor when payloads carry its bytecode (``--pin-python``) instead of source."""
     required: bool = False

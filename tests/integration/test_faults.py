@@ -134,7 +134,12 @@ def _status(server, path: str) -> int:
 
 
 def test_sigkilled_stub_under_load(server):
-    """2.39/2.41 restart the stub (or crash whole); 2.51 never restarts it, while every probe says 200."""
+    """2.39/2.41 restart the stub (2.41 then often crashes whole); 2.51 never restarts it, while every probe says 200.
+
+    Either of 2.41 and 2.51 may instead abort with ``boost::interprocess::lock_exception`` thrown out of
+    ``TRITONBACKEND_ModelInstanceExecute`` (2.51: in CI's full-suite run of 2026-11-25, rarely in trials
+    here; docs/deployment.md, "Faults"): then the server is gone and every later request is refused.
+    """
     before = int(infer("grpc", server, "Victim", {"x": X})["pid"][0, 0])
     with Load(server, "Victim", check=lambda x, y: np.array_equal(y, x * 2)) as load:
         time.sleep(1.0)
@@ -143,19 +148,22 @@ def test_sigkilled_stub_under_load(server):
         time.sleep(4.0)
     tally, release = load.tally, server.install.release.tritonserver
     assert tally.wrong == 0 and tally.ok_before_mark > 0 and tally.failed_before_mark == 0, tally
+    crashed = not server.is_running()
     if release_at_least("2.51.0"):
-        assert server.is_running(), f"2.51 should keep serving without the stub: {tally}\n{server.log_tail()}"
+        assert "it will be restarted" not in server.log_text(), server.log_tail()  # 2.51 never restarts a stub
+    if release_at_least("2.51.0") and not crashed:
         assert tally.lost == 0 and tally.failed_last and tally.ok_after_mark <= 3, tally  # answers already on their way
         assert set(tally.messages) == {"Stub process 'Victim_0_0' is not healthy."}, tally.messages
         probes = [_status(server, p) for p in ("/v2/health/live", "/v2/health/ready", "/v2/models/Victim/ready")]
         assert probes == [200, 200, 200]
         saw = "\"Stub process 'Victim_0_0' is not healthy.\" forever; live/ready probes 200"
-    elif not server.is_running():  # 2.41, about half the trials: the backend crashes after the restart
+    elif crashed:  # 2.41 in about half the trials, after the restart; 2.51 rarely, without one
         log = server.log_text()
-        crashed = ("Signal (11) received.", "boost::interprocess::lock_exception")  # a segfault, or an abort
-        assert any(signature in log for signature in crashed), server.log_tail()
+        signatures = ("Signal (11) received.", "boost::interprocess::lock_exception")  # a segfault, or an abort
+        assert any(signature in log for signature in signatures), server.log_tail()
         assert tally.failed <= 6 and not tally.answered_last, tally  # every later request finds no server
-        saw = "stub restarted, then tritonserver crashed (SIGSEGV or lock_exception): connection refused"
+        how = "stub restarted, then " if not release_at_least("2.51.0") else ""
+        saw = f"{how}tritonserver crashed (SIGSEGV or lock_exception): connection refused"
     else:
         assert tally.lost == 0 and 0 < tally.failed <= 6, tally  # the requests in flight at the kill (3 clients)
         assert all("is not healthy" in m for m in tally.messages), tally.messages

@@ -144,7 +144,7 @@ def test_interpreter_mismatch_says_what_to_do():
         check_interpreter(get_target("24.10"), python="3.11")
     message = str(info.value)
     for part in (
-        "--target-triton 24.10",
+        "--triton-version 24.10",
         "tritonserver 2.51.0",
         "Python 3.10",
         "this --pin-python build runs on Python 3.11",
