@@ -12,6 +12,7 @@ import pytest
 
 from repogen.errors import ServeError
 from repogen.server.running.backends import serve_without, unservable
+from repogen.server.running.process import TritonServer
 
 PYTHON = 'name: "{name}"\nbackend: "python"\nmax_batch_size: 0\n'
 ONNX = 'name: "{name}"\nbackend: "onnxruntime"\nmax_batch_size: 0\n'
@@ -31,7 +32,9 @@ def _server(tmp_path: Path, extra: tuple[str, ...] = ()) -> types.SimpleNamespac
     backends = tmp_path / "backends-py3.10"
     (backends / "python").mkdir(parents=True)
     install = types.SimpleNamespace(backend_directory=lambda version: backends)
-    return types.SimpleNamespace(install=install, venv=types.SimpleNamespace(python_version="3.10"), extra_args=extra)
+    server = types.SimpleNamespace(install=install, venv=types.SimpleNamespace(python_version="3.10"), extra_args=extra)
+    server.backends = lambda: TritonServer.backends(server)  # type: ignore[arg-type]  # the embedded server's own rule
+    return server
 
 
 @pytest.fixture

@@ -16,9 +16,7 @@ from pathlib import Path
 from ...errors import ServeError
 from ...ondisk.repository import ModelDir, model_dirs
 from .choice import explicit_arguments, without_model_control
-from .container import ContainerTritonServer
-from .foreground import ExternalTritonServer
-from .process import TritonServer
+from .server_process import ServerProcess
 
 # A config may name its backend through ``platform`` only (Triton maps these to backends).
 PLATFORM_BACKENDS = {
@@ -37,21 +35,13 @@ def required_backend(model: ModelDir) -> str | None:
     return model.config.backend or PLATFORM_BACKENDS.get(model.config.platform) or None
 
 
-def server_backends(server: TritonServer) -> tuple[str, ...] | None:
-    """The backends the embedded server has, sorted; None for a server of the user's (unknown)."""
-    if isinstance(server, ExternalTritonServer | ContainerTritonServer):
-        return None
-    directory = server.install.backend_directory(server.venv.python_version)
-    return tuple(sorted(p.name for p in Path(directory).iterdir() if p.is_dir()))
-
-
-def unservable(server: TritonServer, repository: Path, names: Sequence[str] | None) -> dict[str, str]:
+def unservable(server: ServerProcess, repository: Path, names: Sequence[str] | None) -> dict[str, str]:
     """Model → why ``server`` cannot load it, among ``names`` (None: every model).
 
     The reason is ``backend 'X'`` for a model whose backend the server lacks, and ``step 'M'`` for
     an ensemble with such a model among its steps (Triton would fail the ensemble too).
     """
-    have = server_backends(server)
+    have = server.backends()
     if have is None:
         return {}
     models = model_dirs(repository)
@@ -75,7 +65,7 @@ def unservable(server: TritonServer, repository: Path, names: Sequence[str] | No
 
 
 def serve_without(
-    server: TritonServer,
+    server: ServerProcess,
     repository: Path,
     skipped: dict[str, str],
     names: Sequence[str] | None,
@@ -83,7 +73,7 @@ def serve_without(
     echo: Callable[[str], None],
 ) -> list[str]:
     """Say what is left out and why; load the rest explicitly (set on ``server`` before it starts); return them."""
-    have = server_backends(server) or ()
+    have = server.backends() or ()
     by_reason: dict[str, list[str]] = {}
     for name, reason in sorted(skipped.items()):
         by_reason.setdefault(reason, []).append(name)

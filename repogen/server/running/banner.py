@@ -11,7 +11,7 @@ from ...triton.endpoints import HTTP_PORT, infer_path
 from ..client.access import ENV, runs_root
 from ..client.infer import sample_value
 from ..client.states import model_states
-from .process import TritonServer
+from .server_process import ServerProcess
 
 __all__ = ["access_lines", "ready_banner", "sample_curl", "sample_infer"]
 
@@ -57,7 +57,7 @@ def sample_infer(model: str, metadata: dict[str, Any], http_port: int) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+def _index_and_metadata(server: ServerProcess) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The repository index and the first ready, non-streaming model's metadata; empty where unanswered."""
     with server.client(timeout=2.0) as client:
         try:
@@ -76,7 +76,7 @@ def _index_and_metadata(server: TritonServer) -> tuple[list[dict[str, Any]], dic
         return index, None
 
 
-def ready_banner(server: TritonServer, version: str, recorded: bool = True) -> list[str]:
+def ready_banner(server: ServerProcess, version: str, recorded: bool = True) -> list[str]:
     """Endpoints, model states and sample requests, as printed once the server is ready."""
     index, metadata = _index_and_metadata(server)
     states = model_states(index)
@@ -106,12 +106,12 @@ def ready_banner(server: TritonServer, version: str, recorded: bool = True) -> l
     return lines
 
 
-def _inference_headers(server: TritonServer) -> dict[str, str]:
+def _inference_headers(server: ServerProcess) -> dict[str, str]:
     access = server.access
     return access.headers("http") if access is not None and "inference" in access.apis else {}
 
 
-def access_lines(server: TritonServer, version: str, recorded: bool = True) -> list[str]:
+def access_lines(server: ServerProcess, version: str, recorded: bool = True) -> list[str]:
     """What needs the key, the key (printed here once), and what tritonserver ``version`` leaves open.
 
     ``recorded``: the run's file holds the key, where repogen's commands find it (server/client/access.py)."""

@@ -19,6 +19,7 @@ from .container import container_server
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
 from .pairing import pairing_for
 from .process import HOST, TritonServer, free_ports
+from .server_process import ServerProcess
 
 # tritonserver options `serve` sets itself → the serve option to use instead.
 _MANAGED = {
@@ -120,7 +121,7 @@ def choose_server(
     access: Access | None = None,
     image: str | None = None,
     mount_parent: bool = False,
-) -> tuple[TritonServer, str]:
+) -> tuple[ServerProcess, str]:
     """The server to run and its version: --image, --tritonserver, else one on PATH, else the embedded one.
 
     ``access``: the API groups it keeps behind a key (None: every API open). ``image``: serve in a container

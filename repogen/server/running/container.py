@@ -18,7 +18,6 @@ old, deleted one.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +26,10 @@ from ...errors import DockerError, ServeError
 from ...ondisk.repository import read_repository
 from ...triton.access import GRPC_FLAG, HTTP_FLAG, restricts_grpc, restricts_http
 from ...triton.endpoints import DEFAULT_PORTS
-from ...triton.releases import DEFAULT_RELEASE, version_tuple
-from ..provision.install import ServerInstall, VenvInfo
+from ...triton.releases import version_tuple
 from .docker import Engine, engine, unique_name
-from .process import HOST, TritonServer
+from .host import HOST
+from .server_process import ServerProcess
 
 __all__ = ["ContainerTritonServer", "container_server"]
 
@@ -40,7 +39,7 @@ MOUNT = "/models"
 PARENT_MOUNT = "/repogen"
 
 
-class ContainerTritonServer(TritonServer):
+class ContainerTritonServer(ServerProcess):
     """tritonserver in ``image``, started by ``docker run`` in the foreground (the process this class manages)."""
 
     def __init__(
@@ -55,8 +54,7 @@ class ContainerTritonServer(TritonServer):
     ) -> None:
         self.image, self.docker, self.mount_parent, self.server_version = image, docker, mount_parent, server_version
         self.name = unique_name("repogen-serve")
-        placeholder_venv = VenvInfo(Path(sys.prefix), "", "", "")
-        super().__init__(model_repository, ServerInstall(DEFAULT_RELEASE, Path(image)), placeholder_venv, **kwargs)
+        super().__init__(model_repository, **kwargs)
         self.shm_size = shm_size_bytes(read_repository(self.model_repository))  # the deployment files' figure
         parent = self.model_repository.parent
         mode = parent.stat().st_mode & 0o777
@@ -110,7 +108,7 @@ class ContainerTritonServer(TritonServer):
         return f"ContainerTritonServer({self.image}, {self.model_repository})"
 
 
-def container_server(image: str, repository: Path, *, mount_parent: bool, **options: Any) -> tuple[TritonServer, str]:
+def container_server(image: str, repository: Path, *, mount_parent: bool, **options: Any) -> tuple[ServerProcess, str]:
     """The server ``repogen serve --image`` runs, and how its banner names it (``2.51.0 in IMAGE``)."""
     try:
         docker = engine()

@@ -1,6 +1,6 @@
 """``repogen serve``: a stock tritonserver in the foreground, for development.
 
-The server runs in its own process group (see :class:`~repogen.server.running.process.TritonServer`);
+The server runs in its own process group (see :class:`~repogen.server.running.server_process.ServerProcess`);
 this module streams its log, prints the endpoints and a working ``curl`` once it is ready, and
 turns SIGINT/SIGTERM into a graceful stop that leaves no server or backend stub behind — a
 second signal during the stop kills the whole group at once.
@@ -38,7 +38,8 @@ from ..provision.install import (
 from ..provision.progress import DownloadProgress, progress
 from ..provision.pythons import PythonNotFoundError, container_python_or_current, require_python
 from .banner import ready_banner, sample_curl
-from .process import HOST, TritonServer, TritonServerError
+from .host import HOST
+from .server_process import ServerProcess, TritonServerError
 
 __all__ = [
     "ExternalTritonServer",
@@ -70,7 +71,7 @@ class _Stop(KeyboardInterrupt):
 # --------------------------------------------------------------------------- which server
 
 
-class ExternalTritonServer(TritonServer):
+class ExternalTritonServer(ServerProcess):
     """A tritonserver the user installed (``--tritonserver``, or found on PATH).
 
     It uses its own backends and Python backend stub, so it runs with the caller's environment
@@ -80,8 +81,7 @@ class ExternalTritonServer(TritonServer):
     def __init__(self, binary: Path, model_repository: str | Path, **kwargs: Any) -> None:
         self.binary = binary
         self._restricts: dict[str, bool] | None = None
-        placeholder_venv = VenvInfo(Path(sys.prefix), "", "", "")
-        super().__init__(model_repository, ServerInstall(DEFAULT_RELEASE, binary.parent), placeholder_venv, **kwargs)
+        super().__init__(model_repository, **kwargs)
 
     def command(self) -> list[str]:
         return [
@@ -244,11 +244,11 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
     raise _Stop(signal.Signals(signum).name)
 
 
-def _stop(server: TritonServer, echo: Echo, explicit: bool = False) -> None:
+def _stop(server: ServerProcess, echo: Echo, explicit: bool = False) -> None:
     """Graceful stop; a further SIGINT/SIGTERM kills the server's whole process group.
 
     ``explicit`` (the server runs with explicit model control): every model is unloaded before the SIGINT,
-    so that its ``finalize`` runs even while a client holds a connection open (see ``TritonServer.stop``).
+    so that its ``finalize`` runs even while a client holds a connection open (see ``ServerProcess.stop``).
     """
 
     def kill_group(signum: int, frame: FrameType | None) -> None:
@@ -266,7 +266,7 @@ def _answers(call: Callable[[], Any]) -> bool:
         return False
 
 
-def _wait_started(server: TritonServer, pump: _LogPump, ready_timeout: float, poll: float) -> None:
+def _wait_started(server: ServerProcess, pump: _LogPump, ready_timeout: float, poll: float) -> None:
     """Until the server answers ``/v2/health/live``: it opens its endpoints only after the first loads end."""
     deadline = time.monotonic() + ready_timeout
     with server.client(timeout=2.0) as client:
@@ -282,7 +282,7 @@ def _wait_started(server: TritonServer, pump: _LogPump, ready_timeout: float, po
             time.sleep(poll)
 
 
-def _check_loaded(server: TritonServer, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
+def _check_loaded(server: ServerProcess, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
     """Name every model that failed to load, one line each: fatal, unless ``keep_failed`` (``--reload``)."""
     with server.client(timeout=10.0) as client:
         if _answers(client.is_server_ready):
@@ -303,7 +303,7 @@ def _check_loaded(server: TritonServer, loaded: list[str] | None, keep_failed: b
 
 
 def run_server(
-    server: TritonServer,
+    server: ServerProcess,
     version: str,
     echo: Echo,
     *,
@@ -372,7 +372,7 @@ def _error_lines(log: str) -> list[str]:
     return found[-3:]
 
 
-def _exited(server: TritonServer, when: str, pump: _LogPump) -> str:
+def _exited(server: ServerProcess, when: str, pump: _LogPump) -> str:
     code = server.stop()  # already exited: this only reaps it and returns its exit code
     said = _error_lines(server.log_text())
     where = "" if pump.usage else " (its log is above)"

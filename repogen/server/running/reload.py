@@ -27,7 +27,7 @@ from ...ondisk.repository import files as repository_files
 from ...ondisk.repository import model_dirs, read_manifest
 from ...relaunch import pinned_environment, repogen_command
 from ..client.states import reason_line
-from .process import TritonServer
+from .server_process import ServerProcess
 
 __all__ = ["AppBuild", "Changes", "Reloader", "changes", "model_hashes"]
 
@@ -114,7 +114,7 @@ def _watch_filter(build: AppBuild) -> Any:
 class Reloader:
     """Watches ``build.watched``; :meth:`tick` (called by the serve loop) rebuilds and reloads."""
 
-    def __init__(self, build: AppBuild, server: TritonServer, models: Iterable[str] | None = None) -> None:
+    def __init__(self, build: AppBuild, server: ServerProcess, models: Iterable[str] | None = None) -> None:
         self.build, self.server = build, server
         self.subset = set(models) if models else None
         self.hashes = model_hashes(build.output)
