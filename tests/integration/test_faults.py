@@ -137,8 +137,8 @@ def test_sigkilled_stub_under_load(server):
     """2.39/2.41 restart the stub (2.41 then often crashes whole); 2.51 never restarts it, while every probe says 200.
 
     Either of 2.41 and 2.51 may instead abort with ``boost::interprocess::lock_exception`` thrown out of
-    ``TRITONBACKEND_ModelInstanceExecute`` (2.51: in CI's full-suite run of 2026-11-25, rarely in trials
-    here; docs/deployment.md, "Faults"): then the server is gone and every later request is refused.
+    ``TRITONBACKEND_ModelInstanceExecute`` (2.51: in one CI full-suite run, in 0 of 30 trials here;
+    docs/deployment.md, "Faults"): then the server is gone and every later request is refused.
     """
     before = int(infer("grpc", server, "Victim", {"x": X})["pid"][0, 0])
     with Load(server, "Victim", check=lambda x, y: np.array_equal(y, x * 2)) as load:
