@@ -7,11 +7,10 @@ must come from the repository. The server binds loopback only (server_process.py
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from repogen.errors import TritonServerError
-from repogen.server.client.access import Access
 from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.python_backend import region_prefix_args
@@ -28,25 +27,12 @@ class TritonServer(ServerProcess):
     """The embedded tritonserver ``install`` serving ``model_repository``, its stub on ``venv``'s Python."""
 
     def __init__(
-        self,
-        model_repository: str | Path,
-        install: ServerInstall,
-        venv: str | Path | VenvInfo,
-        *,
-        http_port: int | None = None,
-        grpc_port: int | None = None,
-        metrics_port: int | None = None,
-        log_verbose: int = 0,
-        log_path: str | Path | None = None,
-        extra_args: Sequence[str] = (),
-        access: Access | None = None,
+        self, model_repository: str | Path, install: ServerInstall, venv: str | Path | VenvInfo, **options: Any
     ) -> None:
+        """``options``: :class:`ServerProcess`'s (ports, log, extra arguments, access)."""
         self.install = install
         self.venv = venv if isinstance(venv, VenvInfo) else venv_info(venv)
-        super().__init__(
-            model_repository, http_port=http_port, grpc_port=grpc_port, metrics_port=metrics_port,
-            log_verbose=log_verbose, log_path=log_path, extra_args=extra_args, access=access,
-        )  # fmt: skip
+        super().__init__(model_repository, **options)
 
     def command(self) -> list[str]:
         """The full tritonserver command line."""
