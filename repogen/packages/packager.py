@@ -248,7 +248,7 @@ class Packager:
                 continue
             by_dist: dict[str, int] = {}
             for path, size in sizes.items():
-                owner = owners.get(wheels.unpacked_from(self.cache, path) or "", "bytecode and listings")
+                owner = owners.get(wheels.wheel_of(self.cache, path) or "", "other files")
                 by_dist[owner] = by_dist.get(owner, 0) + size
             heaviest = sorted(by_dist.items(), key=lambda item: -item[1])[:3]
             target = next(t for t in self.targets if t.tag == tag)

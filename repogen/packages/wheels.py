@@ -158,13 +158,21 @@ def unpacked_root(cache: Path, sha256: str) -> Path:
     return cache / "unpacked" / f"{sha256}{_REVISION}"
 
 
-def unpacked_from(cache: Path, path: str) -> str | None:
-    """The sha256 of the wheel whose unpacked tree holds the file ``path``; None for a file of no tree."""
-    prefix = f"{cache / 'unpacked'}/"
-    if not path.startswith(prefix):
-        return None
-    name = path[len(prefix) :].split("/", 1)[0]
-    return name[: -len(_REVISION)] if name.endswith(_REVISION) else None
+def bytecode_root(cache: Path, sha256: str, python: str) -> Path:
+    """Where the ``__pycache__`` overlay of the wheel of ``sha256`` for ``python`` is compiled in the cache."""
+    return cache / "bytecode" / f"{sha256}{_REVISION}-{abi_tag(python)}"
+
+
+def wheel_of(cache: Path, path: str) -> str | None:
+    """The sha256 of the wheel the shipped file ``path`` comes from (its unpacked tree or its bytecode overlay);
+    None for a file of neither."""
+    for folder, suffix in (("unpacked", ""), ("bytecode", "-")):
+        prefix = f"{cache / folder}/"
+        if path.startswith(prefix):
+            name = path[len(prefix) :].split("/", 1)[0]
+            name = name.rsplit(suffix, 1)[0] if suffix else name
+            return name[: -len(_REVISION)] if name.endswith(_REVISION) else None
+    return None
 
 
 def unpack(wheel: Path, sha256: str, cache: Path, what: str) -> tuple[Path, dict[str, list[object]]]:
@@ -198,11 +206,10 @@ def bytecode(
     trees: Sequence[tuple[str, Path]], python: str, interpreter: Path, cache: Path
 ) -> dict[str, tuple[Path, dict[str, list[object]]]]:
     """sha256 -> the ``__pycache__`` overlay of that unpacked tree for ``python``, compiled by ``interpreter``."""
-    abi = abi_tag(python)
     overlays: dict[str, tuple[Path, dict[str, list[object]]]] = {}
     (cache / "bytecode").mkdir(parents=True, exist_ok=True)
     for sha256, tree in trees:
-        root = cache / "bytecode" / f"{sha256}{_REVISION}-{abi}"
+        root = bytecode_root(cache, sha256, python)
 
         def make(tmp: Path, tree: Path = tree) -> None:
             proc = subprocess.run(

@@ -185,8 +185,10 @@ def test_over_a_gigabyte_per_container_python_is_named_with_its_heaviest(tmp_pat
         torch = Pin("torch", "2.13.0", "torch.whl", f"t{target.python}", "https://x/torch.whl")
         small = Pin("filelock", "3.20.0", "filelock.whl", "f", "https://x/filelock.whl")
         big = 1_900_000_000 if target.python == "3.12" else 800_000_000
-        sizes = {  # where wheels.unpack puts each wheel's files
-            f"{wheels.unpacked_root(packager.cache, torch.sha256)}/torch/lib.so": big,
+        overlay = wheels.bytecode_root(packager.cache, torch.sha256, target.python)
+        sizes = {  # where wheels.unpack puts each wheel's files, and wheels.bytecode its compiled ones
+            f"{wheels.unpacked_root(packager.cache, torch.sha256)}/torch/lib.so": big - 100_000_000,
+            f"{overlay}/torch/__pycache__/__init__.cpython-312.pyc": 100_000_000,
             f"{wheels.unpacked_root(packager.cache, small.sha256)}/filelock/__init__.py": 4_000,
         }
         tree = ShippedTree(target, (torch, small), {}, {}, False, sizes)
