@@ -166,11 +166,10 @@ def bytecode_root(cache: Path, sha256: str, python: str) -> Path:
 def wheel_of(cache: Path, path: str) -> str | None:
     """The sha256 of the wheel the shipped file ``path`` comes from (its unpacked tree or its bytecode overlay);
     None for a file of neither."""
-    for folder, suffix in (("unpacked", ""), ("bytecode", "-")):
+    for folder in ("unpacked", "bytecode"):  # <sha256>.2 and <sha256>.2-<abi>: unpacked_root, bytecode_root
         prefix = f"{cache / folder}/"
         if path.startswith(prefix):
-            name = path[len(prefix) :].split("/", 1)[0]
-            name = name.rsplit(suffix, 1)[0] if suffix else name
+            name = path[len(prefix) :].split("/", 1)[0].partition("-")[0]
             return name[: -len(_REVISION)] if name.endswith(_REVISION) else None
     return None
 
