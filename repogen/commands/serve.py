@@ -19,7 +19,7 @@ from ..server.running.choice import (
     stop_arguments,
 )
 from ..server.running.foreground import run_server
-from ..server.running.process import HOST
+from ..server.running.host import HOST
 from ..server.running.reload import Reloader, check_models
 from ..server.running.target import clear_scratch, is_app, repository_for
 from ..triton.endpoints import DEFAULT_PORTS

@@ -28,7 +28,8 @@ from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo
 from ..server.provision.perf_analyzer import PerfAnalyzer
 from ..server.running.foreground import help_restricts
-from ..server.running.process import HOST, TritonServer, free_ports
+from ..server.running.host import HOST
+from ..server.running.process import TritonServer, free_ports
 from ..triton.dtypes import wire_name
 from ..triton.proto import model_config_pb2 as mc
 

@@ -17,8 +17,9 @@ from ...triton.releases import Release
 from ..client.access import Access
 from .container import container_server
 from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
+from .host import HOST
 from .pairing import pairing_for
-from .process import HOST, TritonServer, free_ports
+from .process import TritonServer, free_ports
 from .server_process import ServerProcess
 
 # tritonserver options `serve` sets itself → the serve option to use instead.

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from repogen.errors import DockerError
-from repogen.server.running.process import HOST, free_ports, http_client, is_ready
+from repogen.server.running.host import HOST, free_ports, http_client, is_ready
 from repogen.triton.endpoints import DEFAULT_PORTS
 
 __all__ = ["Container", "DockerError", "Engine", "engine", "removing", "unique_name"]

@@ -38,7 +38,6 @@ from ..provision.install import (
 from ..provision.progress import DownloadProgress, progress
 from ..provision.pythons import PythonNotFoundError, container_python_or_current, require_python
 from .banner import ready_banner, sample_curl
-from .host import HOST
 from .server_process import ServerProcess, TritonServerError
 
 __all__ = [
@@ -87,11 +86,7 @@ class ExternalTritonServer(ServerProcess):
         return [
             str(self.binary),
             f"--model-repository={self.model_repository}",
-            *(f"--{endpoint}-address={HOST}" for endpoint in ("http", "grpc", "metrics")),
-            f"--http-port={self.http_port}",
-            f"--grpc-port={self.grpc_port}",
-            f"--metrics-port={self.metrics_port}",
-            f"--log-verbose={self.log_verbose}",
+            *self.loopback_args(),
             *self.restriction_args(),
             *self.extra_args,
         ]

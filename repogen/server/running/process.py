@@ -15,7 +15,7 @@ from repogen.server.provision.install import ServerInstall, VenvInfo, venv_info
 from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.python_backend import region_prefix_args
 
-from .host import HOST, free_ports, http_client, is_ready, pid_alive
+from .host import free_ports, http_client, is_ready, pid_alive
 from .server_process import ServerProcess
 
 __all__ = ["ServerProcess", "TritonServer", "TritonServerError", "free_ports", "http_client", "is_ready", "pid_alive"]
@@ -42,13 +42,7 @@ class TritonServer(ServerProcess):
             f"--model-repository={self.model_repository}",
             f"--backend-directory={backend_dir}",
             f"--cache-directory={self.install.cache_directory}",
-            f"--http-address={HOST}",
-            f"--grpc-address={HOST}",
-            f"--metrics-address={HOST}",
-            f"--http-port={self.http_port}",
-            f"--grpc-port={self.grpc_port}",
-            f"--metrics-port={self.metrics_port}",
-            f"--log-verbose={self.log_verbose}",
+            *self.loopback_args(),
             *self.restriction_args(),
             *self.region_args(),
             *self.extra_args,

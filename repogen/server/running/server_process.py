@@ -98,6 +98,16 @@ class ServerProcess:
             raise TritonServerError("tritonserver is not started; call start() first")
         return self._proc.pid
 
+    def loopback_args(self) -> list[str]:
+        """tritonserver's flags binding its three endpoints to loopback at this server's ports, and its verbosity."""
+        return [
+            *(f"--{endpoint}-address={HOST}" for endpoint in ("http", "grpc", "metrics")),
+            f"--http-port={self.http_port}",
+            f"--grpc-port={self.grpc_port}",
+            f"--metrics-port={self.metrics_port}",
+            f"--log-verbose={self.log_verbose}",
+        ]
+
     # ------------------------------------------------------------------ what subclasses say
 
     def command(self) -> list[str]:
