@@ -14,6 +14,7 @@ from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, VersionSpec
 from ..runtime.records import Metadata, dumps
+from ..runtime.tensors import NUMPY
 from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
@@ -99,6 +100,8 @@ def version_files(
         Metadata.STRICT: model.strict,
         Metadata.VERSION: version.version,
     }
+    if model.placement.tensors != NUMPY:
+        metadata[Metadata.TENSORS] = model.placement.tensors
     files: dict[str, Entry] = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD}": payload.data,

@@ -199,12 +199,14 @@ def _clients(repository: Repository, model: ModelSpec, interfaces: dict[str, Int
                     f"model '{model.name}' calls model '{handle.name}' through BLS, but '{handle.name}' is not in "
                     "this repository; bind it to the same Repository"
                 )
-            clients.append(_client(handle, called))
+            clients.append(_client(handle, called, model.placement.tensors))
         versions.append(dataclasses.replace(version, clients=tuple(clients)))
     return dataclasses.replace(model, versions=tuple(versions))
 
 
-def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
+def _client(handle: ModelHandle, called: Interface, tensors: str) -> ClientSpec:
+    """A numpy caller asks for host memory where the called model may answer from a GPU: it reads numpy."""
+    memory = handle.memory or ("cpu" if tensors == "numpy" and called.on_gpu else None)
     return ClientSpec(
         reference=handle,
         model=handle.name,
@@ -212,6 +214,8 @@ def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
         outputs=tuple(t.name for t in called.outputs),
         decoupled=called.decoupled,
         requested=handle.requested,
+        memory=memory,
+        tensors=tensors,
     )
 
 
@@ -278,6 +282,9 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     batch = max_batch_size(where, config)
     inputs = lower_tensors(where, "input", first.inputs)
     lowered = lower_config(where, name, config, inputs, batch, counts.pop())
+    if lowered.placement.tensors != "numpy":  # the framework the runtime imports for the callable ships with it
+        framework = lowered.placement.tensors.partition(".")[0]
+        versions = [dataclasses.replace(v, imports=(*v.imports, framework)) for v in versions]
     return ModelSpec(
         name=name,
         inputs=inputs,
@@ -293,6 +300,7 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         versions=tuple(sorted(versions, key=lambda v: v.version)),
         files=_lower_files(where, first.files),
         warmup=lowered.warmup,
+        placement=lowered.placement,
     )
 
 
