@@ -128,9 +128,9 @@ class ModelConfig:
 
     ``tensors`` says what the callable takes: ``"numpy"`` arrays (PyTriton's contract, the default), or
     the tensors of a framework on the instance's device: ``"torch"``, ``"cupy"`` or the name of any
-    module of the array API standard. Inputs a GPU already holds (an ensemble step's, a BLS caller's) then arrive without
-    a copy and the others are moved there once; ``@batch`` and its kin merge and split them with the
-    framework's own operations. Whatever ``tensors`` says, a callable may return numpy arrays or any
+    module of the array API standard. Inputs a GPU already holds (an ensemble step's, a BLS caller's)
+    then arrive without a copy and the others are moved there once; ``@batch`` and its kin merge and
+    split them with the framework's own operations. Whatever ``tensors`` says, a callable may return numpy arrays or any
     framework's tensors, on the CPU or a GPU.
     """
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import keyword
 
 from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
-from ..triton.dtypes import BF16, NUMPY_DTYPES
 from ..runtime.request_decorators import specializable as batch_function
+from ..triton.dtypes import BF16, NUMPY_DTYPES
 from ..version import __version__
 from .templates import render
 

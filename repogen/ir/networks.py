@@ -16,8 +16,8 @@ from pathlib import Path
 from ..dsl.config import ModelConfig
 from ..dsl.repository import ONNX_BACKENDS, NetworkDefinition
 from ..errors import BuildError, GraphMismatchError
-from ..triton.dtypes import NUMPY_DTYPES
 from ..runtime.onnx_session import GRAPH_FILE, OnnxSession
+from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.onnx_graph import Graph, GraphTensor, read_graph
 from .config import lower_config
 from .spec import ModelSpec, NetworkSpec, TensorSpec, VersionSpec

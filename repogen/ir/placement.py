@@ -37,7 +37,7 @@ def lower_placement(
         if cpu:
             raise BuildError(
                 f"{where}: tensors={framework!r} holds tensors on a GPU only, but instance group(s) {cpu} run on the "
-                f"CPU; give the model instance_groups=[InstanceGroup(kind=\"KIND_GPU\")], or take tensors=\"torch\""
+                f'CPU; give the model instance_groups=[InstanceGroup(kind="KIND_GPU")], or take tensors="torch"'
             )
     if framework != NUMPY:
         _check_importable(where, framework)
@@ -45,7 +45,7 @@ def lower_placement(
         bf16 = [t.name for t in inputs if t.data_type == BF16]
         if bf16:
             raise BuildError(
-                f"{where}: input(s) {bf16} are BF16, which numpy cannot hold; declare ModelConfig(tensors=\"torch\") "
+                f'{where}: input(s) {bf16} are BF16, which numpy cannot hold; declare ModelConfig(tensors="torch") '
                 "to receive them as torch.bfloat16 tensors, or declare them float16/float32"
             )
     given = dict(parameters).get(FORCE_CPU_ONLY_INPUT_TENSORS)
@@ -59,8 +59,7 @@ def _framework_name(where: str, tensors: Any) -> str:
     name = tensors.__name__ if isinstance(tensors, types.ModuleType) else tensors
     if not isinstance(name, str) or not _MODULE.match(name):
         raise BuildError(
-            f"{where}: tensors must be \"numpy\", \"torch\", \"cupy\" or the name of an array-API module, found "
-            f"{tensors!r}"
+            f'{where}: tensors must be "numpy", "torch", "cupy" or the name of an array-API module, found {tensors!r}'
         )
     return name
 

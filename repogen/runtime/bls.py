@@ -182,7 +182,7 @@ class ModelClient:
         except TypeError as exc:
             raise InferenceError(
                 f"model '{self.model}' answered output '{tensor.name()}' in GPU memory, but {exc}; declare "
-                "ModelConfig(tensors=\"torch\") on the calling model, or call handle.preferred_memory(\"cpu\")"
+                'ModelConfig(tensors="torch") on the calling model, or call handle.preferred_memory("cpu")'
             ) from None
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
 from .frameworks import Framework, framework_of
 
+
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
     """BYTES tensors travel as object arrays of ``bytes``; ``str`` is encoded as UTF-8."""
     if value.dtype == object:
@@ -137,7 +138,8 @@ class OutputPlan:
         """The error for a returned value that cannot become this output: what was declared, what came back."""
         return InferenceError(
             f"model '{self.model}' output '{self.name}' is declared {self.data_type.removeprefix('TYPE_')} "
-            f"({self.dtype if self.dtype is not None else self.element}), but the callable returned {describe(value)}, which cannot be converted to it "
+            f"({self.element if self.dtype is None else self.dtype}), but the callable returned {describe(value)}, "
+            "which cannot be converted to it "
             f"({type(exc).__name__}: {exc}); return an array of that dtype"
         )
 

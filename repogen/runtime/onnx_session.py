@@ -41,7 +41,7 @@ def log_cpu_fallback(onnxruntime: Any, context: Any) -> None:
         f"model '{context.model_name}' instance on GPU {context.device_id} runs its graph on the CPU: the onnxruntime "
         f"{onnxruntime.__version__} it ships has no CUDAExecutionProvider (it has {found}). Build where "
         "onnxruntime-gpu is installed, built for the target container's CUDA major (12 up to NGC 25.07, 13 from "
-        "25.08), so that the build ships it"
+        "25.08), so that the build ships it",
     )
 
 

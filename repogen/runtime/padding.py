@@ -45,7 +45,6 @@ class ConstantPadder:
         fill = b"" if dtype.kind in _TEXT_KINDS else self.pad_value
         return [None if a is None else _pad_one(np.asarray(a), shape, dtype, fill) for a in arrays]
 
-
     def _pad_tensors(self, name: Any, tensors: list[Any], framework: Framework) -> list[Any]:
         """A framework's tensors padded on their device: each copied into a tensor of the common shape."""
         present = [t for t in tensors if t is not None]

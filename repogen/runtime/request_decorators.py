@@ -247,11 +247,23 @@ def _shape_fits(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
 def specializable(infer: Any) -> Any:
     """The function under ``@batch`` that a specialized ``execute`` may call directly, else None.
 
-    Only ``@batch`` right above a plain synchronous function: anything else (a class, a factory,
-    further decorators, async or generator functions) keeps the general path, which handles it.
+    ``@batch`` right above a plain synchronous function, or above a class model's ``__call__`` (for an
+    instance, the method bound to it; for the class itself, at build time, the function). Anything else
+    (a factory, further decorators, async or generator functions) keeps the general path, which handles it.
     """
-    inner = getattr(infer, "__wrapped__", None)
-    if type(infer) is not batch or not inspect.isfunction(inner):
+    if type(infer) is batch:
+        return _plain(infer.__wrapped__)
+    method = getattr(infer if inspect.isclass(infer) else type(infer), "__call__", None)
+    if type(method) is not batch:
+        return None
+    inner = _plain(method.__wrapped__)
+    if inner is None or inspect.isclass(infer):
+        return inner
+    return inner.__get__(infer, type(infer))  # called as @batch calls it: with the instance first
+
+
+def _plain(inner: Any) -> Any:
+    if not inspect.isfunction(inner):
         return None
     if inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
         return None

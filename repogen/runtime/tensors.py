@@ -160,7 +160,7 @@ def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndar
         if data_types.get(tensor.name()) == BF16:
             raise InferenceError(
                 f"model '{model}' input '{tensor.name()}' is BF16, which numpy cannot hold; declare "
-                "ModelConfig(tensors=\"torch\") to receive it as a torch.bfloat16 tensor"
+                'ModelConfig(tensors="torch") to receive it as a torch.bfloat16 tensor'
             )
         return tensor.as_numpy()  # type: ignore[no-any-return]
     try:
@@ -168,7 +168,7 @@ def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndar
     except TypeError as exc:
         raise InferenceError(
             f"model '{model}' input '{tensor.name()}' arrived in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is \"no\"), "
-            f"but {exc}; declare ModelConfig(tensors=\"torch\") (or \"cupy\") to take it on the GPU, or drop that "
+            f'but {exc}; declare ModelConfig(tensors="torch") (or "cupy") to take it on the GPU, or drop that '
             "parameter so that Triton hands this model CPU tensors"
         ) from None
 

@@ -27,22 +27,22 @@ import triton_python_backend_utils as pb_utils
 
 from .context import TritonContext, bind_context
 from .conversion import OutputPlan
-from .dtypes import BF16
 from .decorator_base import then
+from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
 from .failures import error_message, error_response, log, log_failure
+from .frameworks import use_device
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
 from .payload import config_drift, load_payload
-from .records import Metadata
 from .readiness import Readiness, readiness_checks
+from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
-from .frameworks import use_device
 from .tensors import NUMPY, Placement, backend_tensor, inputs_on_cpu
 
 

@@ -24,7 +24,13 @@ def numpy2_server(triton_install, repogen_cache_dir, cli_build, tmp_path_factory
     repo = tmp_path_factory.mktemp("numpy2") / "repo"
     cli_build("examples/quickstart/app.py:models", repo)
     log = tmp_path_factory.mktemp("server") / "tritonserver.log"
-    server = TritonServer(repo, triton_install.install, venv, log_path=log, extra_args=["--exit-on-error=false", "--strict-readiness=false"])
+    server = TritonServer(
+        repo,
+        triton_install.install,
+        venv,
+        log_path=log,
+        extra_args=["--exit-on-error=false", "--strict-readiness=false"],
+    )
     server.start()
     try:
         server.wait_ready(120)

@@ -79,7 +79,7 @@ def _returning(value_of, strict: bool = True, config: ModelConfig | None = None,
     "make",
     [
         lambda x: torch.from_numpy(x) * 2,
-        lambda x: (torch.from_numpy(x).requires_grad_() * 2),  # DLPack refuses a tensor keeping a graph: detached
+        lambda x: torch.from_numpy(x).requires_grad_() * 2,  # DLPack refuses a tensor keeping a graph: detached
         lambda x: torch.from_numpy(np.ascontiguousarray(np.stack([x, x], axis=2))).transpose(1, 2)[:, 0] * 2,
         lambda x: xp.asarray(x) * 2,
     ],
@@ -216,7 +216,9 @@ def _lowered(config: ModelConfig, inputs=X) -> None:
 def test_what_a_placement_cannot_be_fails_the_build():
     with pytest.raises(BuildError, match=r"input\(s\) \['h'\] are BF16, which numpy cannot hold; declare Mod"):
         _lowered(ModelConfig(), [Tensor(name="h", dtype="bfloat16", shape=(2,))])
-    with pytest.raises(BuildError, match=r"tensors='cupy' holds tensors on a GPU only, but instance group\(s\) \['M_0'"):
+    with pytest.raises(
+        BuildError, match=r"tensors='cupy' holds tensors on a GPU only, but instance group\(s\) \['M_0'"
+    ):
         _lowered(ModelConfig(tensors="cupy"))
     with pytest.raises(BuildError, match=r"tensors='no_such_framework', but no module 'no_such_framework' can be "):
         _lowered(ModelConfig(tensors="no_such_framework"))

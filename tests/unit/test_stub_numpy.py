@@ -18,7 +18,7 @@ def test_numpy_2_beside_a_stub_built_for_numpy_1_is_refused_naming_both(tmp_path
     old = _stub(tmp_path, b"numpy.core.multiarray")
     problem = numpy_problem("M", "2.2.6", old)
     assert problem is not None
-    assert problem.startswith(f"model 'M' cannot serve with numpy 2.2.6 in the server's Python: this tritonserver's ")
+    assert problem.startswith("model 'M' cannot serve with numpy 2.2.6 in the server's Python: this tritonserver's ")
     assert f"backend stub ({os.path.realpath(old)}) is built for numpy 1" in problem
     assert numpy_problem("M", "1.26.4", old) is None
 
