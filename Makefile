@@ -29,6 +29,20 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The documentation site (mkdocs.yml, pages under docs/): `make docs` serves it on 127.0.0.1:8000 and rebuilds on
+# every save; `make docs-build` builds it into build/site with --strict, as `make test` does, so a broken link or
+# anchor, a page left out of the nav, or an API reference to a missing name fails. NO_MKDOCS_2_WARNING quiets
+# mkdocs-material's banner about its successor, which is no warning about these docs.
+.PHONY: docs docs-build
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+DOCS_ADDR ?= 127.0.0.1:8000
+
+docs: install
+	$(MKDOCS) serve --strict --dev-addr $(DOCS_ADDR)
+
+docs-build: install
+	$(MKDOCS) build --strict --clean
+
 # A serving pairing is <tritonserver release>+<Python its backend stub runs>, what one NGC container
 # runs: 2.39/2.41/2.51 + 3.10 are NGC 23.10/23.12/24.10, 2.51 + 3.12 stands in for 24.11+ (README,
 # "Testing"). `make test` runs lint, everything on FULL_PAIRING, then the smoke subset on each
@@ -76,7 +90,7 @@ define run_pairings
 	[ $$failed -eq 0 ]
 endef
 
-test: check-pythons lint frameworks
+test: check-pythons lint docs-build frameworks
 	$(call run_pairings,$(FULL_PAIRING)=all $(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
 test-releases: check-pythons

@@ -151,7 +151,7 @@ def render(path: Path) -> str:
         "repogen's generated models against hand-written Triton Python-backend `model.py` files doing the same work",
         "under the same `config.pbtxt`, and against PyTriton 0.7.0 serving the same `@batch` function: one run,",
         "one tritonserver 2.51.0 binary, every point measured with perf_analyzer. Generated from "
-        f"[`{rel}`](../{rel}) by `bench/report.py`; the findings section is `bench/analysis.md`.",
+        f"`{rel}` by `bench/report.py`; the findings section is `bench/analysis.md`.",
         "",
         "## Machine",
         "",

@@ -1,9 +1,15 @@
-"""The README's Python is the examples' code: each block names its file on its first line
-(``# examples/...``) and is an excerpt of it, line for line, so a README edit that drifts from
-what the tests build and serve fails here. The examples' scripts run as the README shows them."""
+"""The Python the README and the documentation pages show is code that runs.
+
+A block that names a file on its first line (``# examples/...``) is an excerpt of it, line for line, so
+an edit that drifts from what the tests build and serve fails here; every block of the README names one.
+A page's other blocks (sketches around files that are not in the repository) must compile and call
+repogen's API with names and keywords it has. The examples' scripts run as the pages show them.
+"""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import re
 import subprocess
 import sys
@@ -11,34 +17,88 @@ from pathlib import Path
 
 import pytest
 
+import repogen
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
-SOURCE = re.compile(r"# (examples/\S+\.py)\n")
+SOURCE = re.compile(r"# ((?:examples|tests)/\S+\.py)\n")
 
 
-def _blocks() -> list[str]:
-    return BLOCK.findall(README.read_text(encoding="utf-8"))
+def _blocks() -> list[tuple[Path, int, str]]:
+    """(page, its block number from 1, the block) for every Python block of every page."""
+    return [
+        (page, number, block)
+        for page in PAGES
+        for number, block in enumerate(BLOCK.findall(page.read_text(encoding="utf-8")), start=1)
+    ]
 
 
-def test_the_readme_has_python_blocks():
-    assert len(_blocks()) >= 4
+BLOCKS = _blocks()
+NAMED = [(page, number, block) for page, number, block in BLOCKS if SOURCE.match(block)]
+SKETCHES = [(page, number, block) for page, number, block in BLOCKS if not SOURCE.match(block)]
 
 
-@pytest.mark.parametrize("index", range(len(_blocks())))
-def test_block_is_an_excerpt_of_the_example_it_names(index):
-    block = _blocks()[index]
+def _id(page: Path, number: int) -> str:
+    return f"{page.relative_to(ROOT)}#{number}"
+
+
+def test_the_readme_shows_the_quickstart_and_the_pages_the_rest():
+    readme = [block for page, _, block in NAMED if page == README]
+    assert readme and readme[0].startswith("# examples/quickstart/app.py\n")
+    assert len(NAMED) >= 4
+    for page, number, block in BLOCKS:
+        if page == README:
+            assert SOURCE.match(block), f"README.md python block {number} must start with '# examples/<file>.py'"
+
+
+@pytest.mark.parametrize(("page", "number", "block"), NAMED, ids=[_id(p, n) for p, n, _ in NAMED])
+def test_block_is_an_excerpt_of_the_file_it_names(page, number, block):
     named = SOURCE.match(block)
-    assert named, f"README.md python block {index + 1} must start with '# examples/<file>.py', found {block[:60]!r}"
+    where = f"{page.relative_to(ROOT)} python block {number}"
     path = ROOT / named.group(1)
-    assert path.is_file(), f"README.md python block {index + 1} names {named.group(1)}, which does not exist"
+    assert path.is_file(), f"{where} names {named.group(1)}, which does not exist"
     excerpt = block[named.end() :].splitlines()
     lines = path.read_text(encoding="utf-8").splitlines()
     starts = [i for i, line in enumerate(lines) if line == excerpt[0]]
     assert any(lines[i : i + len(excerpt)] == excerpt for i in starts), (
-        f"README.md python block {index + 1} is not a contiguous excerpt of {named.group(1)}: "
-        "copy the lines from the file (or change the file and the README together)"
+        f"{where} is not a contiguous excerpt of {named.group(1)}: "
+        "copy the lines from the file (or change the file and the page together)"
     )
+
+
+def _api(call: ast.Call) -> tuple[str, object] | None:
+    """The repogen callable a sketch's call names: ``Tensor(...)``, ``models.onnx(...)``; None for others."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id in repogen.__all__:
+        return func.id, getattr(repogen, func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "models":
+        assert hasattr(repogen.Repository, func.attr), f"Repository has no method {func.attr!r}"
+        return f"models.{func.attr}", getattr(repogen.Repository, func.attr)
+    return None
+
+
+@pytest.mark.parametrize(("page", "number", "block"), SKETCHES, ids=[_id(p, n) for p, n, _ in SKETCHES])
+def test_a_sketch_compiles_and_calls_the_api_as_it_is(page, number, block):
+    where = f"{page.relative_to(ROOT)} python block {number}"
+    tree = ast.parse(block, filename=where)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "repogen":
+            missing = [alias.name for alias in node.names if alias.name not in repogen.__all__]
+            assert not missing, f"{where} imports {missing} from repogen, which does not export them"
+        if not isinstance(node, ast.Call) or any(isinstance(a, ast.Starred) for a in node.args):
+            continue
+        found = _api(node)
+        if found is None or any(k.arg is None for k in node.keywords):
+            continue
+        name, target = found
+        signature = inspect.signature(target)
+        positional = [None] * (len(node.args) + (1 if name.startswith("models.") else 0))  # self
+        try:
+            signature.bind(*positional, **{k.arg: None for k in node.keywords})
+        except TypeError as exc:
+            pytest.fail(f"{where}, line {node.lineno}: {name}{signature} does not take this call: {exc}")
 
 
 def test_try_locally_runs_as_shown():
