@@ -12,7 +12,7 @@ from repogen.testing.client import PROTOCOLS, infer, stream
 APP = "tests/apps/gpu/app.py:models"
 MODELS = (
     "Caller", "Consume", "CupyIn", "CupyOut", "Half", "Linear", "NumpyCaller", "OnGpu", "OnGpuFused", "Produce",
-    "Tokens", "TorchCast", "TorchIn", "TorchOut",
+    "Scale", "Tokens", "TorchCast", "TorchIn", "TorchOut",
 )  # fmt: skip
 
 
@@ -52,7 +52,7 @@ def test_gpu_outputs_are_sent_from_the_gpu(server, protocol, model, factor):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize(("model", "y"), [("TorchIn", [[2], [3]]), ("CupyIn", [[5], [10]])])
+@pytest.mark.parametrize(("model", "y"), [("TorchIn", [[2], [3]]), ("CupyIn", [[5], [10]]), ("Scale", [[2], [4]])])
 def test_inputs_arrive_on_the_gpu_where_asked(server, protocol, model, y):
     out = infer(protocol, server, model, {"x": _f32(1, 2)})
     assert (out["y"].tolist(), out["on_gpu"].tolist()) == (y, [[1], [1]])

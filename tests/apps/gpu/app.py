@@ -85,6 +85,26 @@ def torch_in(x):
     return {"y": x + 1, "on_gpu": flags(x, x.shape[0])}
 
 
+class Scale:
+    """A class model taking torch tensors on its instance's GPU."""
+
+    def __init__(self, context: ModelContext):
+        self.factor = torch.tensor([2.0], device=context.device)  # "cuda:<id>" on a KIND_GPU instance
+
+    @batch
+    def __call__(self, x):  # a torch tensor on this instance's GPU
+        return {"y": x * self.factor, "on_gpu": flags(x, x.shape[0])}  # sent from the GPU
+
+
+models.bind(
+    model_name="Scale",
+    infer_func=Scale,
+    inputs=X,
+    outputs=[*Y, ON_GPU],
+    config=ModelConfig(max_batch_size=16, instance_groups=[InstanceGroup(kind="KIND_GPU")], tensors="torch"),
+)
+
+
 @models.model(
     "CupyIn", inputs=X, outputs=[*Y, ON_GPU], config=ModelConfig(max_batch_size=16, instance_groups=GPU, tensors="cupy")
 )
