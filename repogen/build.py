@@ -23,10 +23,10 @@ from .loader import load_app, local_modules
 from .ondisk.merge import merge_versions
 from .ondisk.writer import Merge, WritePlan, write_repository
 from .packages import PackageOptions, Packager
+from .runtime.records import SIGNATURE_FILE
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
 from .signing import SignWith, library, sign_repository
-from .triton.layout import SIGNATURE_FILE
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 if TYPE_CHECKING:

@@ -26,8 +26,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from .runtime.records import METADATA_FILE, Metadata
-from .triton.layout import CONFIG, is_version_name
+from .runtime.records import CONFIG_FILE, METADATA_FILE, Metadata, is_version_name
 from .triton.proto import model_config_pb2 as mc
 from .version import __version__
 
@@ -70,7 +69,7 @@ def _records(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
 
 def _config(files: Mapping[str, bytes], model: str) -> mc.ModelConfig:
     message = mc.ModelConfig()
-    data = files.get(f"{model}/{CONFIG}")
+    data = files.get(f"{model}/{CONFIG_FILE}")
     if data is not None:
         text_format.Parse(data.decode("utf-8"), message, allow_unknown_field=True)
     return message

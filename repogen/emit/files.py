@@ -13,12 +13,11 @@ from typing import Any
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, VersionSpec
-from ..runtime.records import Metadata, dumps
-from ..triton.layout import CONFIG, METADATA, MODEL_FILE
+from ..runtime.records import CONFIG_FILE, METADATA_FILE, MODEL_FILE, PAYLOAD_FILE, Metadata, dumps
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
-from .payloads import PAYLOAD, Payload, Payloads, pickle_payload
+from .payloads import Payload, Payloads, pickle_payload
 from .templates import cloudpickle_files, render, runtime_files
 
 ENSEMBLE_PLACEHOLDER = ".keep"
@@ -27,7 +26,7 @@ ENSEMBLE_PLACEHOLDER = ".keep"
 def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, Entry]:
     """The config, and an empty version directory (kept by a placeholder file, as git would need)."""
     return {
-        f"{ensemble.name}/{CONFIG}": to_text(ensemble_config(ensemble)).encode("utf-8"),
+        f"{ensemble.name}/{CONFIG_FILE}": to_text(ensemble_config(ensemble)).encode("utf-8"),
         f"{ensemble.name}/1/{ENSEMBLE_PLACEHOLDER}": b"",
     }
 
@@ -56,7 +55,7 @@ def emit_network(network: NetworkSpec) -> dict[str, Entry]:
     """Triton's standard layout for an exported network: the config, each version's graph file and the external
     data files an ONNX graph names (``location=``), beside it as the graph expects them."""
     config = model_config(network.model, backend=network.backend, platform=network.platform)
-    files: dict[str, Entry] = {f"{network.name}/{CONFIG}": to_text(config).encode("utf-8")}
+    files: dict[str, Entry] = {f"{network.name}/{CONFIG_FILE}": to_text(config).encode("utf-8")}
     for version, source in network.graphs:
         files[f"{network.name}/{version}/{network.filename}"] = FileCopy.of(source)
     for version, location, source in network.external:
@@ -77,7 +76,7 @@ def beside(files: dict[str, Entry], more: dict[str, Entry], where: str) -> None:
 
 def model_files(model: ModelSpec) -> dict[str, Entry]:
     """The model-level files: config.pbtxt and the labels of classification outputs."""
-    files: dict[str, Entry] = {f"{model.name}/{CONFIG}": to_text(model_config(model)).encode("utf-8")}
+    files: dict[str, Entry] = {f"{model.name}/{CONFIG_FILE}": to_text(model_config(model)).encode("utf-8")}
     for index, output in enumerate(model.outputs):
         if output.labels:
             files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
@@ -101,8 +100,8 @@ def version_files(
     }
     files: dict[str, Entry] = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
-        f"{base}/{PAYLOAD}": payload.data,
-        f"{base}/{METADATA}": dumps(metadata),
+        f"{base}/{PAYLOAD_FILE}": payload.data,
+        f"{base}/{METADATA_FILE}": dumps(metadata),
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }

@@ -20,7 +20,7 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
-from ..runtime.records import METADATA_FORMAT, Metadata
+from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
@@ -28,8 +28,6 @@ from .portability import check_grammar
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree
-
-PAYLOAD = "model.pkl"
 
 
 def build_environment() -> dict[str, str]:
@@ -124,7 +122,7 @@ def pickle_payload(
     metadata = {
         Metadata.BUILD: build_environment(),
         Metadata.FORMAT: METADATA_FORMAT,
-        Metadata.PAYLOAD: {"file": PAYLOAD, "sha256": sha256_bytes(pickled.data)},
+        Metadata.PAYLOAD: {"file": PAYLOAD_FILE, "sha256": sha256_bytes(pickled.data)},
         Metadata.REPOGEN: __version__,
         Metadata.REQUIREMENTS: needs,
         Metadata.SOURCES: listed,

@@ -18,8 +18,7 @@ from .. import sbom
 from ..hashing import Entry, digest
 from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
-from ..runtime.records import MANIFEST_FORMAT, Manifest, dumps
-from ..triton.layout import CONFIG, MANIFEST, METADATA, SBOM_FILE
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, SBOM_FILE, Manifest, dumps
 from ..triton.targets import Targets
 from ..version import __version__
 from .files import emit_ensemble, emit_model, emit_network
@@ -69,7 +68,7 @@ def emit_repository(
         if progress is not None:
             progress(done, len(emitters), name)
     files[SBOM_FILE] = sbom.document(_records(files), {path: digest(entry) for path, entry in files.items()})
-    files[MANIFEST] = dumps(
+    files[MANIFEST_FILE] = dumps(
         {
             Manifest.BUILD: build_environment(),
             Manifest.FILES: {path: digest(entry) for path, entry in sorted(files.items())},
@@ -92,5 +91,5 @@ def _records(files: dict[str, Entry]) -> dict[str, bytes]:
     return {
         path: entry if isinstance(entry, bytes) else entry.source.read_bytes()
         for path, entry in files.items()
-        if path.endswith((f"/{METADATA}", f"/{CONFIG}"))
+        if path.endswith((f"/{METADATA_FILE}", f"/{CONFIG_FILE}"))
     }

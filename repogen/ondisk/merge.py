@@ -24,8 +24,16 @@ from .. import sbom
 from ..errors import BuildError
 from ..hashing import Entry, Files, digest, sha256_file
 from ..runtime.packages import tree_differences
-from ..runtime.records import METADATA_FILE, Manifest, dumps
-from ..triton.layout import CONFIG, MANIFEST, SBOM_FILE, SIGNATURE_FILE, is_version_name
+from ..runtime.records import (
+    CONFIG_FILE,
+    MANIFEST_FILE,
+    METADATA_FILE,
+    SBOM_FILE,
+    SIGNATURE_FILE,
+    Manifest,
+    dumps,
+    is_version_name,
+)
 from ..triton.proto import model_config_pb2 as mc
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
@@ -56,7 +64,8 @@ def _check_intact(output: Path, listed: dict[str, str]) -> None:
     for relative, found, expected in changed_files(output, listed)[:1]:
         raise BuildError(
             f"refusing to add a version to {output}: {relative} has sha256 {found or 'nothing (the file is missing)'}, "
-            f"but {MANIFEST} lists {expected}; restore that file, or rebuild the whole repository (without --version)"
+            f"but {MANIFEST_FILE} lists {expected}; restore that file, or rebuild the whole repository "
+            "(without --version)"
         )
 
 
@@ -85,7 +94,7 @@ def _check_same_config(output: Path, model: str, new: dict[str, Entry], kept: se
     changed = sorted(old_names ^ new_names)
     for name in sorted(old_names & new_names):
         entry = new[name]
-        if name.endswith("/" + CONFIG) and isinstance(entry, bytes):
+        if name.endswith("/" + CONFIG_FILE) and isinstance(entry, bytes):
             old = (output / name).read_bytes()
             same = _without_policy(old, str(output / name)) == _without_policy(entry, f"the new {name}")
         else:
@@ -122,7 +131,7 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
         found, differences = tree_differences(str(output / directory), digest)
         if differences is not None:
             raise BuildError(
-                f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST} "
+                f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST_FILE} "
                 "records (a file was changed, removed or added); rebuild the whole repository (without --version)"
             )
         carried.update({f"{directory}/{p}": output / directory / p for p in found})  # hashed once, above
@@ -134,7 +143,7 @@ def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
     records = {
         p: v if isinstance(v, bytes) else (output / p if isinstance(v, str) else v.source).read_bytes()
         for p, v in entries.items()
-        if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG}"))
+        if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG_FILE}"))
     }
     digests = {p: v if isinstance(v, str) else digest(v) for p, v in entries.items() if p != SBOM_FILE}
     return sbom.document(records, digests)
@@ -146,11 +155,11 @@ def merge_versions(
     """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds."""
     listed = read_manifest_files(output) or {}
     _check_intact(output, listed)
-    new = {p: d for p, d in files.items() if p != MANIFEST}
+    new = {p: d for p, d in files.items() if p != MANIFEST_FILE}
     for model, number in versions.items():
         present = _versions_on_disk(output, model) | {number}
         config = config_for(model, sorted(present))
-        new[f"{model}/{CONFIG}"] = config
+        new[f"{model}/{CONFIG_FILE}"] = config
         _check_same_config(output, model, new, present - {number}, force)
 
     def replaced(relative: str) -> bool:
@@ -167,5 +176,5 @@ def merge_versions(
     models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
     entries: dict[str, Entry | str] = {**carried_listed, **new}
     new[SBOM_FILE] = entries[SBOM_FILE] = _sbom(output, entries)
-    new[MANIFEST] = _manifest(files[MANIFEST], entries, models, trees)
+    new[MANIFEST_FILE] = _manifest(files[MANIFEST_FILE], entries, models, trees)
     return WritePlan(files=dict(sorted(new.items())), carried=carried)

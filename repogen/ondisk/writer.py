@@ -40,7 +40,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..hashing import Files
-from ..runtime.records import MANIFEST_FILE as MANIFEST
+from ..runtime.records import MANIFEST_FILE
 from .copying import copy_in
 from .integrity import unlisted_files
 
@@ -265,7 +265,7 @@ def write_repository(
     staged repository before the swap (a failure there leaves the previous repository in place).
     """
     output = output.resolve()
-    if (output / MANIFEST).is_file():
+    if (output / MANIFEST_FILE).is_file():
         previous = f"The previous repository at {output} is intact."
     else:
         previous = f"{output} is unchanged." if output.exists() else f"Nothing was written to {output}."
