@@ -1,15 +1,17 @@
 """``repogen build --version N``: add or replace version N beside the versions already built.
 
-Runs under the writer's lock, against the repository on disk at that moment. Every file the build
-does not replace is carried over unchanged (hard-linked into the staging directory), after its
-sha256 is checked against the manifest, so a merge never launders a corrupted file into a fresh
-manifest. Only ``<model>/<N>/`` of the models being built is replaced; nothing else is deleted. The
-signatures of the models left as they were are carried too (they still cover them); the repository's
-and the rebuilt models' are not, since they no longer do (a signed build signs those again).
+Planned under the writer's lock, against the repository on disk at that moment; the writer then
+writes the plan. Every file the build does not replace is carried over unchanged (hard-linked into
+the staging directory), after its sha256 is checked against the manifest, so a merge never launders
+a corrupted file into a fresh manifest. Only ``<model>/<N>/`` of the models being built is replaced;
+nothing else is deleted. The signatures of the models left as they were are carried too (they still
+cover them); the repository's and the rebuilt models' are not, since they no longer do (a signed
+build signs those again).
 
-Versions of one model share one ``config.pbtxt``. Its version policy is recomputed for the versions
-present after the merge; any other change to the model's config (or its label files) would silently
-re-declare the versions kept, so it is refused unless ``--force``.
+Versions of one model share one ``config.pbtxt``. Its version policy is bound to the versions present
+after the merge (the build lowers it, ``repogen.ir.versions``, and emits the config it is given here);
+any other change to the model's config (or its label files) would silently re-declare the versions
+kept, so it is refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -38,9 +40,6 @@ from ..triton.proto import model_config_pb2 as mc
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
 
-#: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
-ConfigFor = Callable[[str, list[int]], bytes]
-
 
 def _version_of(relative: str) -> int | None:
     """The version directory a path lies in (``Model/3/model.pkl`` -> 3), None for model-level files."""
@@ -52,7 +51,8 @@ def _model_of(relative: str) -> str | None:
     return relative.split("/", 1)[0] if "/" in relative else None
 
 
-def _versions_on_disk(output: Path, model: str) -> set[int]:
+def versions_on_disk(output: Path, model: str) -> set[int]:
+    """The version directories ``model`` holds in the repository at ``output`` (none when it has no such model)."""
     directory = output / model
     if not directory.is_dir():
         return set()
@@ -150,17 +150,19 @@ def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
 
 
 def merge_versions(
-    output: Path, files: Files, *, versions: dict[str, int], config_for: ConfigFor, force: bool
+    output: Path, files: Files, *, versions: dict[str, int], configs: dict[str, bytes], force: bool
 ) -> WritePlan:
-    """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds."""
+    """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds.
+
+    ``configs`` are the models' ``config.pbtxt`` for the versions present after the merge (the build makes
+    them from ``versions_on_disk``, under the writer's lock).
+    """
     listed = read_manifest_files(output) or {}
     _check_intact(output, listed)
     new = {p: d for p, d in files.items() if p != MANIFEST_FILE}
     for model, number in versions.items():
-        present = _versions_on_disk(output, model) | {number}
-        config = config_for(model, sorted(present))
-        new[f"{model}/{CONFIG_FILE}"] = config
-        _check_same_config(output, model, new, present - {number}, force)
+        new[f"{model}/{CONFIG_FILE}"] = configs[model]
+        _check_same_config(output, model, new, versions_on_disk(output, model) - {number}, force)
 
     def replaced(relative: str) -> bool:
         model = _model_of(relative)
