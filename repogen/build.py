@@ -9,24 +9,23 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from .dsl.config import VersionPolicy
 from .dsl.repository import Repository
 from .emit import pickling
-from .emit.model_config import model_config, to_text
-from .emit.repository import Progress, emit_repository
-from .errors import RepogenWarning, UnreachableContainersError
+from .emit.files import configs as emit_configs
+from .emit.plan import Progress, plan_payloads
+from .emit.repository import emit_repository
+from .errors import RepogenWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower
-from .ir.spec import VersionSpec
-from .ir.versions import lower_version_policy
+from .ir.versions import merged_versions
 from .loader import load_app, local_modules
-from .ondisk.merge import merge_versions
-from .ondisk.writer import Merge, WritePlan, write_repository
+from .ondisk.merge import merge_versions, versions_on_disk
+from .ondisk.writer import WritePlan, locked
 from .packages import PackageOptions, Packager
+from .runtime.records import SIGNATURE_FILE
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
 from .signing import SignWith, library, sign_repository
-from .triton.layout import SIGNATURE_FILE
 from .triton.targets import Targets, TritonTarget, resolve_targets
 
 if TYPE_CHECKING:
@@ -89,37 +88,46 @@ def build_repository(
 ) -> BuildResult:  # fmt: skip
     """Compile ``repository`` into ``output`` (replaced atomically), as ``options`` say (:class:`BuildOptions`).
 
-    ``roots[0]`` is the user's project: the modules loaded from under it ship with the models.
+    ``roots[0]`` is the user's project: the modules loaded from under it ship with the models. The build
+    goes down the layers once: the IR, the plan of its payloads (each pickled once, for the containers its
+    packages reach), the files of that plan, and the write (with ``version``, merged into what is there).
     """
     unknown = sorted(set(options) - BuildOptions.__optional_keys__)
     if unknown:  # as a signature would: a misspelt option must not be dropped quietly
         raise TypeError(f"build_repository() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
-    target_triton, pin_python = options.get("target_triton"), options.get("pin_python", False)
-    version, force, log = options.get("version"), options.get("force", False), options.get("log")
-    sign = options.get("sign")
-    if sign is not None:
+    if options.get("sign") is not None:
         library()  # no signing extra: fail now, before the build's work, naming it
+    target_triton = options.get("target_triton")
     targets = (
-        target_triton if isinstance(target_triton, Targets) else resolve_targets(target_triton, pin_python=pin_python)
+        target_triton
+        if isinstance(target_triton, Targets)
+        else resolve_targets(target_triton, pin_python=options.get("pin_python", False))
     )
     if roots:
         pickling.register_by_value(local_modules(Path(roots[0]).resolve()))
-    spec = lower(repository, version=version)
-    # The version policies are checked against every version present after the merge, which only
-    # the writer knows (under its lock), so --version lowers none.
-    policies = {d.name: d.config.version_policy for d in repository.definitions}
-    policies.update({d.name: d.config.version_policy for d in repository.networks})
+    spec = lower(repository, version=options.get("version"))
     shipping = options.get("packages") or PackageOptions()
-    while True:
-        packager = (
-            Packager(shipping, targets, default_cache_dir(), log, find_python) if shipping.mode == "ship" else None
+    log = options.get("log")
+    packager = Packager(shipping, targets, default_cache_dir(), log, find_python) if shipping.mode == "ship" else None
+    plan = plan_payloads(spec, roots, targets, packager, options.get("progress"))
+    for left in plan.left_out:
+        warnings.warn(
+            f"not targeting {left.containers}: {left.reason}. The repository serves {left.serves}. Pass "
+            "--all-containers to make this an error, or --triton-version for one container",
+            ContainersLeftOutWarning,
+            stacklevel=2,
         )
-        try:
-            files = emit_repository(spec, roots, targets, options.get("progress"), packager)
-            break
-        except UnreachableContainersError as exc:
-            targets = _narrowed(targets, exc)
-    merge = _merger(spec, version, policies, force) if version is not None else None
+    files = emit_repository(spec, plan, options.get("progress"))
+    _write(spec, files, Path(output), plan.packager, options)
+    _warn_heavy(plan.packager)
+    summary = plan.packager.summary() if plan.packager else None
+    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=plan.targets)
+
+
+def _write(spec: RepositorySpec, files: Files, output: Path, packager: Packager | None, options: BuildOptions) -> None:
+    """Write ``files`` (signed when asked); with ``version``, merged into the repository there, under its lock."""
+    version, sign, log = options.get("version"), options.get("sign"), options.get("log")
+    force = options.get("force", False)
     finish = None
     if sign is not None:
         method = sign
@@ -127,15 +135,30 @@ def build_repository(
         def finish(staged: Path) -> None:
             sign_repository(staged, method, models=spec.names if version is not None else None)
 
-    elif (Path(output) / SIGNATURE_FILE).is_file() and log is not None:
+    elif (output / SIGNATURE_FILE).is_file() and log is not None:
         log(
             f"note: {output} was signed and this build is not (no --sign-key): "
             + ("the repository's signature and the rebuilt models' are gone" if version else "no signature remains")
         )
-    write_repository(
-        files, Path(output), force=force, merge=merge, links=packager.links if packager else None, finish=finish
-    )
-    summary = packager.summary() if packager else None
+    with locked(output, force) as target:
+        plan = WritePlan(files)
+        if version is not None and target.path.exists():
+            plan = _merged(target.path, spec, files, version, force)
+        links = packager.links if packager else {}
+        target.write(WritePlan(plan.files, {**plan.carried, **links}), finish)
+
+
+def _merged(output: Path, spec: RepositorySpec, files: Files, version: int, force: bool) -> WritePlan:
+    """``--version N``: the plan that merges the build into ``output``, made under the writer's lock from what is
+    there. Each model's declared version policy is bound to the versions present then (through the IR), and its
+    config emitted for them."""
+    names = [m.name for m in spec.models] + [n.name for n in spec.networks]
+    present = {name: versions_on_disk(output, name) | {version} for name in names}
+    configs = emit_configs(merged_versions(spec, present))
+    return merge_versions(output, files, versions=dict.fromkeys(names, version), configs=configs, force=force)
+
+
+def _warn_heavy(packager: Packager | None) -> None:
     heavy = packager.oversized(LARGE_PACKAGES) if packager else []
     if heavy:
         warnings.warn(
@@ -145,28 +168,8 @@ def build_repository(
             "them (a torch build from PyTorch's index, e.g. torch==2.13.0+cpu: a 0.19 GB wheel, 0.70 GB installed, "
             "instead of PyPI's build with its CUDA libraries)",
             LargePackagesWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=targets)
-
-
-def _narrowed(targets: Targets, exc: UnreachableContainersError) -> Targets:
-    """``targets`` less the containers ``exc`` says the packages cannot reach, warned once; else ``exc`` itself.
-
-    A default build serves what its packages reach (numpy, scipy and scikit-learn dropped Python 3.10
-    in 2025: today's packages reach only the 3.12 containers); naming a container (--triton-version)
-    or requiring every one (--all-containers) keeps the error.
-    """
-    left = targets.without(exc.containers) if targets.may_narrow and exc.containers else None
-    if left is None:
-        raise exc
-    warnings.warn(
-        f"not targeting {targets.span(exc.containers)}: {exc.reason}. The repository serves "
-        f"{left.span()}. Pass --all-containers to make this an error, or --triton-version for one container",
-        ContainersLeftOutWarning,
-        stacklevel=3,
-    )
-    return left
 
 
 def build_app(
@@ -190,26 +193,3 @@ def build_app(
         library()  # no signing extra: fail before importing the app
     app = load_app(target, app_dir)
     return build_repository(app.repository, output, roots=(str(app.app_dir),), **options)
-
-
-# -- --version N ----------------------------------------------------------------------------------
-
-
-def _merger(spec: RepositorySpec, version: int, policies: dict[str, VersionPolicy | None], force: bool) -> Merge:
-    """The merge the writer runs under its lock, re-emitting each config for the versions then present."""
-    models = {m.name: m for m in spec.models} | {n.name: n.model for n in spec.networks}
-    backends = {n.name: (n.backend, n.platform) for n in spec.networks}
-
-    def config_for(name: str, present: list[int]) -> bytes:
-        where = f"model '{name}'"
-        policy = lower_version_policy(where, policies.get(name), [VersionSpec(n, ()) for n in present])
-        backend, platform = backends.get(name, ("python", ""))
-        config = model_config(dataclasses.replace(models[name], version_policy=policy), backend, platform)
-        return to_text(config).encode("utf-8")
-
-    def merge(output: Path, files: Files) -> WritePlan:
-        return merge_versions(
-            output, files, versions={name: version for name in models}, config_for=config_for, force=force
-        )
-
-    return merge

@@ -21,13 +21,12 @@ import importlib.metadata
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from google.protobuf import text_format
 
-from .runtime.records import METADATA_FILE, Metadata
-from .triton.layout import CONFIG, is_version_name
+from .runtime.records import CONFIG_FILE, METADATA_FILE, Metadata, is_version_name
 from .triton.proto import model_config_pb2 as mc
 from .version import __version__
 
@@ -70,7 +69,7 @@ def _records(files: Mapping[str, bytes]) -> dict[str, dict[str, Any]]:
 
 def _config(files: Mapping[str, bytes], model: str) -> mc.ModelConfig:
     message = mc.ModelConfig()
-    data = files.get(f"{model}/{CONFIG}")
+    data = files.get(f"{model}/{CONFIG_FILE}")
     if data is not None:
         text_format.Parse(data.decode("utf-8"), message, allow_unknown_field=True)
     return message
@@ -102,112 +101,133 @@ def _license(stated: dict[str, Any]) -> list[Any]:
 def document(files: Mapping[str, bytes], digests: Mapping[str, str]) -> bytes:
     """The SBOM of a repository: ``files`` holds at least every model.json and config.pbtxt, ``digests``
     every file's sha256 (relative path -> hex)."""
-    from cyclonedx.model import HashAlgorithm, HashType, Property
     from cyclonedx.model.bom import Bom
-    from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.output.json import JsonV1Dot6
-    from packageurl import PackageURL
 
-    sha256 = HashAlgorithm.SHA_256
+    graph = _Graph()
+    runtime = graph.add("repogen-runtime", _runtime_component)
     records = _records(files)
-    components: dict[str, Component] = {}
-    edges: dict[str, set[str]] = {}
-
-    def add(ref: str, make: Any) -> str:
-        if ref not in components:
-            components[ref] = make()
-            edges[ref] = set()
-        return ref
-
-    def properties(**values: str | Iterable[str]) -> list[Property]:
-        found = []
-        for key, value in values.items():
-            for item in [value] if isinstance(value, str) else value:
-                found.append(Property(name=PROPERTY + key.replace("_", "-"), value=item))
-        return found
-
-    runtime = add(
-        "repogen-runtime",
-        lambda: Component(
-            name="repogen-runtime",
-            version=__version__,
-            description="repogen's runtime, vendored into every model version it builds (<version>/repogen/)",
-            licenses=_license({"expression": "Apache-2.0"}),
-            properties=properties(vendored="repogen/"),
-        ),
-    )
     models = sorted({p.split("/", 1)[0] for p in digests if "/" in p})
     versions = {m: sorted({int(p.split("/")[1]) for p in digests if p.count("/") >= 2 and p.split("/")[0] == m
                            and is_version_name(p.split("/")[1])}) for m in models}  # fmt: skip
     refs = {m: [f"model:{m}/{v}" for v in versions[m]] for m in models}
     for model in models:
         config = _config(files, model)
-        kind = config.platform or config.backend or "python"
         for number, ref in zip(versions[model], refs[model], strict=True):
             version_dir = f"{model}/{number}"
             record = records.get(version_dir)
-            payload = _payload(version_dir, record, digests)
-            add(
-                ref,
-                lambda model=model, number=number, payload=payload, kind=kind: Component(
-                    type=ComponentType.MACHINE_LEARNING_MODEL,
-                    name=model,
-                    version=str(number),
-                    hashes=[HashType(alg=sha256, content=payload[1])] if payload else None,
-                    properties=properties(backend=kind, **({"payload": payload[0]} if payload else {})),
-                ),
+            graph.add(
+                ref, functools.partial(_model_component, model, number, config, _payload(version_dir, record, digests))
             )
             for step in config.ensemble_scheduling.step:
-                edges[ref].update(refs.get(step.model_name, []))
-            if record is None:
-                continue
-            edges[ref].add(runtime)
-            cloudpickle = (record.get(Metadata.BUILD) or {}).get("cloudpickle")
-            if cloudpickle:
-                edges[ref].add(_vendored_cloudpickle(add, cloudpickle, properties))
-            for called in [*(record.get(Metadata.CALLS) or []), *(record.get(Metadata.FUSED) or [])]:
-                edges[ref].update(refs.get(str(called), []))
-            wanted = {_canonical(r.split("==")[0]) for r in (record.get(Metadata.REQUIREMENTS) or {}).values()}
-            for tree, entry in sorted((record.get(Metadata.PACKAGES) or {}).items()):
-                shipped = {}
-                for pin in entry.get("lock") or []:
-                    shipped[_canonical(pin["name"])] = add(
-                        f"{tree}/{_canonical(pin['name'])}=={pin['version']}",
-                        lambda pin=pin, tree=tree: Component(
-                            name=pin["name"],
-                            version=pin["version"],
-                            purl=PackageURL(
-                                "pypi", None, _canonical(pin["name"]), pin["version"], {"file_name": pin["wheel"]}
-                            ),  # fmt: skip
-                            hashes=[HashType(alg=sha256, content=pin["sha256"])],
-                            licenses=_license(pin.get("license") or {}),
-                            properties=properties(python=_python_of(tree), package_tree=tree),
-                        ),
-                    )
-                for pin in entry.get("lock") or []:
-                    edges[shipped[_canonical(pin["name"])]].update(
-                        shipped[name] for name in pin.get("requires") or [] if name in shipped
-                    )
-                edges[ref].update(shipped[name] for name in sorted(wanted) if name in shipped)
-    return _serialize(components, edges, Bom, JsonV1Dot6)
+                graph.edges[ref].update(refs.get(step.model_name, []))
+            if record is not None:
+                graph.edges[ref].add(runtime)
+                _add_record(graph, ref, record, refs)
+    return _serialize(graph.components, graph.edges, Bom, JsonV1Dot6)
 
 
-def _vendored_cloudpickle(add: Any, version: str, properties: Any) -> str:
+class _Graph:
+    """The SBOM's components by reference, and the references each depends on."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Any] = {}
+        self.edges: dict[str, set[str]] = {}
+
+    def add(self, ref: str, make: Callable[[], Any]) -> str:
+        """``ref``, made by ``make`` the first time it is added."""
+        if ref not in self.components:
+            self.components[ref] = make()
+            self.edges[ref] = set()
+        return ref
+
+
+def _properties(**values: str | Iterable[str]) -> list[Any]:
+    from cyclonedx.model import Property
+
+    found = []
+    for key, value in values.items():
+        for item in [value] if isinstance(value, str) else value:
+            found.append(Property(name=PROPERTY + key.replace("_", "-"), value=item))
+    return found
+
+
+def _runtime_component() -> Any:
+    from cyclonedx.model.component import Component
+
+    return Component(
+        name="repogen-runtime",
+        version=__version__,
+        description="repogen's runtime, vendored into every model version it builds (<version>/repogen/)",
+        licenses=_license({"expression": "Apache-2.0"}),
+        properties=_properties(vendored="repogen/"),
+    )
+
+
+def _model_component(model: str, number: int, config: mc.ModelConfig, payload: tuple[str, str] | None) -> Any:
+    from cyclonedx.model import HashAlgorithm, HashType
+    from cyclonedx.model.component import Component, ComponentType
+
+    kind = config.platform or config.backend or "python"
+    return Component(
+        type=ComponentType.MACHINE_LEARNING_MODEL,
+        name=model,
+        version=str(number),
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=payload[1])] if payload else None,
+        properties=_properties(backend=kind, **({"payload": payload[0]} if payload else {})),
+    )
+
+
+def _add_record(graph: _Graph, ref: str, record: dict[str, Any], refs: Mapping[str, list[str]]) -> None:
+    """What a model version's ``model.json`` says it depends on: cloudpickle, the models it calls or runs, and
+    the distributions it imports, in each package tree it ships."""
+    cloudpickle = (record.get(Metadata.BUILD) or {}).get("cloudpickle")
+    if cloudpickle:
+        graph.edges[ref].add(_vendored_cloudpickle(graph, cloudpickle))
+    for called in [*(record.get(Metadata.CALLS) or []), *(record.get(Metadata.FUSED) or [])]:
+        graph.edges[ref].update(refs.get(str(called), []))
+    wanted = {_canonical(r.split("==")[0]) for r in (record.get(Metadata.REQUIREMENTS) or {}).values()}
+    for tree, entry in sorted((record.get(Metadata.PACKAGES) or {}).items()):
+        shipped = {}
+        for pin in entry.get("lock") or []:
+            ref_of_pin = f"{tree}/{_canonical(pin['name'])}=={pin['version']}"
+            shipped[_canonical(pin["name"])] = graph.add(ref_of_pin, functools.partial(_wheel_component, pin, tree))
+        for pin in entry.get("lock") or []:
+            graph.edges[shipped[_canonical(pin["name"])]].update(
+                shipped[name] for name in pin.get("requires") or [] if name in shipped
+            )
+        graph.edges[ref].update(shipped[name] for name in sorted(wanted) if name in shipped)
+
+
+def _wheel_component(pin: dict[str, Any], tree: str) -> Any:
+    from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.component import Component
     from packageurl import PackageURL
 
-    return str(
-        add(
-            f"cloudpickle=={version}",
-            lambda: Component(
-                name="cloudpickle",
-                version=version,
-                purl=PackageURL("pypi", None, "cloudpickle", version),
-                description="vendored into every model version (<version>/cloudpickle/): it unpickles the payload",
-                licenses=_license(_stated_license("cloudpickle")),
-                properties=properties(vendored="cloudpickle/"),
-            ),
-        )
+    return Component(
+        name=pin["name"],
+        version=pin["version"],
+        purl=PackageURL("pypi", None, _canonical(pin["name"]), pin["version"], {"file_name": pin["wheel"]}),
+        hashes=[HashType(alg=HashAlgorithm.SHA_256, content=pin["sha256"])],
+        licenses=_license(pin.get("license") or {}),
+        properties=_properties(python=_python_of(tree), package_tree=tree),
+    )
+
+
+def _vendored_cloudpickle(graph: _Graph, version: str) -> str:
+    from cyclonedx.model.component import Component
+    from packageurl import PackageURL
+
+    return graph.add(
+        f"cloudpickle=={version}",
+        lambda: Component(
+            name="cloudpickle",
+            version=version,
+            purl=PackageURL("pypi", None, "cloudpickle", version),
+            description="vendored into every model version (<version>/cloudpickle/): it unpickles the payload",
+            licenses=_license(_stated_license("cloudpickle")),
+            properties=_properties(vendored="cloudpickle/"),
+        ),
     )
 
 

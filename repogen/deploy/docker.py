@@ -20,8 +20,8 @@ from ..emit.templates import render
 from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..packages.indexes import PackageIndexes, unindexed
+from ..runtime.records import METADATA_FILE
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
-from ..triton.layout import METADATA
 from ..triton.releases import Release
 from ..version import __version__
 from . import access
@@ -55,10 +55,10 @@ def requirements_run(
     wanted = info.imports if build else info.requirements
     if not wanted:
         if build:
-            return f"# No third-party distribution imported (<model>/<version>/{METADATA})."
+            return f"# No third-party distribution imported (<model>/<version>/{METADATA_FILE})."
         if info.imports:
             return "# The third-party packages the models import ship in the repository (<model>/<version>/packages)."
-        return f"# No third-party requirements recorded in <model>/<version>/{METADATA}."
+        return f"# No third-party requirements recorded in <model>/<version>/{METADATA_FILE}."
     indexes = indexes or PackageIndexes()
     missing = [] if indexes.given else unindexed(wanted)
     if missing:

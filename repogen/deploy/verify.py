@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DeployError
-from ..triton.layout import SIGNATURE_FILE
+from ..runtime.records import SIGNATURE_FILE
 
 __all__ = ["VERIFIER_REQUIREMENTS", "KeySource", "VerifyDeploy"]
 

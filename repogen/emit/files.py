@@ -12,14 +12,13 @@ from typing import Any
 
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
-from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, VersionSpec
-from ..runtime.records import Metadata, dumps
+from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
+from ..runtime.records import CONFIG_FILE, METADATA_FILE, MODEL_FILE, PAYLOAD_FILE, Metadata, dumps
 from ..runtime.tensors import NUMPY
-from ..triton.layout import CONFIG, METADATA, MODEL_FILE
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
-from .payloads import PAYLOAD, Payload, Payloads, pickle_payload
+from .payloads import PayloadPlan, PayloadUnit
 from .templates import cloudpickle_files, render, runtime_files
 
 ENSEMBLE_PLACEHOLDER = ".keep"
@@ -28,24 +27,31 @@ ENSEMBLE_PLACEHOLDER = ".keep"
 def emit_ensemble(ensemble: EnsembleSpec) -> dict[str, Entry]:
     """The config, and an empty version directory (kept by a placeholder file, as git would need)."""
     return {
-        f"{ensemble.name}/{CONFIG}": to_text(ensemble_config(ensemble)).encode("utf-8"),
+        f"{ensemble.name}/{CONFIG_FILE}": to_text(ensemble_config(ensemble)).encode("utf-8"),
         f"{ensemble.name}/1/{ENSEMBLE_PLACEHOLDER}": b"",
     }
 
 
-def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, Entry]:
-    payloads = payloads or Payloads.create()
-    files = model_files(model)
+def model_units(model: ModelSpec) -> list[PayloadUnit]:
+    """What each version of ``model`` pickles: its callables, one per instance."""
+    units = []
     for version in model.versions:
         what = f"model '{model.name}'" + (f" version {version.version}" if len(model.versions) > 1 else "")
-        obj = {"infer_funcs": list(version.infer_funcs)}
         funcs = version.infer_funcs
         labels = ["infer_func"] if len(funcs) == 1 else [f"infer_func[{i}]" for i in range(len(funcs))]
-        callables = list(zip(labels, funcs, strict=True))
-        payload = pickle_payload(what, obj, callables, version.clients, payloads, version.imports)
+        callables = tuple(zip(labels, funcs, strict=True))
+        obj = {"infer_funcs": list(funcs)}
+        units.append(PayloadUnit(model.name, version.version, what, obj, callables, version.clients, version.imports))
+    return units
+
+
+def emit_model(model: ModelSpec, plan: PayloadPlan) -> dict[str, Entry]:
+    """The config and every version directory, with the payloads ``plan`` pickled."""
+    files = model_files(model)
+    for version in model.versions:
         record = {Metadata.CALLS: list(version.calls)}
-        files.update(version_files(model, version, payload, record))
-        files.update(payloads.place(f"{model.name}/{version.version}", payload))
+        files.update(version_files(model, version, plan, record))
+        files.update(plan.place(model.name, version.version))
         for name, source in model.files:
             files.update(shipped(f"{model.name}/{version.version}/files/{name}", source))
         for name, source in version.files:
@@ -56,8 +62,7 @@ def emit_model(model: ModelSpec, payloads: Payloads | None = None) -> dict[str, 
 def emit_network(network: NetworkSpec) -> dict[str, Entry]:
     """Triton's standard layout for an exported network: the config, each version's graph file and the external
     data files an ONNX graph names (``location=``), beside it as the graph expects them."""
-    config = model_config(network.model, backend=network.backend, platform=network.platform)
-    files: dict[str, Entry] = {f"{network.name}/{CONFIG}": to_text(config).encode("utf-8")}
+    files: dict[str, Entry] = {f"{network.name}/{CONFIG_FILE}": network_config(network)}
     for version, source in network.graphs:
         files[f"{network.name}/{version}/{network.filename}"] = FileCopy.of(source)
     for version, location, source in network.external:
@@ -78,23 +83,39 @@ def beside(files: dict[str, Entry], more: dict[str, Entry], where: str) -> None:
 
 def model_files(model: ModelSpec) -> dict[str, Entry]:
     """The model-level files: config.pbtxt and the labels of classification outputs."""
-    files: dict[str, Entry] = {f"{model.name}/{CONFIG}": to_text(model_config(model)).encode("utf-8")}
+    files: dict[str, Entry] = {f"{model.name}/{CONFIG_FILE}": config_text(model)}
     for index, output in enumerate(model.outputs):
         if output.labels:
             files[f"{model.name}/{label_file(index)}"] = ("\n".join(output.labels) + "\n").encode("utf-8")
     return files
 
 
+def config_text(model: ModelSpec, backend: str = "python", platform: str = "") -> bytes:
+    """A model's ``config.pbtxt`` (a Python model's unless ``backend`` or ``platform`` say otherwise)."""
+    return to_text(model_config(model, backend, platform)).encode("utf-8")
+
+
+def network_config(network: NetworkSpec) -> bytes:
+    return config_text(network.model, network.backend, network.platform)
+
+
+def configs(spec: RepositorySpec) -> dict[str, bytes]:
+    """Model name -> ``config.pbtxt`` of every model and exported network (a ``--version`` merge's)."""
+    found = {model.name: config_text(model) for model in spec.models}
+    return found | {network.name: network_config(network) for network in spec.networks}
+
+
 def version_files(
-    model: ModelSpec, version: VersionSpec, payload: Payload, record: dict[str, Any], source: bytes | None = None
+    model: ModelSpec, version: VersionSpec, plan: PayloadPlan, record: dict[str, Any], source: bytes | None = None
 ) -> dict[str, Entry]:
     """One version directory: model.py, the payload, its sources, model.json and the vendored runtime.
 
     ``source`` is a ``model.py`` emitted elsewhere (a fused model's); by default it is emitted here.
     """
     base = f"{model.name}/{version.version}"
+    payload = plan.payload(model.name, version.version)
     metadata = {
-        **payload.metadata,
+        **plan.metadata(model.name, version.version),
         **record,
         Metadata.MODEL: model.name,
         Metadata.STRICT: model.strict,
@@ -104,8 +125,8 @@ def version_files(
         metadata[Metadata.TENSORS] = model.placement.tensors
     files: dict[str, Entry] = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
-        f"{base}/{PAYLOAD}": payload.data,
-        f"{base}/{METADATA}": dumps(metadata),
+        f"{base}/{PAYLOAD_FILE}": payload.data,
+        f"{base}/{METADATA_FILE}": dumps(metadata),
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }

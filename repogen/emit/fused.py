@@ -21,16 +21,13 @@ from ..runtime.tensors import NUMPY
 from .files import model_files, shipped, version_files
 from .fused_model_source import fused_model_py
 from .model_config import model_config
-from .payloads import Payloads, pickle_payload
+from .payloads import PayloadPlan, PayloadUnit
 
 
-def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, Entry]:
-    model = fused.model
-    version = model.versions[0]
-    files = model_files(model)
+def fused_unit(fused: FusedSpec) -> PayloadUnit:
+    """What the fused model pickles: every step's callables, config and tensor maps, as the runtime runs them."""
     steps: list[dict[str, Any]] = []
     callables: list[tuple[str, Any]] = []
-    clients: list[ClientSpec] = []
     imports: list[str] = []
     for step, spec in zip(fused.steps, fused.step_models, strict=True):
         latest = spec.versions[-1]
@@ -48,19 +45,33 @@ def emit_fused(fused: FusedSpec, payloads: Payloads) -> dict[str, Entry]:
         if spec.placement.tensors != NUMPY:  # only where it is not numpy: the payloads of others stay as they were
             steps[-1]["tensors"] = spec.placement.tensors
         callables += [(f"step '{spec.name}' infer_func", func) for func in latest.infer_funcs]
-        clients += latest.clients
         imports += [module for module in latest.imports if module not in imports]
+    what = f"ensemble '{fused.name}' (fuse=True)"
+    version = fused.model.versions[0].version
+    return PayloadUnit(fused.name, version, what, {"fused": steps}, tuple(callables), _clients(fused), tuple(imports))
+
+
+def emit_fused(fused: FusedSpec, plan: PayloadPlan) -> dict[str, Entry]:
+    """The fused model's config and version directory, with the payload ``plan`` pickled and the steps' files."""
+    model = fused.model
+    version = model.versions[0]
+    files = model_files(model)
+    for spec in fused.step_models:
+        latest = spec.versions[-1]
         step_dir = f"{model.name}/{version.version}/{STEPS_DIR}/{spec.name}/{latest.version}"
         for name, source in spec.files:
             files.update(shipped(f"{step_dir}/files/{name}", source))
         for name, source in latest.files:
             files.update(shipped(f"{step_dir}/{name}", source))
-    what = f"ensemble '{model.name}' (fuse=True)"
-    payload = pickle_payload(what, {"fused": steps}, callables, clients, payloads, imports)
     record = {
-        Metadata.CALLS: sorted({c.model for c in clients}),
+        Metadata.CALLS: sorted({c.model for c in _clients(fused)}),
         Metadata.FUSED: [spec.name for spec in fused.step_models],
     }
-    files.update(version_files(model, version, payload, record, fused_model_py(fused)))
-    files.update(payloads.place(f"{model.name}/{version.version}", payload))
+    files.update(version_files(model, version, plan, record, fused_model_py(fused)))
+    files.update(plan.place(model.name, version.version))
     return files
+
+
+def _clients(fused: FusedSpec) -> tuple[ClientSpec, ...]:
+    """The BLS clients every step's callables hold."""
+    return tuple(client for spec in fused.step_models for client in spec.versions[-1].clients)

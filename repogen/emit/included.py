@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import IncludedSpec
+from ..runtime.records import CONFIG_FILE
 from ..triton import fields
-from ..triton.layout import CONFIG
 from ..triton.targets import TARGETS, Targets
 
 
@@ -22,9 +22,9 @@ def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[st
         if not fields.supported_by(field, oldest):
             added = fields.introduced_in(field)
             raise BuildError(
-                f"model '{spec.name}' (included from {spec.source}): its {CONFIG} sets {field.rsplit('.', 1)[-1]!r} "
-                f"({field}), introduced in Triton {added}; the targeted NGC {oldest.ngc} (tritonserver "
-                f"{oldest.tritonserver}) rejects the whole model. Remove it, or build for newer containers only "
-                f"(--triton-version {added} or newer)"
+                f"model '{spec.name}' (included from {spec.source}): its {CONFIG_FILE} sets "
+                f"{field.rsplit('.', 1)[-1]!r} ({field}), introduced in Triton {added}; the targeted NGC {oldest.ngc} "
+                f"(tritonserver {oldest.tritonserver}) rejects the whole model. Remove it, or build for newer "
+                f"containers only (--triton-version {added} or newer)"
             )
     return {f"{spec.name}/{relative}": FileCopy.of(source) for relative, source in spec.files}

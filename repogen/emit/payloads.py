@@ -3,14 +3,15 @@
 A payload is pickled for the build's targets (portable: code as references into shipped sources;
 pinned: this Python's bytecode), with the model handles it holds turned into BLS clients, and
 every module it imports accounted for. A failure names the model and, for a part that cannot be
-pickled, the path to it.
+pickled, the path to it. Each payload is pickled once, while the build plans (``emit.plan``); what
+``model.json`` records of it is made when the files are emitted, for the targets the plan settled.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import cloudpickle
@@ -20,7 +21,7 @@ from ..errors import BuildError
 from ..hashing import sha256_bytes
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
-from ..runtime.records import METADATA_FORMAT, Metadata
+from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, requirements, sources
@@ -28,8 +29,6 @@ from .portability import check_grammar
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree
-
-PAYLOAD = "model.pkl"
 
 
 def build_environment() -> dict[str, str]:
@@ -40,32 +39,26 @@ def build_environment() -> dict[str, str]:
     }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Payloads:
-    """How one build pickles: for which containers, with which shipped sources (None: pinned bytecode)."""
+    """How one build pickles: for which containers, with which shipped sources (None: pinned bytecode).
+
+    ``targets`` narrow while the build plans its packages (``emit.plan``); a payload pickled and checked
+    against more containers (grammar, standard library) holds for fewer, so it is never pickled again.
+    """
 
     targets: Targets
     roots: tuple[str, ...]
-    table: sources.SourceTable | None
-    packager: Packager | None = None
-    """Installs what payloads import into the repository (the build's); None records requirements only."""
+    table: sources.SourceTable | None = None
 
     @classmethod
-    def create(
-        cls, targets: Targets | None = None, roots: Sequence[str] = (), packager: Packager | None = None
-    ) -> Payloads:
-        targets = targets or Targets(TARGETS)
-        if targets.pinned:
-            return cls(targets, tuple(roots), None, packager)
-        relative = pickling.relative_to(pickling.search_roots(roots))
-        table = sources.SourceTable(relative, check=lambda source: check_grammar(source, targets))
-        return cls(targets, tuple(roots), table, packager)
-
-    def place(self, base: str, payload: Payload) -> dict[str, bytes]:
-        """The package trees of the version at ``base`` (linked by the writer); their listing files."""
-        if self.packager is None or not payload.packages:
-            return {}
-        return self.packager.place(base, payload.packages)
+    def create(cls, targets: Targets | None = None, roots: Sequence[str] = ()) -> Payloads:
+        payloads = cls(targets or Targets(TARGETS), tuple(roots))
+        if not payloads.targets.pinned:
+            relative = pickling.relative_to(pickling.search_roots(roots))
+            # each source is checked once, against the targets of the moment it is first shipped
+            payloads.table = sources.SourceTable(relative, check=lambda source: check_grammar(source, payloads.targets))
+        return payloads
 
     def record(self) -> dict[str, Any]:
         """What ``model.json`` and the manifest say about where the payloads serve."""
@@ -74,6 +67,19 @@ class Payloads:
             Metadata.PORTABLE: not self.targets.pinned,
             Metadata.PYTHONS: list(self.targets.pythons),
             **({Metadata.TARGET: target} if target is not None else {}),
+        }
+
+    def metadata(self, payload: Payload, packages: Mapping[str, ShippedTree]) -> dict[str, Any]:
+        """What ``model.json`` records of a payload and the package trees it ships, for these targets."""
+        return {
+            Metadata.BUILD: build_environment(),
+            Metadata.FORMAT: METADATA_FORMAT,
+            Metadata.PAYLOAD: {"file": PAYLOAD_FILE, "sha256": sha256_bytes(payload.data)},
+            Metadata.REPOGEN: __version__,
+            Metadata.REQUIREMENTS: payload.requirements,
+            Metadata.SOURCES: payload.sources,
+            **self.record(),
+            **({Metadata.PACKAGES: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
         }
 
 
@@ -96,47 +102,89 @@ def clients_reducer(clients: Sequence[ClientSpec]) -> Callable[[Any], Any]:
 
 
 @dataclasses.dataclass(frozen=True)
+class PayloadUnit:
+    """What one model version (or fused ensemble) pickles, and the callables searched when that fails."""
+
+    model: str
+    version: int
+    what: str
+    """``model 'M'``, ``model 'M' version 2``: how messages name it."""
+    obj: Any
+    callables: tuple[tuple[str, Any], ...]
+    """(label, callable): searched for the culprit when ``obj`` cannot be pickled."""
+    clients: tuple[ClientSpec, ...]
+    imports: tuple[str, ...] = ()
+    """Modules the callables import when they run that pickling cannot see (a vendored runtime class's lazy
+    ``import onnxruntime``): recorded and shipped like the ones it finds."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.model, self.version
+
+
+@dataclasses.dataclass(frozen=True)
 class Payload:
-    """A pickled payload, the sources it ships and what model.json records of it."""
+    """A pickled payload, the sources it ships and the distributions it imports (``module -> dist==version``)."""
 
     data: bytes
     shipped: dict[str, bytes]  # version-relative path -> bytes
-    metadata: dict[str, Any]
-    packages: dict[str, ShippedTree] = dataclasses.field(default_factory=dict)  # tag -> installed tree
+    sources: dict[str, dict[str, Any]]  # the ``sources`` entry of model.json
+    requirements: dict[str, str]
 
 
-def pickle_payload(
-    what: str,
-    obj: Any,
-    callables: Sequence[tuple[str, Any]],
-    clients: Sequence[ClientSpec],
-    payloads: Payloads,
-    imports: Sequence[str] = (),
-) -> Payload:
-    """Pickle ``obj``; ``callables`` (label, callable) are searched for the culprit when pickling fails.
-
-    ``imports`` are modules the callables import when they run that pickling cannot see (a vendored
-    runtime class's lazy ``import onnxruntime``): recorded and shipped like the ones it finds.
-    """
-    pickled = _pickled(what, obj, callables, clients_reducer(clients), payloads)
+def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
+    """Pickle ``unit.obj`` for the targets of the moment; a module the server could not import fails it."""
+    pickled = _pickled(unit.what, unit.obj, unit.callables, clients_reducer(unit.clients), payloads)
     if payloads.table is None:
-        needs = requirements.third_party([*pickled.modules, *imports])
+        needs = requirements.third_party([*pickled.modules, *unit.imports])
     else:
         app_dir = payloads.roots[0] if payloads.roots else "(none: pass roots=(<project dir>,) to build_repository)"
-        needs = requirements.account(pickled.modules, [*pickled.imports, *imports], payloads.targets, what, app_dir)
+        imports = [*pickled.imports, *unit.imports]
+        needs = requirements.account(pickled.modules, imports, payloads.targets, unit.what, app_dir)
     shipped, listed = sources.ship(pickled.sources)
-    packages = payloads.packager.ship(what, needs) if payloads.packager is not None else {}
-    metadata = {
-        Metadata.BUILD: build_environment(),
-        Metadata.FORMAT: METADATA_FORMAT,
-        Metadata.PAYLOAD: {"file": PAYLOAD, "sha256": sha256_bytes(pickled.data)},
-        Metadata.REPOGEN: __version__,
-        Metadata.REQUIREMENTS: needs,
-        Metadata.SOURCES: listed,
-        **payloads.record(),
-        **({Metadata.PACKAGES: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
-    }
-    return Payload(pickled.data, shipped, metadata, packages)
+    return Payload(pickled.data, shipped, listed, needs)
+
+
+@dataclasses.dataclass(frozen=True)
+class PayloadPlan:
+    """Every payload of a build, pickled once, with the package trees it ships, for the containers they reach.
+
+    Made by ``emit.plan.plan_payloads`` before anything is emitted; the emitter writes the files of it.
+    """
+
+    payloads: Payloads
+    pickled: Mapping[tuple[str, int], Payload]  # (model, version) -> its payload
+    packages: Mapping[tuple[str, int], dict[str, ShippedTree]]  # (model, version) -> tag -> tree
+    packager: Packager | None = None
+    """The build's (``repogen.packages``), narrowed to the targets; None records requirements only."""
+    left_out: tuple[LeftOut, ...] = ()
+    """Containers a default build left out because the packages cannot reach them, in the order found."""
+
+    @property
+    def targets(self) -> Targets:
+        return self.payloads.targets
+
+    def payload(self, model: str, version: int) -> Payload:
+        return self.pickled[model, version]
+
+    def metadata(self, model: str, version: int) -> dict[str, Any]:
+        return self.payloads.metadata(self.pickled[model, version], self.packages.get((model, version), {}))
+
+    def place(self, model: str, version: int) -> dict[str, bytes]:
+        """The package trees of the version (linked by the writer); their listing files."""
+        packages = self.packages.get((model, version))
+        if self.packager is None or not packages:
+            return {}
+        return self.packager.place(f"{model}/{version}", packages)
+
+
+@dataclasses.dataclass(frozen=True)
+class LeftOut:
+    """Containers a default build left out: which, why (a clause), and the ones it serves instead."""
+
+    containers: str  # ``NGC 23.10-24.10 (Python 3.10)``
+    reason: str
+    serves: str
 
 
 def _pickled(

@@ -16,8 +16,8 @@ from google.protobuf import text_format
 
 from ..dsl.repository import IncludedDefinition
 from ..errors import BuildError
+from ..runtime.records import CONFIG_FILE, is_version_name
 from ..triton import fields
-from ..triton.layout import CONFIG, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 from .spec import IncludedSpec, TensorSpec
 
@@ -25,16 +25,16 @@ from .spec import IncludedSpec, TensorSpec
 def lower_included(definition: IncludedDefinition) -> IncludedSpec:
     name, root = definition.name, definition.path
     where = f"model '{name}' (included from {root})"
-    config_path = root / CONFIG
+    config_path = root / CONFIG_FILE
     if not config_path.is_file():
         raise BuildError(
-            f"{where}: no {CONFIG} there; include a Triton model directory (<dir>/{CONFIG} and <dir>/1/...), "
+            f"{where}: no {CONFIG_FILE} there; include a Triton model directory (<dir>/{CONFIG_FILE} and <dir>/1/...), "
             "paths being relative to the declaring module"
         )
     config = _parse(where, config_path)
     if config.name and config.name != name:
         raise BuildError(
-            f"{where}: its {CONFIG} names the model {config.name!r}, but it is included as {name!r}; tritonserver "
+            f"{where}: its {CONFIG_FILE} names the model {config.name!r}, but it is included as {name!r}; tritonserver "
             f"requires a model's name to be its directory's: include it as {config.name!r}, or change the name there"
         )
     files = _files(root)
@@ -58,16 +58,16 @@ def _parse(where: str, path: Path) -> mc.ModelConfig:
     try:
         text_format.Parse(path.read_text(encoding="utf-8"), config)
     except UnicodeDecodeError as exc:
-        raise BuildError(f"{where}: {CONFIG} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise BuildError(f"{where}: {CONFIG_FILE} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except text_format.ParseError as exc:
         unknown = fields.unknown_field(str(exc))
         message = str(exc).replace("repogen.inference.", "inference.")
         if unknown is None:
-            raise BuildError(f"{where}: {CONFIG} does not parse as a Triton ModelConfig (r{fields.SCHEMA_RELEASE} "
+            raise BuildError(f"{where}: {CONFIG_FILE} does not parse as a Triton ModelConfig (r{fields.SCHEMA_RELEASE} "
                              f"schema): {message}") from None  # fmt: skip
         field, full = unknown[0], fields.triton_name(unknown[1])
         raise BuildError(
-            f"{where}: {CONFIG} sets {field!r} ({full}), which is not in Triton's ModelConfig schema up to "
+            f"{where}: {CONFIG_FILE} sets {field!r} ({full}), which is not in Triton's ModelConfig schema up to "
             f"r{fields.SCHEMA_RELEASE}, the newest repogen knows (check the spelling); a tritonserver that does not "
             "know it refuses the whole model. Remove it from the included config"
         ) from None

@@ -28,7 +28,7 @@ from .included import lower_included
 from .networks import lower_network
 from .references import referenced_handles
 from .sites import declared_at, located
-from .spec import ClientSpec, EnsembleSpec, IncludedSpec, ModelSpec, NetworkSpec, RepositorySpec
+from .spec import ClientSpec, EnsembleSpec, FusedSpec, IncludedSpec, ModelSpec, NetworkSpec, Policy, RepositorySpec
 from .tensors import lower_tensors, max_batch_size
 from .versions import Declared, lower_version, lower_version_policy, select_version
 from .wiring import Interface
@@ -40,8 +40,8 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 def lower(repository: Repository, *, version: int | None = None) -> RepositorySpec:
     """Validate every declaration of ``repository`` and return its IR.
 
-    ``version`` (``repogen build --version N``) lowers one binding per model, numbered ``N``, with
-    no version policy: the policy is checked against the versions present after the merge.
+    ``version`` (``repogen build --version N``) lowers one binding per model, numbered ``N``; its version
+    policy, checked against the versions present once merged, is set aside (``declared_policies``).
     """
     if not isinstance(repository, Repository):
         raise BuildError(
@@ -62,13 +62,27 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
         raise BuildError(
             "the repository declares no model; add one with models.bind(...), @models.model(...) or models.onnx(...)"
         )
+    policies: dict[str, Policy | None] = {}
     if version is not None:
-        by_name = {name: [_select(name, defs, version)] for name, defs in by_name.items()}
-        exported = {name: [_select(name, defs, version)] for name, defs in exported.items()}
+        by_name = {name: [_select(name, defs, version, policies)] for name, defs in by_name.items()}
+        exported = {name: [_select(name, defs, version, policies)] for name, defs in exported.items()}
     models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
     lowered = [_lower_network(name, defs) for name, defs in sorted(exported.items())]
     networks = [n for n in lowered if isinstance(n, NetworkSpec)]
     models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
+    return _with_ensembles(repository, claimed, exported, models, networks, included, policies)
+
+
+def _with_ensembles(
+    repository: Repository,
+    claimed: dict[str, _Claim],
+    exported: dict[str, list[NetworkDefinition]],
+    models: list[ModelSpec],
+    networks: list[NetworkSpec],
+    included: tuple[IncludedSpec, ...],
+    policies: dict[str, Policy | None],
+) -> RepositorySpec:
+    """The repository's IR: its models and networks lowered, with the ensembles over them and the BLS calls."""
     callable_models: list[ModelSpec | IncludedSpec] = [*models, *(served.model for served in networks), *included]
     interfaces = {m.name: Interface.of(m) for m in callable_models}
     for ensemble in repository.ensembles:
@@ -82,6 +96,23 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
         raise located(error, claimed[cycle[0]].site)
     sites = {name: claim.site for name, claim in claimed.items()}
     models = [_with_clients(repository, model, interfaces, sites.get(model.name)) for model in models]
+    fused = _fused(repository, ensembles, models, exported, included, sites)
+    return RepositorySpec(
+        models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),
+        included=included, declared_policies=tuple(sorted(policies.items())),
+        sites=tuple(sorted((n, s) for n, s in sites.items() if s is not None)),
+    )  # fmt: skip
+
+
+def _fused(
+    repository: Repository,
+    ensembles: list[EnsembleSpec],
+    models: list[ModelSpec],
+    exported: dict[str, list[NetworkDefinition]],
+    included: tuple[IncludedSpec, ...],
+    sites: dict[str, Site | None],
+) -> list[FusedSpec]:
+    """Each ensemble declared with ``fuse=True``, as the one Python model that runs its steps in-process."""
     by_model = {m.name: m for m in models}
     config = {d.name: d.config for d in repository.ensembles if d.fuse}
     # an ONNX graph on the Python backend is a Python model (OnnxSession): a fused ensemble runs it in-process
@@ -95,10 +126,7 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     for lowered_ensemble in (e for e in ensembles if e.name in config):
         with declared_at(sites.get(lowered_ensemble.name)):
             fused.append(fuse(lowered_ensemble, config[lowered_ensemble.name], by_model, exported_backends))
-    return RepositorySpec(
-        models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),
-        included=included, sites=tuple(sorted((n, s) for n, s in sites.items() if s is not None)),
-    )  # fmt: skip
+    return fused
 
 
 # How each kind of declaration is named when two of them claim one name.
@@ -131,9 +159,10 @@ def _claim(claimed: dict[str, _Claim], name: str, claim: _Claim, versions: bool 
         )
 
 
-def _select(name: str, definitions: list[Declared], version: int) -> Declared:
+def _select(name: str, definitions: list[Declared], version: int, policies: dict[str, Policy | None]) -> Declared:
     with declared_at(definitions[0].site):
-        return select_version(name, definitions, version)
+        selected, policies[name] = select_version(name, definitions, version)
+    return selected
 
 
 def _lower_network(name: str, definitions: list[NetworkDefinition]) -> ModelSpec | NetworkSpec:

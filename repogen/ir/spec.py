@@ -116,6 +116,10 @@ class ClientSpec:
     tensors: str = "numpy"  # what the calling model takes: its outputs come back as such
 
 
+Policy = tuple[str, tuple[int, ...]]
+"""A version policy: ("latest" | "all" | "specific", numbers)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class VersionSpec:
     version: int
@@ -141,7 +145,7 @@ class ModelSpec:
     # One field for Triton's `scheduling_choice` oneof, so two schedulers cannot be set at once.
     scheduler: DynamicBatchingSpec | SequenceBatchingSpec | None
     instance_groups: tuple[InstanceGroupSpec, ...]
-    version_policy: tuple[str, tuple[int, ...]] | None  # ("latest" | "all" | "specific", numbers)
+    version_policy: Policy | None
     response_cache: bool
     decoupled: bool
     strict: bool
@@ -228,6 +232,9 @@ class RepositorySpec:
     fused: tuple[FusedSpec, ...] = ()  # each fused ensemble, sorted by name
     networks: tuple[NetworkSpec, ...] = ()  # exported networks on their own backends, sorted by name
     included: tuple[IncludedSpec, ...] = ()  # model directories taken in as they are, sorted by name
+    declared_policies: tuple[tuple[str, Policy | None], ...] = ()
+    """``--version N``: each model's declared version policy, bound to the versions present once N is merged
+    into the repository (``versions.merged_versions``); its models' own ``version_policy`` is None until then."""
     sites: tuple[tuple[str, Site], ...] = dataclasses.field(default=(), compare=False)
     """Where each model was declared (``app.py:12``), for the errors emitting it may raise."""
 

@@ -14,7 +14,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from ..errors import RepositoryError
-from ..triton.layout import CONFIG
+from ..runtime.records import CONFIG_FILE, SBOM_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .compatibility import serves
 from .repository import ModelDir, model_dirs, read_manifest
@@ -111,7 +111,7 @@ def bls_calls(model: ModelDir, version: int) -> list[str]:
 def describe_model(model: ModelDir) -> dict[str, Any]:
     described: dict[str, Any] = {"name": model.name, "versions": list(model.versions)}
     if model.config is None:
-        described["error"] = model.error.message if model.error else f"no {CONFIG}"
+        described["error"] = model.error.message if model.error else f"no {CONFIG_FILE}"
         return described
     config = model.config
     described.update(
@@ -222,13 +222,12 @@ def read_sbom(repository: str | Path) -> tuple[bytes, bool]:
     one made now from its records (model.json, configs, files), as a build would have written it."""
     from .. import sbom
     from ..hashing import sha256_file
-    from ..runtime.records import METADATA_FILE
-    from ..triton.layout import SBOM_FILE
+    from ..runtime.records import CONFIG_FILE, METADATA_FILE
     from .repository import files, require_directory
 
     root = require_directory(repository)
     if (root / SBOM_FILE).is_file():
         return (root / SBOM_FILE).read_bytes(), True
     found = files(root)
-    records = {p: f.read_bytes() for p, f in found.items() if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG}"))}
+    records = {p: f.read_bytes() for p, f in found.items() if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG_FILE}"))}
     return sbom.document(records, {p: sha256_file(f) for p, f in found.items()}), False

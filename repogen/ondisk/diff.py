@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import RepositoryError
-from ..triton.layout import MANIFEST, is_version_name
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, is_version_name
 from .integrity import is_signature
-from .repository import CONFIG, files, read_manifest, sha256
+from .repository import files, read_manifest, sha256
 
 BINARY_SUFFIXES = (".pkl", ".pickle")
 PICKLE_SUFFIXES = (".pkl", ".pickle")
@@ -329,7 +329,7 @@ def pickle_listing(data: bytes) -> list[str]:
 
 
 def _looks_like_repository(path: Path) -> bool:
-    return (path / MANIFEST).is_file() or any(path.glob(f"*/{CONFIG}"))
+    return (path / MANIFEST_FILE).is_file() or any(path.glob(f"*/{CONFIG_FILE}"))
 
 
 def _left_out(expected: Path) -> set[str]:
@@ -337,7 +337,7 @@ def _left_out(expected: Path) -> set[str]:
     if not expected.is_dir():
         return set()
     present = {path.split("/")[2] for path in files(expected) if vendored(path)}
-    return set(VENDORED) - present if any(expected.glob(f"*/{CONFIG}")) else set()
+    return set(VENDORED) - present if any(expected.glob(f"*/{CONFIG_FILE}")) else set()
 
 
 def update_expected(expected: str | Path, actual: str | Path, *, exclude: Sequence[str] = ()) -> None:
@@ -358,7 +358,7 @@ def update_expected(expected: str | Path, actual: str | Path, *, exclude: Sequen
     if expected.exists() and any(expected.iterdir()) and not _looks_like_repository(expected):
         raise ValueError(
             f"refusing to replace {expected}: it does not look like a model repository "
-            f"(no {MANIFEST}, no */{CONFIG}); check the argument order (EXPECTED ACTUAL), or remove it first"
+            f"(no {MANIFEST_FILE}, no */{CONFIG_FILE}); check the argument order (EXPECTED ACTUAL), or remove it first"
         )
     left_out = _left_out(expected)
     chosen = {

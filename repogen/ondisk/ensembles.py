@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..ir.spec import EnsembleSpec, StepSpec, TensorSpec
 from ..ir.wiring import Interface, wiring_problems
-from ..triton.layout import CONFIG
+from ..runtime.records import CONFIG_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .problems import Problem
 from .repository import ModelDir
@@ -34,7 +34,7 @@ def _interface(model: ModelDir) -> Interface | None:
 
 def check_ensemble(model: ModelDir, models: Mapping[str, ModelDir]) -> list[Problem]:
     assert model.config is not None
-    config, path = model.config, model.path / CONFIG
+    config, path = model.config, model.path / CONFIG_FILE
     messages: list[str] = []
     for field in ("instance_group", "model_warmup"):
         if getattr(config, field):

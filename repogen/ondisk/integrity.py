@@ -15,8 +15,7 @@ from typing import Any
 
 from ..hashing import sha256_file
 from ..runtime.packages import PACKAGES_DIR, tree_differences
-from ..runtime.records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata
-from ..triton.layout import SIGNATURE_FILE
+from ..runtime.records import MANIFEST_FILE, METADATA_FILE, SIGNATURE_FILE, Manifest, Metadata
 
 
 def _manifest(output: Path) -> dict[str, Any]:

@@ -1,15 +1,17 @@
 """``repogen build --version N``: add or replace version N beside the versions already built.
 
-Runs under the writer's lock, against the repository on disk at that moment. Every file the build
-does not replace is carried over unchanged (hard-linked into the staging directory), after its
-sha256 is checked against the manifest, so a merge never launders a corrupted file into a fresh
-manifest. Only ``<model>/<N>/`` of the models being built is replaced; nothing else is deleted. The
-signatures of the models left as they were are carried too (they still cover them); the repository's
-and the rebuilt models' are not, since they no longer do (a signed build signs those again).
+Planned under the writer's lock, against the repository on disk at that moment; the writer then
+writes the plan. Every file the build does not replace is carried over unchanged (hard-linked into
+the staging directory), after its sha256 is checked against the manifest, so a merge never launders
+a corrupted file into a fresh manifest. Only ``<model>/<N>/`` of the models being built is replaced;
+nothing else is deleted. The signatures of the models left as they were are carried too (they still
+cover them); the repository's and the rebuilt models' are not, since they no longer do (a signed
+build signs those again).
 
-Versions of one model share one ``config.pbtxt``. Its version policy is recomputed for the versions
-present after the merge; any other change to the model's config (or its label files) would silently
-re-declare the versions kept, so it is refused unless ``--force``.
+Versions of one model share one ``config.pbtxt``. Its version policy is bound to the versions present
+after the merge (the build lowers it, ``repogen.ir.versions``, and emits the config it is given here);
+any other change to the model's config (or its label files) would silently re-declare the versions
+kept, so it is refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -24,14 +26,19 @@ from .. import sbom
 from ..errors import BuildError
 from ..hashing import Entry, Files, digest, sha256_file
 from ..runtime.packages import tree_differences
-from ..runtime.records import METADATA_FILE, Manifest, dumps
-from ..triton.layout import CONFIG, MANIFEST, SBOM_FILE, SIGNATURE_FILE, is_version_name
+from ..runtime.records import (
+    CONFIG_FILE,
+    MANIFEST_FILE,
+    METADATA_FILE,
+    SBOM_FILE,
+    SIGNATURE_FILE,
+    Manifest,
+    dumps,
+    is_version_name,
+)
 from ..triton.proto import model_config_pb2 as mc
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
-
-#: (model name, every version present after the merge) -> that model's config.pbtxt bytes.
-ConfigFor = Callable[[str, list[int]], bytes]
 
 
 def _version_of(relative: str) -> int | None:
@@ -44,7 +51,8 @@ def _model_of(relative: str) -> str | None:
     return relative.split("/", 1)[0] if "/" in relative else None
 
 
-def _versions_on_disk(output: Path, model: str) -> set[int]:
+def versions_on_disk(output: Path, model: str) -> set[int]:
+    """The version directories ``model`` holds in the repository at ``output`` (none when it has no such model)."""
     directory = output / model
     if not directory.is_dir():
         return set()
@@ -56,7 +64,8 @@ def _check_intact(output: Path, listed: dict[str, str]) -> None:
     for relative, found, expected in changed_files(output, listed)[:1]:
         raise BuildError(
             f"refusing to add a version to {output}: {relative} has sha256 {found or 'nothing (the file is missing)'}, "
-            f"but {MANIFEST} lists {expected}; restore that file, or rebuild the whole repository (without --version)"
+            f"but {MANIFEST_FILE} lists {expected}; restore that file, or rebuild the whole repository "
+            "(without --version)"
         )
 
 
@@ -85,7 +94,7 @@ def _check_same_config(output: Path, model: str, new: dict[str, Entry], kept: se
     changed = sorted(old_names ^ new_names)
     for name in sorted(old_names & new_names):
         entry = new[name]
-        if name.endswith("/" + CONFIG) and isinstance(entry, bytes):
+        if name.endswith("/" + CONFIG_FILE) and isinstance(entry, bytes):
             old = (output / name).read_bytes()
             same = _without_policy(old, str(output / name)) == _without_policy(entry, f"the new {name}")
         else:
@@ -122,7 +131,7 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
         found, differences = tree_differences(str(output / directory), digest)
         if differences is not None:
             raise BuildError(
-                f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST} "
+                f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST_FILE} "
                 "records (a file was changed, removed or added); rebuild the whole repository (without --version)"
             )
         carried.update({f"{directory}/{p}": output / directory / p for p in found})  # hashed once, above
@@ -134,24 +143,26 @@ def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
     records = {
         p: v if isinstance(v, bytes) else (output / p if isinstance(v, str) else v.source).read_bytes()
         for p, v in entries.items()
-        if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG}"))
+        if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG_FILE}"))
     }
     digests = {p: v if isinstance(v, str) else digest(v) for p, v in entries.items() if p != SBOM_FILE}
     return sbom.document(records, digests)
 
 
 def merge_versions(
-    output: Path, files: Files, *, versions: dict[str, int], config_for: ConfigFor, force: bool
+    output: Path, files: Files, *, versions: dict[str, int], configs: dict[str, bytes], force: bool
 ) -> WritePlan:
-    """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds."""
+    """The plan that puts ``files`` (version ``versions[model]`` of each model) beside what ``output`` holds.
+
+    ``configs`` are the models' ``config.pbtxt`` for the versions present after the merge (the build makes
+    them from ``versions_on_disk``, under the writer's lock).
+    """
     listed = read_manifest_files(output) or {}
     _check_intact(output, listed)
-    new = {p: d for p, d in files.items() if p != MANIFEST}
+    new = {p: d for p, d in files.items() if p != MANIFEST_FILE}
     for model, number in versions.items():
-        present = _versions_on_disk(output, model) | {number}
-        config = config_for(model, sorted(present))
-        new[f"{model}/{CONFIG}"] = config
-        _check_same_config(output, model, new, present - {number}, force)
+        new[f"{model}/{CONFIG_FILE}"] = configs[model]
+        _check_same_config(output, model, new, versions_on_disk(output, model) - {number}, force)
 
     def replaced(relative: str) -> bool:
         model = _model_of(relative)
@@ -167,5 +178,5 @@ def merge_versions(
     models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
     entries: dict[str, Entry | str] = {**carried_listed, **new}
     new[SBOM_FILE] = entries[SBOM_FILE] = _sbom(output, entries)
-    new[MANIFEST] = _manifest(files[MANIFEST], entries, models, trees)
+    new[MANIFEST_FILE] = _manifest(files[MANIFEST_FILE], entries, models, trees)
     return WritePlan(files=dict(sorted(new.items())), carried=carried)

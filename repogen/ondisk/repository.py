@@ -22,12 +22,11 @@ from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
 from ..runtime.packages import PACKAGES_DIR
-from ..runtime.records import Metadata
-from ..triton.layout import CONFIG, MANIFEST, METADATA, is_version_name
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Metadata, is_version_name
 from ..triton.proto import model_config_pb2 as mc
 
 __all__ = [
-    "CONFIG",
+    "CONFIG_FILE",
     "BuiltRepository",
     "ConfigError",
     "ModelDir",
@@ -81,7 +80,7 @@ class ModelDir:
 
     @property
     def has_config(self) -> bool:
-        return (self.path / CONFIG).is_file()
+        return (self.path / CONFIG_FILE).is_file()
 
     @property
     def is_ensemble(self) -> bool:
@@ -93,7 +92,7 @@ class ModelDir:
 
     def metadata(self, version: int) -> dict[str, Any]:
         """``<version>/model.json`` (empty when there is none: a hand-written model)."""
-        path = self.path / str(version) / METADATA
+        path = self.path / str(version) / METADATA_FILE
         return load_json(path) if path.is_file() else {}
 
     @property
@@ -168,7 +167,7 @@ def parse_config(path: Path) -> tuple[mc.ModelConfig | None, ConfigError | None]
 
 
 def _model_dir(path: Path) -> ModelDir:
-    config, error = parse_config(path / CONFIG) if (path / CONFIG).is_file() else (None, None)
+    config, error = parse_config(path / CONFIG_FILE) if (path / CONFIG_FILE).is_file() else (None, None)
     versions: list[str] = []
     others: list[str] = []
     for child in sorted(path.iterdir()):
@@ -210,7 +209,7 @@ def files(root: Path) -> dict[str, Path]:
 
 def read_manifest(repository: Path) -> dict[str, Any] | None:
     """``repogen.manifest.json`` at the root; None for a repository repogen did not write."""
-    path = repository / MANIFEST
+    path = repository / MANIFEST_FILE
     return load_json(path) if path.is_file() else None
 
 
@@ -266,7 +265,7 @@ def read_repository(path: str | Path) -> BuiltRepository:
     models = [m for m in model_dirs(root) if m.has_config]
     if not models:
         raise RepositoryError(
-            f"{root} holds no model (no <model>/{CONFIG}); expected a repository written by "
+            f"{root} holds no model (no <model>/{CONFIG_FILE}); expected a repository written by "
             f"`repogen build APP -o {root}`."
         )
     for model in models:
@@ -274,8 +273,8 @@ def read_repository(path: str | Path) -> BuiltRepository:
             error = model.error or ConfigError("")
             where = f"line {error.line}: " if error.line else ""
             raise RepositoryError(
-                f"model {model.name!r}: cannot parse {model.path / CONFIG} ({where}{error.message}); expected a "
-                f"Triton {CONFIG}. Rebuild the repository, or run `repogen validate` on it."
+                f"model {model.name!r}: cannot parse {model.path / CONFIG_FILE} ({where}{error.message}); expected a "
+                f"Triton {CONFIG_FILE}. Rebuild the repository, or run `repogen validate` on it."
             )
     requirements = tuple(sorted({r for m in models for r in m.requirements}))
     imports = tuple(sorted({r for m in models for r in m.imports}))

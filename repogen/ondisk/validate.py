@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, MODEL_FILE
 from ..triton import fields
-from ..triton.layout import CONFIG, MANIFEST, METADATA, MODEL_FILE
 from ..triton.releases import NEWEST, Release, first_with_python, get_release
 from . import compatibility
 from .ensembles import check_ensemble
@@ -74,14 +74,14 @@ _MODEL_FILES = {
 
 
 def _check_model(model: ModelDir, release: Release) -> list[Problem]:
-    config_path = model.path / CONFIG
+    config_path = model.path / CONFIG_FILE
     problems: list[Problem] = []
     if not model.has_config:
         return [
             Problem.at(
                 model.path,
-                f"no {CONFIG}: tritonserver loads every subdirectory of the repository as a model; "
-                f"add {model.name}/{CONFIG} or move the directory out of the repository",
+                f"no {CONFIG_FILE}: tritonserver loads every subdirectory of the repository as a model; "
+                f"add {model.name}/{CONFIG_FILE} or move the directory out of the repository",
             )
         ]
     if model.error is not None:
@@ -154,7 +154,7 @@ def _check_versions(model: ModelDir) -> list[Problem]:
             if version not in model.versions:
                 problems.append(
                     Problem.at(
-                        model.path / CONFIG,
+                        model.path / CONFIG_FILE,
                         f"version_policy asks for version {version}, but {model.name}/{version}/ does not exist "
                         f"(found {list(model.versions)})",
                     )
@@ -166,7 +166,7 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
     """model.json records the payload's sha256; the runtime refuses a payload that does not match."""
     problems = []
     for version in model.versions:
-        metadata_path = model.path / str(version) / METADATA
+        metadata_path = model.path / str(version) / METADATA_FILE
         if not metadata_path.is_file():
             continue
         try:
@@ -180,12 +180,12 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
             continue
         payload_path = model.path / str(version) / payload["file"]
         if not payload_path.is_file():
-            problems.append(Problem.at(payload_path, f"missing: {METADATA} lists it as the payload; rebuild"))
+            problems.append(Problem.at(payload_path, f"missing: {METADATA_FILE} lists it as the payload; rebuild"))
         elif (found := sha256(payload_path)) != payload["sha256"]:
             problems.append(
                 Problem.at(
                     payload_path,
-                    f"sha256 is {found}, but {METADATA} expects {payload['sha256']}: the runtime will refuse "
+                    f"sha256 is {found}, but {METADATA_FILE} expects {payload['sha256']}: the runtime will refuse "
                     "to unpickle it; rebuild with `repogen build` (or restore the file)",
                 )
             )
@@ -193,7 +193,7 @@ def _check_payloads(model: ModelDir) -> list[Problem]:
 
 
 def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
-    manifest_path = repository / MANIFEST
+    manifest_path = repository / MANIFEST_FILE
     if not manifest_path.is_file():
         return []
     try:
@@ -206,12 +206,14 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     for relative, found, expected in changed_files(repository, listed):
         path = repository / relative
         if found is None:
-            problems.append(Problem.at(path, f"missing: listed in {MANIFEST} but not on disk; rebuild or restore it"))
+            problems.append(
+                Problem.at(path, f"missing: listed in {MANIFEST_FILE} but not on disk; rebuild or restore it")
+            )
         else:
             problems.append(
                 Problem.at(
                     path,
-                    f"sha256 is {found}, but {MANIFEST} lists {expected}: the file changed after the build; "
+                    f"sha256 is {found}, but {MANIFEST_FILE} lists {expected}: the file changed after the build; "
                     "rebuild with `repogen build` (or restore the file)",
                 )
             )
@@ -222,7 +224,7 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
                 problems.append(
                     Problem.at(
                         repository / full,
-                        f"not listed in {MANIFEST}: added after the build; remove it, or rebuild to include it",
+                        f"not listed in {MANIFEST_FILE}: added after the build; remove it, or rebuild to include it",
                     )
                 )
     return problems

@@ -3,9 +3,11 @@
 The new repository is written into a hidden staging directory beside the output and swapped into
 place with ``renameat2(RENAME_EXCHANGE)``, so a reader (or a build killed at any moment) sees either
 the old repository or the new one, never a mix. A lock on the output's parent directory (``flock``
-of the directory itself, so no lock file is created or left behind) serializes builds into it, and
-everything that reads the previous repository (the "files we did not write" check, a ``--version``
-merge) happens under that lock, so concurrent builds cannot lose each other's work.
+of the directory itself, so no lock file is created or left behind) serializes builds into it
+(:func:`locked`), and everything that reads the previous repository (the "files we did not write"
+check, the plan of a ``--version`` merge, which the build makes there) happens under that lock, so
+concurrent builds cannot lose each other's work. The writer writes the plan it is given: it knows
+nothing of how a repository is compiled.
 
 A build killed between creating its staging directory and removing it leaves that directory behind;
 the next build into the same output removes it. Only names this module creates are ever removed:
@@ -40,7 +42,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..hashing import Files
-from ..runtime.records import MANIFEST_FILE as MANIFEST
+from ..runtime.records import MANIFEST_FILE
 from .copying import copy_in
 from .integrity import unlisted_files
 
@@ -61,9 +63,6 @@ class WritePlan:
     files: Files
     carried: dict[str, Path | str] = dataclasses.field(default_factory=dict)  # relative path -> file to link or copy
 
-
-#: Called under the lock with the existing output directory; returns what to write instead of the plain map.
-Merge = Callable[[Path, Files], WritePlan]
 
 #: Called with the complete staged repository (named as the output) just before it is swapped in: signing.
 Finish = Callable[[Path], None]
@@ -252,11 +251,10 @@ def write_repository(
     files: Files,
     output: Path,
     force: bool = False,
-    merge: Merge | None = None,
     links: dict[str, str] | None = None,
     finish: Finish | None = None,
 ) -> None:
-    """Replace ``output`` with ``files`` atomically; with ``merge``, combine with what is there first.
+    """Replace ``output`` with ``files`` atomically.
 
     Generated files are written from their bytes, a user's files (``FileCopy``) copied (see ``copying``).
 
@@ -264,48 +262,56 @@ def write_repository(
     systems): the shipped packages, whose files live in the wheel cache. ``finish`` runs on the complete
     staged repository before the swap (a failure there leaves the previous repository in place).
     """
+    with locked(output, force) as target:
+        target.write(WritePlan(files, dict(links or {})), finish)
+
+
+@contextlib.contextmanager
+def locked(output: Path, force: bool = False) -> Iterator[LockedOutput]:
+    """``output`` held for one build: nobody else writes it until the block ends, so what the build reads
+    there (the versions a ``--version`` merge keeps) is still there when it writes.
+
+    An output holding files repogen did not write is refused unless ``force``. A file-system failure inside
+    the block becomes one :class:`BuildError` naming the path, the cause and the fix.
+    """
     output = output.resolve()
-    if (output / MANIFEST).is_file():
+    if (output / MANIFEST_FILE).is_file():
         previous = f"The previous repository at {output} is intact."
     else:
         previous = f"{output} is unchanged." if output.exists() else f"Nothing was written to {output}."
     if output.is_dir() and os.path.ismount(output):
         raise _mount_point_error(output, previous)  # refused before writing a whole copy that cannot move
     try:
-        _write(files, output, force, merge, links or {}, finish)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with _directory_lock(output.parent):
+            checkpoint("locked")
+            remove_stale_staging(output)
+            if output.exists():
+                _check_existing(output, force)
+            yield LockedOutput(output)
     except OSError as exc:
         raise _file_system_error(exc, output, previous) from exc
 
 
-def _write(
-    files: Files,
-    output: Path,
-    force: bool,
-    merge: Merge | None,
-    links: dict[str, str],
-    finish: Finish | None,
-) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with _directory_lock(output.parent):
-        checkpoint("locked")
-        remove_stale_staging(output)
-        plan = WritePlan(files)
-        if output.exists():
-            _check_existing(output, force)
-            if merge is not None:
-                plan = merge(output, files)
-        plan = dataclasses.replace(plan, carried={**plan.carried, **links})
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}{_STAGING_INFIX}", dir=output.parent))
+@dataclasses.dataclass(frozen=True)
+class LockedOutput:
+    """The output of a build, under its lock (:func:`locked`)."""
+
+    path: Path
+
+    def write(self, plan: WritePlan, finish: Finish | None = None) -> None:
+        """Stage ``plan`` beside the output, run ``finish`` on it, and swap it in."""
+        staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}{_STAGING_INFIX}", dir=self.path.parent))
         # The repository is staged under the output's own name, so that what reads a directory's name (a
         # signature's subject) sees the name it will have.
-        staged = staging / output.name
+        staged = staging / self.path.name
         staged.mkdir()
         leftover: Path | None = None
         try:
             _fill(staged, plan)
             if finish is not None:
                 finish(staged)
-            leftover = _swap_in(staged, output)
+            leftover = _swap_in(staged, self.path)
             checkpoint("exchanged")
         finally:
             if leftover is not None:

@@ -97,7 +97,16 @@ class Packager:
         self.links: dict[str, str] = {}  # repository path -> cache file
         self.trees: dict[str, dict[str, Any]] = {}  # repository dir of a tree -> its record (for the manifest)
         self._shipped: dict[tuple[str, ...], dict[str, ShippedTree]] = {}
+        self._trees: dict[tuple[object, ...], ShippedTree] = {}  # every tree made, whichever targets asked
         self._interpreters: dict[str, Path | None] = {}
+
+    def narrowed(self, targets: Targets) -> Packager:
+        """A packager for fewer containers (a build leaving out those its packages cannot reach) that reuses
+        the trees this one made, where the containers a tree serves are the same, and the interpreters found."""
+        packager = Packager(self.options, targets, self.cache.parent, self.log, self.find_python)
+        packager._trees = self._trees
+        packager._interpreters = self._interpreters
+        return packager
 
     def ship(self, what: str, requirements: Mapping[str, str]) -> dict[str, ShippedTree]:
         """Tag -> tree for the distributions in ``requirements`` (module -> ``dist==version``) that ship."""
@@ -114,8 +123,15 @@ class Packager:
                         "the build cannot fetch it for the container. Move its modules under the app directory (they "
                         f"ship as source), or pass --provided {name} and install it in your image"
                     )
-            self._shipped[wanted] = {t.tag: self._tree(what, wanted, t) for t in self.targets}
+            self._shipped[wanted] = {t.tag: self._made(what, wanted, t) for t in self.targets}
         return self._shipped[wanted]
+
+    def _made(self, what: str, wanted: tuple[str, ...], target: WheelTarget) -> ShippedTree:
+        """The tree of ``wanted`` for ``target``, made once for the containers it serves and the numpy they have."""
+        key = (wanted, target, self.numpy, self._serving(target.python))
+        if key not in self._trees:
+            self._trees[key] = self._tree(what, wanted, target)
+        return self._trees[key]
 
     def _serving(self, python: str) -> tuple[Release, ...]:
         return tuple(c for c in self.containers if c.python == python)

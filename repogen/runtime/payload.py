@@ -26,7 +26,7 @@ import numpy as np
 from .errors import PayloadError
 from .packages import activate as activate_packages
 from .portable import PayloadUnpickler, Sources
-from .records import MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
+from .records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
 from .records import METADATA_FORMAT as FORMAT
 
 OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
@@ -150,9 +150,6 @@ def check_manifest(version_dir: str, payload: str, digest: str) -> None:
             f"refusing to unpickle {payload}: {manifest_path} lists {key} with sha256 {listed.get(key)}, but "
             f"{METADATA_FILE} expects {digest}; the repository was modified after `repogen build`, rebuild it"
         )
-
-
-CONFIG_FILE = "config.pbtxt"
 
 
 def config_drift(version_dir: str, model: str) -> str | None:

@@ -1,10 +1,13 @@
-"""The records repogen writes into a repository: their file names, their keys and their encoding.
+"""The repository's file names, and the records repogen writes into it: their keys and their encoding.
 
+``<repository>/<model>/config.pbtxt`` and ``<repository>/<model>/<version>/model.py`` are Triton's;
 ``<model>/<version>/model.json`` describes one version's payload (what the runtime checks before
 unpickling it); ``repogen.manifest.json`` at the root lists every file's sha256 and the package
-trees. The build writes them (``repogen.emit``), the runtime and the readers of a built repository
-(``repogen.ondisk``, ``repogen.testing``) read them. They are defined here, on the runtime's side,
-because the runtime is vendored into every model and imports nothing of the compiler.
+trees; ``sbom.cdx.json`` (the root) and ``model.sig`` (the root and each model directory) are files
+too, which tritonserver ignores. The build writes them (``repogen.emit``, ``repogen.signing``), the
+runtime and the readers of a built repository (``repogen.ondisk``, ``repogen.testing``) read them.
+They are defined here, on the runtime's side, because the runtime is vendored into every model and
+imports nothing of the compiler.
 """
 
 from __future__ import annotations
@@ -15,10 +18,20 @@ from typing import Any
 
 from .errors import PayloadError
 
+CONFIG_FILE = "config.pbtxt"  # <model>/config.pbtxt
+MODEL_FILE = "model.py"  # <model>/<version>/model.py, what the Python backend stub imports by default
+PAYLOAD_FILE = "model.pkl"  # <model>/<version>/model.pkl, the pickled callables
 METADATA_FILE = "model.json"  # beside each version's payload
 MANIFEST_FILE = "repogen.manifest.json"  # at the repository root: a file, so tritonserver ignores it
+SBOM_FILE = "sbom.cdx.json"  # at the root: the CycloneDX SBOM of what the repository ships (repogen.sbom)
+SIGNATURE_FILE = "model.sig"  # OpenSSF Model Signing's default name, at the root and in each model directory
 METADATA_FORMAT = 2  # the model.json this runtime reads
 MANIFEST_FORMAT = 1
+
+
+def is_version_name(name: str) -> bool:
+    """tritonserver loads version directories ``1``, ``2``, ... and ignores (with a log warning) ``01`` or ``v1``."""
+    return name.isascii() and name.isdigit() and name == str(int(name))
 
 
 class Metadata:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import SigningError, VerificationError
-from ..triton.layout import CONFIG, SIGNATURE_FILE
+from ..runtime.records import CONFIG_FILE, SIGNATURE_FILE
 from .oms import BadSignature, SignWith, VerifyWith, hash_files, sign_directory, signed_files
 
 Kind = Literal["changed", "missing", "added", "invalid"]
@@ -41,7 +41,7 @@ def model_directories(root: Path) -> list[str]:
 
 
 def is_model_directory(path: Path) -> bool:
-    return (path / CONFIG).is_file()
+    return (path / CONFIG_FILE).is_file()
 
 
 def is_signed(root: Path) -> bool:

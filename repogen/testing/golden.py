@@ -48,7 +48,7 @@ from ..ondisk.diff import (
     update_expected,
 )
 from ..ondisk.repository import files, parse_config
-from ..triton.layout import CONFIG, MANIFEST, METADATA, SBOM_FILE
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
 
 UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"
 
@@ -110,7 +110,7 @@ def assert_repository_matches(
 def _build_record(repository: Path) -> Any:
     """What the manifest records about the environment that built the repository (None if unreadable)."""
     try:
-        return json.loads((repository / MANIFEST).read_text(encoding="utf-8")).get(BUILD_RECORD)
+        return json.loads((repository / MANIFEST_FILE).read_text(encoding="utf-8")).get(BUILD_RECORD)
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -134,7 +134,7 @@ def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[s
         old, new = expected / change.path, actual / change.path
         if change.path.endswith(PICKLE_SUFFIXES):
             kept = change if same_builder else None
-        elif change.path == CONFIG or change.path.endswith(f"/{CONFIG}"):
+        elif change.path == CONFIG_FILE or change.path.endswith(f"/{CONFIG_FILE}"):
             kept = _config_change(change, old, new)
         elif change.path.endswith(".json"):
             kept = _json_change(change, old, new, _ignored(change.path, compared, exclude, same_builder))
@@ -148,12 +148,12 @@ def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[s
 def _ignored(path: str, compared: set[str], exclude: Sequence[str], same_builder: bool) -> Ignore:
     """Which keys of a JSON file record the build environment, or repeat what is compared elsewhere."""
 
-    metadata = len(path.split("/")) == 3 and path.endswith(f"/{METADATA}")  # <model>/<version>/model.json
+    metadata = len(path.split("/")) == 3 and path.endswith(f"/{METADATA_FILE}")  # <model>/<version>/model.json
 
     def ignored(keys: tuple[str, ...]) -> bool:
-        if keys == (BUILD_RECORD,) and (metadata or path == MANIFEST):
+        if keys == (BUILD_RECORD,) and (metadata or path == MANIFEST_FILE):
             return True
-        if path == MANIFEST and len(keys) == 2 and keys[0] == "files":
+        if path == MANIFEST_FILE and len(keys) == 2 and keys[0] == "files":
             # Files on both sides are compared themselves (parsed where they can be); excluded ones not at all.
             return keys[1] in compared or excluded(keys[1], exclude)
         # Payloads of different build environments are not compared, nor are their hashes (the SBOM's, and the

@@ -15,7 +15,7 @@ import json
 import pickletools
 from pathlib import Path
 
-from repogen.triton.layout import METADATA
+from repogen.runtime.records import METADATA_FILE
 
 __all__ = ["bytecode_in_pickle", "bytecode_in_repository"]
 
@@ -71,7 +71,7 @@ def bytecode_in_repository(root: str | Path) -> dict[str, list[str]]:
     by design and are skipped, as are files that are not a repogen sidecar or payload at all.
     """
     found = {}
-    for metadata in sorted(Path(root).rglob(METADATA)):
+    for metadata in sorted(Path(root).rglob(METADATA_FILE)):
         try:
             meta = json.loads(metadata.read_text(encoding="utf-8"))
             payload = metadata.parent / str((meta.get("payload") or {}).get("file", ""))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ondisk.integrity import is_signature
-from ..triton.layout import SIGNATURE_FILE
+from ..runtime.records import CONFIG_FILE, MODEL_FILE, PAYLOAD_FILE, SIGNATURE_FILE
 
 __all__ = ["TAMPERS", "KeyPair", "Tamper", "copy_repository", "ec_key", "swap_signatures", "upstream_verify"]
 
@@ -79,17 +79,17 @@ class Tamper:
 
 
 def _payload(repo: Path, model: str, context: dict[str, object]) -> str:
-    path = repo / model / "1" / "model.pkl"
+    path = repo / model / "1" / PAYLOAD_FILE
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
     path.write_bytes(bytes(data))
-    return f"{model}/1/model.pkl"
+    return f"{model}/1/{PAYLOAD_FILE}"
 
 
 def _config(repo: Path, model: str, context: dict[str, object]) -> str:
-    path = repo / model / "config.pbtxt"
+    path = repo / model / CONFIG_FILE
     path.write_text(path.read_text(encoding="utf-8").replace("max_batch_size: ", "max_batch_size: 1", 1))
-    return f"{model}/config.pbtxt"
+    return f"{model}/{CONFIG_FILE}"
 
 
 def _added(repo: Path, model: str, context: dict[str, object]) -> str:
@@ -98,8 +98,8 @@ def _added(repo: Path, model: str, context: dict[str, object]) -> str:
 
 
 def _removed(repo: Path, model: str, context: dict[str, object]) -> str:
-    (repo / model / "1" / "model.py").unlink()
-    return f"{model}/1/model.py"
+    (repo / model / "1" / MODEL_FILE).unlink()
+    return f"{model}/1/{MODEL_FILE}"
 
 
 def _package_source(repo: Path, model: str, context: dict[str, object]) -> str:

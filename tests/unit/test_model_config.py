@@ -11,6 +11,7 @@ from google.protobuf import text_format
 from repogen import DynamicBatcher, ModelConfig, QueuePolicy, Repository, Tensor, TimeoutAction, batch
 from repogen.emit import pickling
 from repogen.emit.model_config import model_config, to_text
+from repogen.emit.plan import plan_payloads
 from repogen.emit.repository import emit_repository
 from repogen.ir import lower
 from repogen.loader import load_app
@@ -31,7 +32,7 @@ def test_example_configs_round_trip(app):
     loaded = load_app(str(ROOT / app.split(":")[0]) + ":models")
     pickling.register_by_value(loaded.local_modules)  # as build_repository does for its roots
     spec = lower(loaded.repository)
-    files = emit_repository(spec, roots=(str(loaded.app_dir),))
+    files = emit_repository(spec, plan_payloads(spec, roots=(str(loaded.app_dir),)))
     for model in spec.models:
         text = files[f"{model.name}/config.pbtxt"].decode()
         assert text_format.Parse(text, mc.ModelConfig()) == model_config(model)

@@ -85,14 +85,15 @@ def test_fuse_runs_a_python_backend_onnx_step_in_process(tmp_path: Path, monkeyp
     """Its graph ships under the fused model's steps/, and onnxruntime (the session imports it) with the payload."""
     from repogen.emit import requirements
     from repogen.emit.fused import emit_fused
-    from repogen.emit.payloads import Payloads
+    from repogen.emit.plan import plan_payloads
     from repogen.ir import networks
 
     monkeypatch.setattr(networks.importlib.metadata, "packages_distributions", lambda: {"onnxruntime": ["x"]})
-    (fused,) = lower(_repository(tmp_path, fuse=True, backend="python")).fused
+    spec = lower(_repository(tmp_path, fuse=True, backend="python"))
+    (fused,) = spec.fused
     assert [m.name for m in fused.step_models] == ["Pre", "Detect"]
     shipped = []
     monkeypatch.setattr(requirements, "third_party", lambda modules: shipped.extend(modules) or {})
-    files = emit_fused(fused, Payloads.create())
+    files = emit_fused(fused, plan_payloads(spec))
     assert files["Pipeline/1/steps/Detect/1/model.onnx"].source == tmp_path / "detection.onnx"  # copied by the writer
     assert "onnxruntime" in shipped

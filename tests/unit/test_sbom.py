@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from repogen.build import build_app
 from repogen.cli import cli
 from repogen.ondisk.describe import read_sbom
-from repogen.triton.layout import SBOM_FILE
+from repogen.runtime.records import SBOM_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = sorted((ROOT / "tests" / "golden").glob(f"*/expected/{SBOM_FILE}"))

@@ -7,9 +7,9 @@ import pytest
 
 from repogen.errors import BuildError
 from repogen.runtime.dtypes import NUMPY_DTYPES
+from repogen.runtime.records import is_version_name
 from repogen.server.client.infer import InferError, to_array
 from repogen.triton.dtypes import enum_name, numpy_dtype, triton_data_type, wire_name
-from repogen.triton.layout import is_version_name
 
 
 def test_dtypes_derive_from_the_runtime_table() -> None:
