@@ -107,12 +107,13 @@ class OutputPlan:
         if self.is_bytes:
             return self.convert(framework.host(value))
         try:
-            if framework.element(value) != self.element:
+            element = framework.element(value)
+            if element and element != self.element:
                 if self.strict:
                     self._fail(f"dtype {self.element}, found {value.dtype}")
                 value = framework.cast(value, self.element)
             if self.strict:
-                self._check_shape(tuple(value.shape))
+                self._check_shape(framework.shape(value))
             return framework.contiguous(value)
         except InferenceError:
             raise

@@ -38,6 +38,9 @@ class Framework:
     def element(self, value: Any) -> str:
         return element_name(value.dtype)
 
+    def shape(self, value: Any) -> tuple[int, ...]:
+        return tuple(value.shape)
+
     def cast(self, value: Any, element: str) -> Any:
         return self.xp.astype(value, getattr(self.xp, element))
 
@@ -157,7 +160,11 @@ class DLPackOnly(Framework):
 
     def element(self, value: Any) -> str:
         dtype = getattr(value, "dtype", None)
-        return element_name(dtype) if dtype is not None else ""
+        return element_name(dtype) if dtype is not None else ""  # "": not known here; the server checks it
+
+    def shape(self, value: Any) -> tuple[int, ...]:
+        shape = value.shape
+        return tuple(shape() if callable(shape) else shape)  # python_backend's tensors: a method
 
     def cast(self, value: Any, element: str) -> Any:
         return value  # nothing to cast with: the server checks the data type it receives

@@ -253,7 +253,7 @@ def specializable(infer: Any) -> Any:
     """
     if type(infer) is batch:
         return _plain(infer.__wrapped__)
-    method = getattr(infer if inspect.isclass(infer) else type(infer), "__call__", None)
+    method = getattr(infer if inspect.isclass(infer) else type(infer), "__call__", None)  # noqa: B004 - the class attribute
     if type(method) is not batch:
         return None
     inner = _plain(method.__wrapped__)
