@@ -28,7 +28,17 @@ from .included import lower_included
 from .networks import lower_network
 from .references import referenced_handles
 from .sites import declared_at, located
-from .spec import ClientSpec, EnsembleSpec, FusedSpec, IncludedSpec, ModelSpec, NetworkSpec, Policy, RepositorySpec
+from .spec import (
+    ClientSpec,
+    EnsembleSpec,
+    FusedSpec,
+    IncludedSpec,
+    ModelSpec,
+    NetworkSpec,
+    Policy,
+    RepositorySpec,
+    VersionSpec,
+)  # fmt: skip
 from .tensors import lower_tensors, max_batch_size
 from .versions import Declared, lower_version, lower_version_policy, select_version
 from .wiring import Interface
@@ -273,33 +283,7 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
 def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     first = definitions[0]
     where = f"model '{name}'"
-    versions = []
-    first_at = f" (the first is at {first.site})" if first.site is not None else ""
-    for definition in definitions:
-        if (definition.inputs, definition.outputs, definition.config, definition.strict) != (
-            first.inputs,
-            first.outputs,
-            first.config,
-            first.strict,
-        ):
-            error = BuildError(
-                f"{where} is bound more than once with different inputs, outputs, config or strict{first_at}; "
-                "versions of one model share one config.pbtxt, so bind them identically or use "
-                "another model name"
-            )
-            raise located(error, definition.site)
-        with declared_at(definition.site):
-            versions.append(lower_version(where, definition))
-    numbers = [v.version for v in versions]
-    for index, number in enumerate(numbers):
-        if number in numbers[:index]:
-            earlier = definitions[numbers.index(number)].site
-            at = f" (the first is at {earlier})" if earlier is not None else ""
-            error = BuildError(
-                f"{where} is bound twice with model_version={number}{at}; give each binding its own model name or "
-                "a distinct model_version"
-            )
-            raise located(error, definitions[index].site)
+    versions = _lowered_versions(where, definitions)
     counts = {len(v.infer_funcs) for v in versions}
     if len(counts) != 1:
         raise BuildError(
@@ -331,6 +315,39 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         warmup=lowered.warmup,
         placement=lowered.placement,
     )
+
+
+def _lowered_versions(where: str, definitions: list[ModelDefinition]) -> list[VersionSpec]:
+    """Each binding of one model as a version: bound identically (one config.pbtxt), each number once."""
+    first = definitions[0]
+    versions = []
+    first_at = f" (the first is at {first.site})" if first.site is not None else ""
+    for definition in definitions:
+        if (definition.inputs, definition.outputs, definition.config, definition.strict) != (
+            first.inputs,
+            first.outputs,
+            first.config,
+            first.strict,
+        ):
+            error = BuildError(
+                f"{where} is bound more than once with different inputs, outputs, config or strict{first_at}; "
+                "versions of one model share one config.pbtxt, so bind them identically or use "
+                "another model name"
+            )
+            raise located(error, definition.site)
+        with declared_at(definition.site):
+            versions.append(lower_version(where, definition))
+    numbers = [v.version for v in versions]
+    for index, number in enumerate(numbers):
+        if number in numbers[:index]:
+            earlier = definitions[numbers.index(number)].site
+            at = f" (the first is at {earlier})" if earlier is not None else ""
+            error = BuildError(
+                f"{where} is bound twice with model_version={number}{at}; give each binding its own model name or "
+                "a distinct model_version"
+            )
+            raise located(error, definitions[index].site)
+    return versions
 
 
 def _lower_files(where: str, files: Sequence[Path]) -> tuple[tuple[str, Path], ...]:
