@@ -145,6 +145,20 @@ class ModelDir:
             g.kind == mc.ModelInstanceGroup.KIND_GPU for g in self.config.instance_group
         )
 
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs a server must see to load this model: past the highest id a KIND_GPU group names, else one."""
+        return max((max(g.gpus, default=-1) + 1 or 1 for g in self._gpu_groups()), default=0)
+
+    @property
+    def gpu_groups(self) -> list[str]:
+        """Each KIND_GPU group, named with the GPUs it names (``Scale_0 on GPUs [1]``)."""
+        return [f"{g.name or 'a group'}{f' on GPUs {list(g.gpus)}' if g.gpus else ''}" for g in self._gpu_groups()]
+
+    def _gpu_groups(self) -> list[mc.ModelInstanceGroup]:
+        groups = self.config.instance_group if self.config is not None else []
+        return [g for g in groups if g.kind == mc.ModelInstanceGroup.KIND_GPU]
+
 
 def public_name(full_name: str) -> str:
     """Triton's spelling of a name from our schema (package ``repogen.inference`` → ``inference``)."""

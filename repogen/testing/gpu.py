@@ -7,9 +7,8 @@ and target the newest NGC release of the CUDA major torch was built for, as a us
 from __future__ import annotations
 
 import importlib.metadata
-import shutil
-import subprocess
 
+from repogen.triton.devices import visible_gpus as gpu_names
 from repogen.triton.releases import newest_with_cuda
 
 __all__ = ["FRAMEWORKS", "build_arguments", "gpu_names"]
@@ -30,15 +29,3 @@ def build_arguments() -> list[str]:
         arg for module in FRAMEWORKS for dist in distributions.get(module, [])[:1] for arg in ("--provided", dist)
     ]
     return ["--triton-version", release.ngc, *provided]
-
-
-def gpu_names() -> list[str]:
-    """The NVIDIA GPUs ``nvidia-smi -L`` lists; none where there is no driver."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [line.strip() for line in out.splitlines() if line.startswith("GPU ")]
