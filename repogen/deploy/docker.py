@@ -23,10 +23,11 @@ from ..packages.indexes import PackageIndexes, unindexed
 from ..runtime.records import METADATA_FILE
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
+from ..triton.shm import SHM_PER_INSTANCE, shm_size_bytes
 from ..version import __version__
 from . import access
 from .probe import dead_stub_note, healthcheck
-from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
+from .resources import format_quantity
 from .verify import VERIFIER_DIR, VerifyDeploy
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
@@ -146,7 +147,7 @@ def dockerfile(
     signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
     server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
     """
-    shm = format_quantity(shm_size_bytes(info, gpus))
+    shm = format_quantity(shm_size_bytes(info.python_instances(gpus)))
     common = {
         "repogen_version": __version__,
         "image": target.image,

@@ -15,9 +15,10 @@ from ..ondisk.repository import BuiltRepository, read_repository
 from ..packages.indexes import PackageIndexes
 from ..triton.access import DEFAULT_RESTRICTED
 from ..triton.releases import NEWEST, Release, get_release
+from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access, compose, docker, kserve, kubernetes, probe
-from .resources import SHM_PER_INSTANCE, format_quantity
+from .resources import format_quantity
 from .verify import KeySource, VerifyDeploy
 from .wheel import wheel_bytes, wheel_name
 
