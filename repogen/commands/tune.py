@@ -10,7 +10,7 @@ import click
 
 from ..errors import TuneError
 from ..server.client.perf import parse_shapes
-from ..server.running.foreground import find_tritonserver
+from ..server.running.external import find_tritonserver
 from ..server.running.pairing import pairing_for
 from ..server.running.target import clear_scratch, repository_for
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release

@@ -27,7 +27,7 @@ from ..server.client.access import Access
 from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo
 from ..server.provision.perf_analyzer import PerfAnalyzer
-from ..server.running.foreground import help_restricts
+from ..server.running.external import help_restricts
 from ..server.running.host import HOST
 from ..server.running.process import TritonServer, free_ports
 from ..triton.dtypes import wire_name
