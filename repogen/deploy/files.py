@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,29 @@ class DeployOutput:
     warnings: tuple[str, ...]
     binaries: dict[str, bytes] = field(default_factory=dict)
     """Written beside the files, never printed: repogen's own wheel, which an ``--app`` build stage installs."""
+
+    def printed(self) -> str:
+        """The files as ``repogen deploy`` prints them without ``-o``: a ``# ---- NAME`` line before each when there
+        are several, and ``---`` between YAML files so that ``| kubectl apply -f -`` sees every document."""
+        shown = {name: text for name, text in self.files.items() if not name.endswith(".dockerignore")}
+        parts = []
+        for index, (name, text) in enumerate(shown.items()):
+            if index and name.endswith(".yaml"):
+                parts.append("---\n")
+            if len(shown) > 1:
+                parts.append(f"# ---- {name}\n")
+            parts.append(text)
+        return "".join(parts)
+
+    def write(self, directory: Path) -> Iterator[str]:
+        """Write every file (and binary) into ``directory``, saying so in a line after each."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.items():
+            (directory / name).write_text(text, encoding="utf-8")
+            yield f"Wrote {directory / name}"
+        for name, data in self.binaries.items():
+            (directory / name).write_bytes(data)
+            yield f"Wrote {directory / name} (repogen itself, which the image's build stage installs)"
 
 
 def dump_yaml(*documents: dict[str, Any]) -> str:
