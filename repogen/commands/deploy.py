@@ -108,22 +108,11 @@ def deploy(
     result = generate(repository, DeployOptions(output_dir=output, indexes=indexes, **options))  # type: ignore[arg-type]
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
-    if output is None:  # stdout: the files themselves; a separator line names each when there are several
-        shown = {name: text for name, text in result.files.items() if not name.endswith(".dockerignore")}
-        for index, (name, text) in enumerate(shown.items()):
-            if index and name.endswith(".yaml"):
-                click.echo("---")  # `repogen deploy DIR --k8s --kserve | kubectl apply -f -` sees every document
-            if len(shown) > 1:
-                click.echo(f"# ---- {name}")
-            click.echo(text, nl=False)
-        return
-    output.mkdir(parents=True, exist_ok=True)
-    for name, text in result.files.items():
-        (output / name).write_text(text, encoding="utf-8")
-        click.echo(f"Wrote {output / name}")
-    for name, data in result.binaries.items():
-        (output / name).write_bytes(data)
-        click.echo(f"Wrote {output / name} (repogen itself, which the image's build stage installs)")
+    if output is None:  # stdout: the files themselves
+        click.echo(result.printed(), nl=False)
+    else:
+        for line in result.write(output):
+            click.echo(line)
 
 
 COMMANDS = [deploy]

@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import tempfile
 from pathlib import Path
 
 import click
 
-from ..errors import TuneError
 from ..server.client.perf import parse_shapes
-from ..server.running.foreground import find_tritonserver
-from ..server.running.pairing import pairing_for
-from ..server.running.target import clear_scratch, repository_for
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
-from ..tuning import SearchBudget, TuneOptions
-from ..tuning import tune as run_tune
-from ..tuning.results import describe
+from ..tuning import SearchBudget, TuneOptions, report_lines, tune_target
 from .params import TritonRelease, restrict_option
 
 
@@ -60,36 +52,12 @@ def tune(
     printed as the ModelConfig arguments that differ from today's, beside today's numbers. Ctrl+C
     stops everything it started.
     """
-    if tritonserver_path and (triton_version or server_python):
-        raise click.UsageError(
-            "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
-            "select the embedded server. Pass one or the other."
-        )
-    given = find_tritonserver(tritonserver_path) if tritonserver_path else None
-    release = triton_version or DEFAULT_RELEASE
-    if release not in EMBEDDED:
-        raise click.UsageError(
-            f"--triton-version {release.tritonserver}: tune runs the embedded server, which ships only "
-            f"{', '.join(r.tritonserver for r in EMBEDDED)}."
-        )
     budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
-    options = TuneOptions(release, server_python, models, parse_shapes(shapes), budget, timeout, given, restrict)
-    scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
-    try:
-        repository, _ = repository_for(target, scratch / "model_repository", None, click.echo)
-        if not (triton_version or server_python or given) and (pick := pairing_for(repository)) is not None:
-            click.echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
-            options = dataclasses.replace(options, release=pick.release, server_python=pick.python)
-        found = run_tune(repository, reports.resolve(), options, click.echo)
-    finally:
-        clear_scratch(scratch)
-    if not found:
-        raise TuneError("Model Analyzer measured nothing.")
-    for recommendation in found:
-        click.echo("")
-        for line in describe(recommendation):
-            click.echo(line)
-    click.echo(f"\nModel Analyzer's reports, logs and every measured config.pbtxt: {reports}")
+    options = TuneOptions(
+        triton_version, server_python, models, parse_shapes(shapes), budget, timeout, tritonserver_path, restrict
+    )
+    for line in report_lines(tune_target(target, reports.resolve(), options, click.echo), reports):
+        click.echo(line)
 
 
 COMMANDS = [tune]

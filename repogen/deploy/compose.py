@@ -23,9 +23,9 @@ from typing import Any
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
+from ..triton.shm import shm_size_bytes
 from . import access, probe
 from .kubernetes import MODEL_REPOSITORY, TRITON_UID, server_args
-from .resources import shm_size_bytes
 
 __all__ = ["compose_file"]
 
@@ -81,7 +81,7 @@ def compose_file(
     if apis:
         service["environment"] = [access.ENV]  # its value from the shell that runs compose
     service["user"] = f"{TRITON_UID}:{TRITON_UID}"
-    service["shm_size"] = f"{shm_size_bytes(info) >> 20}m"
+    service["shm_size"] = f"{shm_size_bytes(info.python_instances()) >> 20}m"
     service["ports"] = [
         f"${{TRITON_ADDRESS:-127.0.0.1}}:${{TRITON_{endpoint.upper()}_PORT:-{port}}}:{port}"
         for endpoint, port in DEFAULT_PORTS.items()

@@ -15,6 +15,7 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from ..emit.templates import render
 from ..errors import DeployError, UsageError
@@ -23,10 +24,11 @@ from ..packages.indexes import PackageIndexes, unindexed
 from ..runtime.records import METADATA_FILE
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
+from ..triton.shm import SHM_PER_INSTANCE, shm_size_bytes
 from ..version import __version__
 from . import access
 from .probe import dead_stub_note, healthcheck
-from .resources import SHM_PER_INSTANCE, format_quantity, shm_size_bytes
+from .resources import format_quantity
 from .verify import VERIFIER_DIR, VerifyDeploy
 
 __all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
@@ -146,8 +148,37 @@ def dockerfile(
     signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
     server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
     """
-    shm = format_quantity(shm_size_bytes(info, gpus))
-    common = {
+    common = _common(info, target, context, dockerfile_path, tag, gpus, indexes, apis)
+    if app is None:
+        text, keep = _prebuilt(info, target, common, context, verify, key_in_context)
+    else:
+        text = render(
+            "deploy/Dockerfile.build.tmpl",
+            **common,
+            build_requirements_run=requirements_run(info, build=True, indexes=indexes, context=context),
+            app=app,
+            app_in_image=_app_in_image(app, context),
+            repogen_wheel=repogen_wheel,
+            repogen_wheel_name=PurePosixPath(repogen_wheel or "").name,
+        )
+        keep = "# --app: the build stage writes its own repository."
+    ignore = render("deploy/dockerignore.tmpl", repogen_version=__version__, keep_repository=keep)
+    return DockerFiles(text.decode(), ignore.decode())
+
+
+def _common(
+    info: BuiltRepository,
+    target: Release,
+    context: Path,
+    dockerfile_path: str,
+    tag: str,
+    gpus: int,
+    indexes: PackageIndexes | None,
+    apis: tuple[str, ...],
+) -> dict[str, Any]:
+    """What both Dockerfiles say: the image, ports, /dev/shm, the health check, requirements, access, the command."""
+    shm = format_quantity(shm_size_bytes(info.python_instances(gpus)))
+    return {
         "repogen_version": __version__,
         "image": target.image,
         "python": target.python,
@@ -168,40 +199,38 @@ def dockerfile(
         "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, _SERVER))}",
         "run_env": f"-e {access.ENV} " if apis else "",
     }
-    if app is None:
-        repository = context_path(info.path, context, "repository")
-        if verify is not None and key_in_context is not None:
-            stage = verify.docker_stage(repository, key_in_context) + "\n"
-            copy = (
-                "COPY --from=verify /models /models\n"
-                f"# The verifier too, for the init containers of `repogen deploy --k8s/--kserve --verify-key`.\n"
-                f"COPY --from=verify {VERIFIER_DIR} {VERIFIER_DIR}"
-            )
-        else:
-            stage, copy = "", f"COPY {repository} /models"
-        text = render(
-            "deploy/Dockerfile.prebuilt.tmpl",
-            **common,
-            repository=repository,
-            python_note=_python_note(info, target),
-            verify_stage=stage,
-            copy_repository=copy,
-        )
-        keep = (
-            "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
-            f"!{'' if repository == '.' else repository + '/'}**"
-        )
 
-    else:
-        text = render(
-            "deploy/Dockerfile.build.tmpl",
-            **common,
-            build_requirements_run=requirements_run(info, build=True, indexes=indexes, context=context),
-            app=app,
-            app_in_image=_app_in_image(app, context),
-            repogen_wheel=repogen_wheel,
-            repogen_wheel_name=PurePosixPath(repogen_wheel or "").name,
+
+def _prebuilt(
+    info: BuiltRepository,
+    target: Release,
+    common: dict[str, Any],
+    context: Path,
+    verify: VerifyDeploy | None,
+    key_in_context: str | None,
+) -> tuple[bytes, str]:
+    """The Dockerfile copying the repository as built (through a verify stage with a key), and what
+    its .dockerignore keeps."""
+    repository = context_path(info.path, context, "repository")
+    if verify is not None and key_in_context is not None:
+        stage = verify.docker_stage(repository, key_in_context) + "\n"
+        copy = (
+            "COPY --from=verify /models /models\n"
+            f"# The verifier too, for the init containers of `repogen deploy --k8s/--kserve --verify-key`.\n"
+            f"COPY --from=verify {VERIFIER_DIR} {VERIFIER_DIR}"
         )
-        keep = "# --app: the build stage writes its own repository."
-    ignore = render("deploy/dockerignore.tmpl", repogen_version=__version__, keep_repository=keep)
-    return DockerFiles(text.decode(), ignore.decode())
+    else:
+        stage, copy = "", f"COPY {repository} /models"
+    text = render(
+        "deploy/Dockerfile.prebuilt.tmpl",
+        **common,
+        repository=repository,
+        python_note=_python_note(info, target),
+        verify_stage=stage,
+        copy_repository=copy,
+    )
+    keep = (
+        "# The repository is copied as built: the packages it ships hold bytecode its recorded digests cover.\n"
+        f"!{'' if repository == '.' else repository + '/'}**"
+    )
+    return text, keep

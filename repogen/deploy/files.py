@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ from ..ondisk.repository import BuiltRepository, read_repository
 from ..packages.indexes import PackageIndexes
 from ..triton.access import DEFAULT_RESTRICTED
 from ..triton.releases import NEWEST, Release, get_release
+from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access, compose, docker, kserve, kubernetes, probe
-from .resources import SHM_PER_INSTANCE, format_quantity
+from .resources import format_quantity
 from .verify import KeySource, VerifyDeploy
 from .wheel import wheel_bytes, wheel_name
 
@@ -83,6 +85,29 @@ class DeployOutput:
     warnings: tuple[str, ...]
     binaries: dict[str, bytes] = field(default_factory=dict)
     """Written beside the files, never printed: repogen's own wheel, which an ``--app`` build stage installs."""
+
+    def printed(self) -> str:
+        """The files as ``repogen deploy`` prints them without ``-o``: a ``# ---- NAME`` line before each when there
+        are several, and ``---`` between YAML files so that ``| kubectl apply -f -`` sees every document."""
+        shown = {name: text for name, text in self.files.items() if not name.endswith(".dockerignore")}
+        parts = []
+        for index, (name, text) in enumerate(shown.items()):
+            if index and name.endswith(".yaml"):
+                parts.append("---\n")
+            if len(shown) > 1:
+                parts.append(f"# ---- {name}\n")
+            parts.append(text)
+        return "".join(parts)
+
+    def write(self, directory: Path) -> Iterator[str]:
+        """Write every file (and binary) into ``directory``, saying so in a line after each."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in self.files.items():
+            (directory / name).write_text(text, encoding="utf-8")
+            yield f"Wrote {directory / name}"
+        for name, data in self.binaries.items():
+            (directory / name).write_bytes(data)
+            yield f"Wrote {directory / name} (repogen itself, which the image's build stage installs)"
 
 
 def dump_yaml(*documents: dict[str, Any]) -> str:
@@ -198,76 +223,41 @@ def _verify_key_in_context(verify: VerifyDeploy, options: DeployOptions, out_dir
     return docker.context_path(out_dir / VERIFY_KEY_FILE, options.context, "the deployment directory")
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What every file is written for: the repository, the release serving it, its names, key and access."""
+
+    info: BuiltRepository
+    release: Release
+    apis: tuple[str, ...]
+    name: str
+    secret: str
+    image: str
+    verify: VerifyDeploy | None
+
+
+@dataclass
+class _Written:
+    files: dict[str, str] = field(default_factory=dict)
+    binaries: dict[str, bytes] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
 def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
     """Every requested deployment file for ``repository`` (nothing is written here)."""
     if not (options.docker or options.k8s or options.kserve or options.compose):
         raise UsageError("nothing to generate; expected at least one of --docker, --k8s, --kserve, --compose.")
-    info = read_repository(repository)
-    target = get_release(options.triton_version)
-    apis = tuple(options.restrict)
-    access.check_release(target, apis)
-    name = options.name or kubernetes.dns_name(info.path.resolve().name)
-    secret = access.secret_name(name, options.access_secret)
-    image = options.image or f"{name}:latest"
-    key = KeySource.of(options.verify_key, options.verify_key_secret)
-    verify = _verification(info, key, name) if key is not None else None
-    files: dict[str, str] = {}
-    binaries: dict[str, bytes] = {}
-    warnings: list[str] = []
+    target = _target(repository, options)
+    written = _Written()
     compose_builds = options.compose and bool(options.docker or options.prebuilt or options.app)
     if options.docker or compose_builds:  # --compose --prebuilt builds the image of the Dockerfile written beside
-        out_dir = options.output_dir
-        dockerfile_path = (out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE
-        repogen_wheel = None
-        if options.prebuilt and options.app:
-            raise UsageError(
-                f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
-                "image; expected one of them. Leave --app out to copy the repository (the default)."
-            )
-        key_in_context = None
-        if verify is not None:
-            key_in_context = _verify_key_in_context(verify, options, out_dir)
-            files[VERIFY_KEY_FILE] = verify.key.text()
-        if options.app:
-            if out_dir is None:
-                raise UsageError(
-                    "rebuilding the repository inside the image (--app) installs repogen from a wheel written beside "
-                    "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
-                    "to copy the repository built here."
-                )
-            repogen_wheel = docker.context_path(out_dir / wheel_name(), options.context, "the deployment directory")
-            binaries[wheel_name()] = wheel_bytes()
-        built = docker.dockerfile(
-            info,
-            target,
-            app=options.app or None,
-            context=options.context,
-            dockerfile_path=dockerfile_path,
-            tag=image,
-            repogen_wheel=repogen_wheel,
-            gpus=max(options.gpus or 0, 1),
-            indexes=options.indexes,
-            verify=verify,
-            key_in_context=key_in_context,
-            apis=apis,
-        )
-        files[DOCKERFILE] = built.dockerfile
-        files[DOCKERIGNORE] = built.dockerignore
-        if not options.app:  # the repository as built goes into the image: it must load there
-            fix = "Or pass --app APP:ATTR to rebuild it inside the image, with the image's Python"
-            warnings.extend(_check_fit(info, target, fix))
+        _docker(target, options, written)
     if options.compose:
-        directory = options.output_dir or Path(".")
-        build = {"context": str(options.context), "dockerfile": str(directory / DOCKERFILE)} if compose_builds else None
-        if build is None:
-            fix = "Pass --prebuilt to build an image holding the repository (with --docker's Dockerfile)"
-            warnings.extend(_check_stock_runtime(info, target, "the stock image", fix))
-        document = compose.compose_file(info, target, name, directory=directory, image=image, build=build, apis=apis)
-        files[COMPOSE_FILE] = _compose_header(info, target, build is not None, apis) + dump_yaml(document)
+        _compose(target, options, compose_builds, written)
     scaling = _scaling(options)
     if options.k8s or options.kserve:
         resources = kubernetes.resolve_resources(
-            info,
+            target.info,
             cpu_request=options.cpu_request,
             cpu_limit=options.cpu_limit,
             memory_request=options.memory_request,
@@ -275,49 +265,148 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
             shm_size=options.shm_size,
             gpus=options.gpus,
         )
-        config_map = verify.config_map(kubernetes.labels(name)) if verify is not None else None
-        env = access.kubernetes_env(secret) if apis else None
-        note = access.manifest_note(apis, secret)
         if options.k8s:
-            documents = [
-                *([config_map] if config_map else []),
-                kubernetes.deployment(
-                    name,
-                    image,
-                    resources,
-                    replicas=options.replicas,
-                    liveness=probe.liveness_probe(info, kubernetes.HTTP_PORT, apis),
-                    access_args=access.kubernetes_args(target, apis),
-                    env=env,
-                    ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
-                    verify=verify,
-                ),
-                kubernetes.service(name),
-            ]
-            if scaling:
-                minimum, maximum, cpu = scaling
-                documents.append(
-                    kubernetes.autoscaler(name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
-                )
-            header = _header(info, "--k8s", resources, resources.gpus, note) + _verify_note(verify)
-            files[K8S_FILE] = header + dump_yaml(*documents)
+            _kubernetes(target, options, resources, scaling, written)
         if options.kserve:
-            if options.image and options.storage_uri:
-                raise UsageError(
-                    "--image and --storage-uri both given for --kserve; expected one: --storage-uri serves the "
-                    "repository on KServe's stock Triton runtime, --image serves an image with it baked in."
-                )
-            storage = None if options.image else (options.storage_uri or f"pvc://{name}-models")
-            if storage:
-                warnings.extend(_check_stock_runtime(info, target))
-            isvc = kserve.inference_service(
-                name, target, resources, storage_uri=storage, image=options.image, scaling=scaling,
-                liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
-                access_args=access.kubernetes_args(target, apis), env=env, verify=verify,
-                verifier_image=options.verifier_image or image,
-            )  # fmt: skip
-            documents = [*([config_map] if config_map else []), isvc]
-            header = _header(info, "--kserve", resources, resources.gpus, note) + _verify_note(verify)
-            upload = kserve.upload_note(info, storage, name) if storage else ""
-            files[KSERVE_FILE] = header + upload + dump_yaml(*documents)
-    return DeployOutput(files, tuple(warnings), binaries)
+            _kserve(target, options, resources, scaling, written)
+    return DeployOutput(written.files, tuple(written.warnings), written.binaries)
+
+
+def _target(repository: str | Path, options: DeployOptions) -> _Target:
+    info = read_repository(repository)
+    release = get_release(options.triton_version)
+    apis = tuple(options.restrict)
+    access.check_release(release, apis)
+    name = options.name or kubernetes.dns_name(info.path.resolve().name)
+    secret = access.secret_name(name, options.access_secret)
+    key = KeySource.of(options.verify_key, options.verify_key_secret)
+    verify = _verification(info, key, name) if key is not None else None
+    return _Target(info, release, apis, name, secret, options.image or f"{name}:latest", verify)
+
+
+def _docker(target: _Target, options: DeployOptions, written: _Written) -> None:
+    """The Dockerfile and its .dockerignore, the public key its verify stage copies, repogen's wheel for --app."""
+    info, out_dir = target.info, options.output_dir
+    if options.prebuilt and options.app:
+        raise UsageError(
+            f"--prebuilt copies {info.path} into the image as built, --app {options.app} rebuilds it inside the "
+            "image; expected one of them. Leave --app out to copy the repository (the default)."
+        )
+    key_in_context = None
+    if target.verify is not None:
+        key_in_context = _verify_key_in_context(target.verify, options, out_dir)
+        written.files[VERIFY_KEY_FILE] = target.verify.key.text()
+    built = docker.dockerfile(
+        info,
+        target.release,
+        app=options.app or None,
+        context=options.context,
+        dockerfile_path=(out_dir / DOCKERFILE).as_posix() if out_dir is not None else DOCKERFILE,
+        tag=target.image,
+        repogen_wheel=_repogen_wheel(options, written) if options.app else None,
+        gpus=max(options.gpus or 0, 1),
+        indexes=options.indexes,
+        verify=target.verify,
+        key_in_context=key_in_context,
+        apis=target.apis,
+    )
+    written.files[DOCKERFILE] = built.dockerfile
+    written.files[DOCKERIGNORE] = built.dockerignore
+    if not options.app:  # the repository as built goes into the image: it must load there
+        fix = "Or pass --app APP:ATTR to rebuild it inside the image, with the image's Python"
+        written.warnings.extend(_check_fit(info, target.release, fix))
+
+
+def _repogen_wheel(options: DeployOptions, written: _Written) -> str:
+    """``--app``: repogen's own wheel, written beside the Dockerfile in the build context; its path there."""
+    if options.output_dir is None:
+        raise UsageError(
+            "rebuilding the repository inside the image (--app) installs repogen from a wheel written beside "
+            "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
+            "to copy the repository built here."
+        )
+    path = docker.context_path(options.output_dir / wheel_name(), options.context, "the deployment directory")
+    written.binaries[wheel_name()] = wheel_bytes()
+    return path
+
+
+def _compose(target: _Target, options: DeployOptions, builds: bool, written: _Written) -> None:
+    """compose.yaml: the stock image with the repository mounted, or (``builds``) the Dockerfile's image."""
+    info, release = target.info, target.release
+    directory = options.output_dir or Path(".")
+    build = {"context": str(options.context), "dockerfile": str(directory / DOCKERFILE)} if builds else None
+    if build is None:
+        fix = "Pass --prebuilt to build an image holding the repository (with --docker's Dockerfile)"
+        written.warnings.extend(_check_stock_runtime(info, release, "the stock image", fix))
+    document = compose.compose_file(
+        info, release, target.name, directory=directory, image=target.image, build=build, apis=target.apis
+    )
+    written.files[COMPOSE_FILE] = _compose_header(info, release, build is not None, target.apis) + dump_yaml(document)
+
+
+def _cluster_head(target: _Target, resources: kubernetes.Resources, command: str) -> tuple[list[dict[str, Any]], str]:
+    """What a Kubernetes and a KServe file both begin with: the verify key's ConfigMap, and the comment header."""
+    verify = target.verify
+    found = verify.config_map(kubernetes.labels(target.name)) if verify is not None else None
+    config_map = [found] if found else []  # a key from a Secret needs none
+    note = access.manifest_note(target.apis, target.secret)
+    return config_map, _header(target.info, command, resources, resources.gpus, note) + _verify_note(verify)
+
+
+def _kubernetes(
+    target: _Target,
+    options: DeployOptions,
+    resources: kubernetes.Resources,
+    scaling: tuple[int, int, int] | None,
+    written: _Written,
+) -> None:
+    """kubernetes.yaml: a Deployment, its Service and, with scaling, a HorizontalPodAutoscaler."""
+    apis = target.apis
+    config_map, header = _cluster_head(target, resources, "--k8s")
+    deployment = kubernetes.deployment(
+        target.name,
+        target.image,
+        resources,
+        replicas=options.replicas,
+        liveness=probe.liveness_probe(target.info, kubernetes.HTTP_PORT, apis),
+        access_args=access.kubernetes_args(target.release, apis),
+        env=access.kubernetes_env(target.secret) if apis else None,
+        ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
+        verify=target.verify,
+    )
+    documents = [*config_map, deployment, kubernetes.service(target.name)]
+    if scaling:
+        minimum, maximum, cpu = scaling
+        documents.append(
+            kubernetes.autoscaler(target.name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
+        )
+    written.files[K8S_FILE] = header + dump_yaml(*documents)
+
+
+def _kserve(
+    target: _Target,
+    options: DeployOptions,
+    resources: kubernetes.Resources,
+    scaling: tuple[int, int, int] | None,
+    written: _Written,
+) -> None:
+    """inferenceservice.yaml: the repository from storage on KServe's stock Triton runtime, or an image of it."""
+    if options.image and options.storage_uri:
+        raise UsageError(
+            "--image and --storage-uri both given for --kserve; expected one: --storage-uri serves the "
+            "repository on KServe's stock Triton runtime, --image serves an image with it baked in."
+        )
+    info, apis = target.info, target.apis
+    storage = None if options.image else (options.storage_uri or f"pvc://{target.name}-models")
+    if storage:
+        written.warnings.extend(_check_stock_runtime(info, target.release))
+    isvc = kserve.inference_service(
+        target.name, target.release, resources, storage_uri=storage, image=options.image, scaling=scaling,
+        liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
+        access_args=access.kubernetes_args(target.release, apis),
+        env=access.kubernetes_env(target.secret) if apis else None, verify=target.verify,
+        verifier_image=options.verifier_image or target.image,
+    )  # fmt: skip
+    config_map, header = _cluster_head(target, resources, "--kserve")
+    upload = kserve.upload_note(info, storage, target.name) if storage else ""
+    written.files[KSERVE_FILE] = header + upload + dump_yaml(*config_map, isvc)

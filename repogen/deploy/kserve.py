@@ -153,38 +153,9 @@ def inference_service(
     """
     access = {"env": env} if env else {}
     if image:
-        predictor: dict[str, Any] = {
-            "containers": [
-                {
-                    "name": "kserve-container",
-                    "image": image,
-                    "args": server_args(
-                        MODEL_REPOSITORY,
-                        f"--http-port={KSERVE_HTTP_PORT}",
-                        f"--grpc-port={KSERVE_GRPC_PORT}",
-                        *(access_args or []),
-                    ),
-                    **access,
-                    "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
-                    "resources": resources.as_dict(),
-                    "securityContext": security_context(),
-                    "volumeMounts": [shm_mount()],
-                }
-            ],
-        }
+        predictor = _image_predictor(image, resources, access_args or [], access)
     else:
-        predictor = {
-            "model": {
-                "modelFormat": {"name": "triton"},
-                "protocolVersion": "v2",
-                "runtimeVersion": target.tag,
-                "storageUri": storage_uri,
-                **({"args": access_args} if access_args else {}),
-                **access,
-                "resources": resources.as_dict(),
-                "volumeMounts": [shm_mount()],
-            },
-        }
+        predictor = _runtime_predictor(target, storage_uri, resources, access_args, access)
     if liveness:
         (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
@@ -202,4 +173,51 @@ def inference_service(
             "annotations": _annotations(),
         },
         "spec": {"predictor": predictor},
+    }
+
+
+def _image_predictor(
+    image: str, resources: Resources, access_args: list[str], access: dict[str, Any]
+) -> dict[str, Any]:
+    """A custom predictor container: ``image``, the repository baked in, its own tritonserver command line."""
+    return {
+        "containers": [
+            {
+                "name": "kserve-container",
+                "image": image,
+                "args": server_args(
+                    MODEL_REPOSITORY,
+                    f"--http-port={KSERVE_HTTP_PORT}",
+                    f"--grpc-port={KSERVE_GRPC_PORT}",
+                    *access_args,
+                ),
+                **access,
+                "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
+                "resources": resources.as_dict(),
+                "securityContext": security_context(),
+                "volumeMounts": [shm_mount()],
+            }
+        ],
+    }
+
+
+def _runtime_predictor(
+    target: Release,
+    storage_uri: str | None,
+    resources: Resources,
+    access_args: list[str] | None,
+    access: dict[str, Any],
+) -> dict[str, Any]:
+    """KServe's stock Triton runtime of ``target``, the repository downloaded from ``storage_uri``."""
+    return {
+        "model": {
+            "modelFormat": {"name": "triton"},
+            "protocolVersion": "v2",
+            "runtimeVersion": target.tag,
+            "storageUri": storage_uri,
+            **({"args": access_args} if access_args else {}),
+            **access,
+            "resources": resources.as_dict(),
+            "volumeMounts": [shm_mount()],
+        },
     }

@@ -19,7 +19,8 @@ from typing import Any
 from ..errors import DeployError, UsageError
 from ..ondisk.repository import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
-from .resources import GiB, MiB, format_quantity, parse_quantity, shm_size_bytes
+from ..triton.shm import shm_size_bytes
+from .resources import GiB, MiB, format_quantity, parse_quantity
 from .verify import VerifyDeploy
 
 __all__ = [
@@ -90,7 +91,9 @@ def resolve_resources(
     must exceed the /dev/shm size with room for the server itself.
     """
     gpu_count = gpus if gpus is not None else (1 if info.uses_gpu else 0)
-    shm = parse_quantity(shm_size, "--shm-size") if shm_size else shm_size_bytes(info, max(gpu_count, 1))
+    shm = (
+        parse_quantity(shm_size, "--shm-size") if shm_size else shm_size_bytes(info.python_instances(max(gpu_count, 1)))
+    )
     needed = shm + _WORKING_MEMORY
     if memory_limit:
         limit = parse_quantity(memory_limit, "--memory-limit")

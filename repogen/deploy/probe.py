@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from google.protobuf import json_format
@@ -29,10 +29,15 @@ from ..triton.endpoints import HEALTH_READY
 from ..triton.python_backend import ready_detects_dead_stub
 from ..triton.releases import Release
 from .access import needs_key, probe_key_args
+from .probe_check import check
+
+if TYPE_CHECKING:
+    from ..server.client.infer import ModelClient
+    from ..server.client.states import ModelState
 
 __all__ = [
     "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes",
-    "ready_check", "timeout_s",
+    "ready_check", "silent_models", "timeout_s",
 ]  # fmt: skip
 
 MAX_ELEMENTS = 65536
@@ -84,6 +89,22 @@ def probe_for(config: Mapping[str, Any]) -> dict[str, Any] | None:
         body: dict[str, Any] = {t["name"]: t["data"][0] if len(t["data"]) == 1 else t["data"] for t in tensors}
         return {"model": name, "path": f"{path}/generate_stream", "body": body}
     return {"model": name, "path": f"{path}/infer", "body": {"inputs": tensors}}
+
+
+def silent_models(client: ModelClient, states: Sequence[ModelState]) -> tuple[dict[str, str], dict[str, str]]:
+    """The probes sent from here to a running server (``repogen status``): the READY models that do not answer,
+    with why (a dead stub stays READY in the index), and those whose probe could not be made because their
+    metadata or config could not be read, with the error."""
+    found, unprobed = [], {}
+    for name in sorted({state.name for state in states if state.state == "READY"}):
+        try:
+            probe = probe_for({"name": name, **client.metadata(name)["config"]})
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the model is listed with it, never skipped
+            unprobed[name] = f"its metadata could not be read: {type(exc).__name__}: {exc}".splitlines()[0]
+            continue
+        if probe is not None:
+            found.append(probe)
+    return dict(check(f"http://{client.url}", found, headers=client.client.headers)), unprobed
 
 
 def probes(info: BuiltRepository) -> list[dict[str, Any]]:

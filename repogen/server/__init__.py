@@ -1,8 +1,9 @@
 """A stock tritonserver here, and a client of any running one, split by job.
 
 :mod:`~repogen.server.provision` installs the server from PyPI's wheel, numpy-only venvs of the
-containers' Pythons and perf_analyzer; :mod:`~repogen.server.running` runs it (the loopback process,
-``repogen serve`` in the foreground: its choices, banner, ``--reload``; stubs a dead server left);
+containers' Pythons and perf_analyzer; :mod:`~repogen.server.running` runs it (the loopback process;
+``repogen serve`` as a library, :class:`~repogen.server.running.serving.Serving`, with its choices, banner,
+``--reload`` and foreground; stubs a dead server left);
 :mod:`~repogen.server.client` sends it requests (``repogen infer``, ``repogen perf``, model states).
 The names below are what the tests, benchmarks and demos use.
 """

@@ -8,7 +8,9 @@
   The pytest header names the pairing.
 * ``triton_server`` (function): a factory ``triton_server(repo_dir, **kw) -> TritonServer``
   returning a started, ready server; every server it made is stopped at teardown, and a
-  failing test's report shows the tail of each server's log.
+  failing test's report shows the tail of each server's log. A plain tritonserver, with whatever
+  arguments a test gives it; ``triton_install.serving(target, **options)`` serves an app or a
+  repository as ``repogen serve`` does (:class:`~repogen.server.running.serving.Serving`).
 * ``docker_engine`` (session): the Docker engine the ``docker`` command reaches. Without one a test
   that asks for it **fails** naming why (a skip would hide that nothing ran in a container).
 * ``standin_image`` (session): ``standin_image("24.10") -> StandInImage``, the stand-in for that NGC
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -39,6 +41,9 @@ from repogen.server.running.process import TritonServer
 from repogen.testing.releases import pairing_under_test
 from repogen.testing.standin import StandInImage, ensure_standin, standin_for
 from repogen.triton.releases import Release, pairing_label
+
+if TYPE_CHECKING:
+    from repogen.server.running.serving import Serving
 
 __all__ = [
     "TritonInstallation",
@@ -69,6 +74,15 @@ class TritonInstallation:
     def server(self, model_repository: str | Path, **kwargs: Any) -> TritonServer:
         """A not-yet-started server for ``model_repository`` (use as a context manager)."""
         return TritonServer(model_repository, self.install, self.venv, **kwargs)
+
+    def serving(self, target: str | Path, echo: Callable[[str], None] | None = None, **options: Any) -> Serving:
+        """``repogen serve TARGET`` on this pairing and free ports, in this process, not yet started (``with`` it);
+        ``options``: :class:`ServeOptions`' others (``models``, ``reload``, ``restrict``, ...)."""
+        from repogen.server.running.serving import ServeOptions, Serving  # its compiler imports: only when used
+
+        options = {"http_port": 0, "grpc_port": 0, "metrics_port": 0, **options}
+        release, python = self.install.release, self.venv.python_version
+        return Serving(ServeOptions(str(target), triton_version=release, server_python=python, **options), echo)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,20 +8,25 @@ on first use, into a venv of its own (:mod:`repogen.server.provision.model_analy
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import TuneError, UsageError
 from ..server.client.access import Access, new_token
 from ..server.provision.install import ensure_server, ensure_server_venv, venv_info
 from ..server.provision.model_analyzer import VERSION as MA_VERSION
 from ..server.provision.model_analyzer import ensure_model_analyzer, model_analyzer_installed
 from ..server.provision.perf_analyzer import ensure_perf_analyzer
 from ..server.provision.pythons import container_python_or_current, require_python
+from ..server.running.external import find_tritonserver
+from ..server.running.pairing import pairing_for
+from ..server.running.target import clear_scratch, repository_for
 from ..triton.access import DEFAULT_RESTRICTED, PROTOCOL_NAMES
-from ..triton.releases import Release, pairing_label
+from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, pairing_label
 from .plan import (
     MODEL_ANALYZER_OPEN,
     SearchBudget,
@@ -32,25 +37,71 @@ from .plan import (
     plan_tuning,
     skipped,
 )
-from .results import Recommendation, read_recommendation
+from .results import Recommendation, read_recommendation, report_lines
 from .run import run_model_analyzer
 
-__all__ = ["Recommendation", "SearchBudget", "TuneOptions", "tune"]
+__all__ = ["Recommendation", "SearchBudget", "TuneOptions", "report_lines", "tune", "tune_target"]
 
 Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class TuneOptions:
-    release: Release
+    release: Release | None = None
+    """The embedded release; None: the one the repository's records ask for (:func:`tune_target`), else the default."""
     server_python: str | None = None
     models: tuple[str, ...] = ()
     shapes: dict[str, list[int]] = field(default_factory=dict)
     budget: SearchBudget = SearchBudget()
     timeout_s: float | None = None
-    tritonserver: Path | None = None  # a tritonserver of the user's instead of the embedded one
+    tritonserver: str | Path | None = None  # a tritonserver of the user's instead of the embedded one
     restrict: tuple[str, ...] = DEFAULT_RESTRICTED
     """The API groups to keep behind a key of the run's (less what Model Analyzer needs open: plan.py)."""
+
+    def check(self) -> None:
+        """Options that contradict each other, or a release tune cannot run, before anything is built."""
+        if self.tritonserver and (self.release or self.server_python):
+            raise UsageError(
+                "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+                "select the embedded server. Pass one or the other."
+            )
+        release = self.release or DEFAULT_RELEASE
+        if release not in EMBEDDED:
+            raise UsageError(
+                f"--triton-version {release.tritonserver}: tune runs the embedded server, which ships only "
+                f"{', '.join(r.tritonserver for r in EMBEDDED)}."
+            )
+
+
+def tune_target(target: str, reports: Path, options: TuneOptions, echo: Echo) -> list[Recommendation]:
+    """``repogen tune TARGET``: an app is built first, into scratch space removed however the run ends; the
+    embedded pairing is the one the repository's records ask for unless ``options`` name a server.
+
+    Raises :class:`TuneError` when Model Analyzer measured nothing.
+    """
+    options.check()
+    if options.tritonserver:
+        options = dataclasses.replace(options, tritonserver=find_tritonserver(str(options.tritonserver)))
+    scratch = Path(tempfile.mkdtemp(prefix="repogen-tune-build-"))
+    try:
+        repository, _ = repository_for(target, scratch / "model_repository", None, echo)
+        found = tune(repository, reports, _paired(options, repository, echo), echo)
+    finally:
+        clear_scratch(scratch)
+    if not found:
+        raise TuneError("Model Analyzer measured nothing.")
+    return found
+
+
+def _paired(options: TuneOptions, repository: Path, echo: Echo) -> TuneOptions:
+    """The embedded pairing the repository's records ask for, unless the options name a server."""
+    if options.release or options.server_python or options.tritonserver:
+        return options
+    pick = pairing_for(repository)
+    if pick is None:
+        return options
+    echo(f"{pick.why}, so the embedded server runs it on Python {pick.python}.")
+    return dataclasses.replace(options, release=pick.release, server_python=pick.python)
 
 
 def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> list[Recommendation]:
@@ -89,16 +140,17 @@ def tune(repository: Path, reports: Path, options: TuneOptions, echo: Echo) -> l
 def _server(options: TuneOptions, echo: Echo) -> tuple[ServerLaunch, str]:
     """The user's ``--tritonserver`` as it is, else the embedded release with its container's Python."""
     if options.tritonserver is not None:
-        return given_launch(options.tritonserver), str(options.tritonserver)
+        return given_launch(Path(options.tritonserver)), str(options.tritonserver)
+    release = options.release or DEFAULT_RELEASE
     if options.server_python:
         python, version, note = require_python(options.server_python), options.server_python, None
     else:
-        python, version, note = container_python_or_current(options.release)
+        python, version, note = container_python_or_current(release)
     if note:
         echo(note)
-    install = ensure_server(options.release)
-    venv = venv_info(ensure_server_venv(python=python, numpy=options.release.numpy))
-    return embedded_launch(install, venv), pairing_label(options.release, version)
+    install = ensure_server(release)
+    venv = venv_info(ensure_server_venv(python=python, numpy=release.numpy))
+    return embedded_launch(install, venv), pairing_label(release, version)
 
 
 def _access_line(access: Access | None, restrict: tuple[str, ...], server: ServerLaunch) -> str:

@@ -27,7 +27,7 @@ from ..server.client.access import Access
 from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo
 from ..server.provision.perf_analyzer import PerfAnalyzer
-from ..server.running.foreground import help_restricts
+from ..server.running.external import help_restricts
 from ..server.running.host import HOST
 from ..server.running.process import TritonServer, free_ports
 from ..triton.dtypes import wire_name
@@ -190,21 +190,7 @@ def plan_tuning(
     models = _choose(repository, names)
     http, grpc, metrics = free_ports(3)
     environment = perf.environment(server.environment)  # one LD_LIBRARY_PATH for server and perf_analyzer
-    profile: dict[str, Any] = {}
-    for model in models:
-        try:
-            data, shape_args = input_data(_metadata(model), {}, shapes or {})
-        except InferError as exc:
-            raise TuneError(str(exc)) from None
-        data_file = workdir / "inputs" / f"{model.name}.json"
-        data_file.parent.mkdir(parents=True, exist_ok=True)
-        data_file.write_text(json.dumps(data))
-        flags: dict[str, Any] = {"input-data": str(data_file)}
-        if shape_args:
-            flags["shape"] = [a.removeprefix("--shape=") for a in shape_args]
-        if access is not None:
-            flags["http-header"] = header_values(access.token, _PROTOCOL)[0]
-        profile[model.name] = {"cpu_only": not model.uses_gpu, "perf_analyzer_flags": flags}
+    profile = {model.name: _profile(model, workdir, shapes or {}, access) for model in models}
     # Model Analyzer's server and the stubs name the repository on their command lines: seen through a link in
     # the run's directory, every process of the run names that directory, and is found by it (run.py).
     linked = workdir / "repository"
@@ -230,16 +216,46 @@ def plan_tuning(
         "triton_metrics_url": f"http://{HOST}:{metrics}/metrics",
         "triton_output_path": str(workdir / "tritonserver.log"),
         "perf_analyzer_path": str(perf.binary),
-        "output_model_repository_path": str(workdir / "variants"),
-        "override_output_model_repository": True,
-        "checkpoint_directory": str(workdir / "checkpoints"),
-        "export_path": str(workdir / "reports"),
-        "run_config_search_mode": budget.mode,
-        "run_config_search_max_instance_count": budget.max_instances,
-        "run_config_search_max_model_batch_size": budget.max_batch_size,
-        "run_config_search_max_concurrency": budget.max_concurrency,
+        **_outputs(workdir),
+        **_search(budget),
         "collect_cpu_metrics": True,
     }
     config_file = workdir / "model-analyzer.yaml"
     config_file.write_text(yaml.safe_dump(config, sort_keys=True))
     return TunePlan(workdir, config_file, environment, tuple(m.name for m in models))
+
+
+def _profile(model: ModelDir, workdir: Path, shapes: dict[str, list[int]], access: Access | None) -> dict[str, Any]:
+    """One model's entry: its inputs, written from its config to a file perf_analyzer reads, and the key it sends."""
+    try:
+        data, shape_args = input_data(_metadata(model), {}, shapes)
+    except InferError as exc:
+        raise TuneError(str(exc)) from None
+    data_file = workdir / "inputs" / f"{model.name}.json"
+    data_file.parent.mkdir(parents=True, exist_ok=True)
+    data_file.write_text(json.dumps(data))
+    flags: dict[str, Any] = {"input-data": str(data_file)}
+    if shape_args:
+        flags["shape"] = [a.removeprefix("--shape=") for a in shape_args]
+    if access is not None:
+        flags["http-header"] = header_values(access.token, _PROTOCOL)[0]
+    return {"cpu_only": not model.uses_gpu, "perf_analyzer_flags": flags}
+
+
+def _outputs(workdir: Path) -> dict[str, Any]:
+    """Where Model Analyzer writes the variants it measures, its checkpoints and its reports: all in the run's."""
+    return {
+        "output_model_repository_path": str(workdir / "variants"),
+        "override_output_model_repository": True,
+        "checkpoint_directory": str(workdir / "checkpoints"),
+        "export_path": str(workdir / "reports"),
+    }
+
+
+def _search(budget: SearchBudget) -> dict[str, Any]:
+    return {
+        "run_config_search_mode": budget.mode,
+        "run_config_search_max_instance_count": budget.max_instances,
+        "run_config_search_max_model_batch_size": budget.max_batch_size,
+        "run_config_search_max_concurrency": budget.max_concurrency,
+    }

@@ -18,7 +18,7 @@ from google.protobuf import text_format
 from ..errors import TuneError
 from ..triton.proto import model_config_pb2 as mc
 
-__all__ = ["Measured", "Recommendation", "config_arguments", "describe", "read_recommendation"]
+__all__ = ["Measured", "Recommendation", "config_arguments", "describe", "read_recommendation", "report_lines"]
 
 CSV = Path("results") / "metrics-model-inference.csv"
 
@@ -145,3 +145,11 @@ def describe(recommendation: Recommendation) -> list[str]:
     lines.append(f"  Write in app.py ({change}), keeping the model's other ModelConfig arguments:")
     lines.append(f"    config=ModelConfig(..., {arguments})")
     return lines
+
+
+def report_lines(found: list[Recommendation], reports: Path) -> list[str]:
+    """What ``repogen tune`` prints at the end: each model's recommendation, then where the reports are."""
+    lines = []
+    for recommendation in found:
+        lines += ["", *describe(recommendation)]
+    return [*lines, f"\nModel Analyzer's reports, logs and every measured config.pbtxt: {reports}"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from repogen.deploy.resources import shm_size_bytes
 from repogen.ondisk.repository import read_repository
 from repogen.server.running.docker import Container, Engine, unique_name
+from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 YAML_PAIR = ROOT / "tests" / "apps" / "containers" / "yaml_pair.py"
@@ -63,7 +63,7 @@ def umask(mask: int) -> Iterator[None]:
 
 def shm_flag(repository: Path) -> str:
     """``--shm-size=64m``: what ``repogen deploy`` computes for the repository, as Docker spells it."""
-    return f"--shm-size={shm_size_bytes(read_repository(repository)) >> 20}m"
+    return f"--shm-size={shm_size_bytes(read_repository(repository).python_instances()) >> 20}m"
 
 
 def image_name(what: str) -> str:

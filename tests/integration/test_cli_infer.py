@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from serve_cli import ServeProcess, cli_env, repogen, serving
+from serve_cli import ROOT, cli_env, repogen
 
+from repogen.server.running.server_process import ServerProcess
 from repogen.testing.pytest_plugin import TritonInstallation
 
 pytestmark = pytest.mark.integration
@@ -25,19 +26,21 @@ VALID = ("-i", "n=2", "-i", "u=3", "-i", "x=[1.5,2]")
 
 
 @pytest.fixture(scope="module")
-def served(triton_install: TritonInstallation) -> Iterator[ServeProcess]:
-    with serving("tests/apps/cli/app.py:models", triton_install, r"ready \(pid \d+\), serving 2 model\(s\)") as serve:
-        yield serve
+def served(triton_install: TritonInstallation) -> Iterator[ServerProcess]:
+    """tests/apps/cli served as `repogen serve` serves it (in this process: the commands under test run apart)."""
+    with triton_install.serving(f"{ROOT / 'tests' / 'apps' / 'cli' / 'app.py'}:models") as serving:
+        assert serving.server is not None and len(serving.status().models) == 2
+        yield serving.server
 
 
-def _infer(served: ServeProcess, *args: str, protocol: str = "http") -> tuple[int, str, str]:
-    url = f"127.0.0.1:{served.http if protocol == 'http' else served.grpc}"
+def _infer(served: ServerProcess, *args: str, protocol: str = "http") -> tuple[int, str, str]:
+    url = served.http_url if protocol == "http" else served.grpc_url
     result = repogen("infer", *args, "--url", url, "--protocol", protocol)
     return result.returncode, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_outputs_in_declared_order_and_only_those_asked_for(served: ServeProcess, protocol: str) -> None:
+def test_outputs_in_declared_order_and_only_those_asked_for(served: ServerProcess, protocol: str) -> None:
     code, out, err = _infer(served, "Typed", *VALID, protocol=protocol)
     assert code == 0, err
     assert out.index("zeta  FP32  shape [1, 2]") < out.index("alpha  INT64  shape [1, 1]")  # as declared, not a-z
@@ -47,7 +50,7 @@ def test_outputs_in_declared_order_and_only_those_asked_for(served: ServeProcess
     assert [o["name"] for o in json.loads(out)["outputs"]] == ["alpha"]
 
 
-def test_lossy_values_are_refused(served: ServeProcess, tmp_path: Path) -> None:
+def test_lossy_values_are_refused(served: ServerProcess, tmp_path: Path) -> None:
     cases = {
         ("-i", "n=1.5", "-i", "u=3", "-i", "x=1"): "input 'n' expects INT64 values, found 1.5, which is not a whole "
         "number; pass integers, e.g. n=1.",
@@ -71,13 +74,13 @@ def test_lossy_values_are_refused(served: ServeProcess, tmp_path: Path) -> None:
     assert code == 0 and "[[3., 4.]]" in out, err
 
 
-def test_an_input_given_twice_is_refused(served: ServeProcess) -> None:
+def test_an_input_given_twice_is_refused(served: ServerProcess) -> None:
     code, _, err = _infer(served, "Typed", *VALID, "-i", "n=5")
     assert code == 2  # a usage error
     assert "input 'n' is given twice (--input n=2 and --input n=5); pass each input once" in err
 
 
-def test_a_decoupled_model_streams_its_responses(served: ServeProcess) -> None:
+def test_a_decoupled_model_streams_its_responses(served: ServerProcess) -> None:
     code, out, err = _infer(served, "Count", "--stream", "-i", "n=3", protocol="grpc")
     assert code == 0, err
     assert re.findall(r"^response (\d)$", out, flags=re.MULTILINE) == ["1", "2", "3"]
@@ -93,50 +96,50 @@ def test_a_decoupled_model_streams_its_responses(served: ServeProcess) -> None:
     assert result.returncode == 2 and "No such option '-o'" in result.stderr  # -o means a directory elsewhere
 
 
-def test_the_address_from_the_environment(served: ServeProcess) -> None:
-    env = cli_env(REPOGEN_URL=f"127.0.0.1:{served.grpc}", REPOGEN_PROTOCOL="grpc")
+def test_the_address_from_the_environment(served: ServerProcess) -> None:
+    env = cli_env(REPOGEN_URL=served.grpc_url, REPOGEN_PROTOCOL="grpc")
     result = repogen("infer", "Typed", *VALID, env=env)
     assert result.returncode == 0 and "[[5]]" in result.stdout, result.stderr
     result = repogen("infer", "Typed", *VALID, env=cli_env(REPOGEN_URL="127.0.0.1:9"))
     assert result.returncode == 1 and "cannot reach a Triton server at 127.0.0.1:9" in result.stderr
 
 
-def test_status_lists_states_and_requests(served: ServeProcess) -> None:
+def test_status_lists_states_and_requests(served: ServerProcess) -> None:
     assert _infer(served, "Typed", *VALID)[0] == 0
-    result = repogen("status", "--url", f"127.0.0.1:{served.http}")
+    result = repogen("status", "--url", served.http_url)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"127.0.0.1:{served.http}: ready, 2 model(s)")
+    assert result.stdout.startswith(f"{served.http_url}: ready, 2 model(s)")
     typed = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["Typed"])
     assert typed.split()[1:3] == ["1", "READY"] and int(typed.split()[3]) >= 1
-    rows = json.loads(repogen("status", "--url", f"127.0.0.1:{served.grpc}", "--protocol", "grpc", "--json").stdout)
+    rows = json.loads(repogen("status", "--url", served.grpc_url, "--protocol", "grpc", "--json").stdout)
     assert {r["name"]: r["state"] for r in rows} == {"Count": "READY", "Typed": "READY"}
 
 
-def test_perf_measures_with_inputs_from_the_metadata(served: ServeProcess) -> None:
+def test_perf_measures_with_inputs_from_the_metadata(served: ServerProcess) -> None:
     steady = ("--measurement-interval", "500", "--", "--stability-percentage=100", "--max-trials=6")
-    result = repogen("perf", "Typed", "-b", "4", "--url", f"127.0.0.1:{served.http}", *steady, timeout=300)
+    result = repogen("perf", "Typed", "-b", "4", "--url", served.http_url, *steady, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"perf_analyzer on Typed at 127.0.0.1:{served.http} over http:" in result.stdout
+    assert f"perf_analyzer on Typed at {served.http_url} over http:" in result.stdout
     assert "Batch size: 4" in result.stdout
     assert re.search(r"Concurrency: 1, throughput: [\d.]+ infer/sec", result.stdout)
     assert "compute infer" in result.stdout  # the server-side split perf_analyzer reports
 
-    grpc = ("--url", f"127.0.0.1:{served.grpc}", "--protocol", "grpc")
+    grpc = ("--url", served.grpc_url, "--protocol", "grpc")
     result = repogen("perf", "Count", "-i", "n=2", *grpc, *steady, timeout=300)  # a decoupled model: streamed
     assert result.returncode == 0, result.stdout + result.stderr
     assert "perf_analyzer (streaming) on Count" in result.stdout
     assert re.search(r"Concurrency: 1, throughput: [\d.]+ infer/sec", result.stdout)
-    result = repogen("perf", "Count", "--url", f"127.0.0.1:{served.http}")
+    result = repogen("perf", "Count", "--url", served.http_url)
     assert result.returncode == 1 and "perf_analyzer measures it over a gRPC stream only" in result.stderr
 
 
-def test_perf_installs_perf_analyzer_on_first_use(served: ServeProcess, tmp_path: Path) -> None:
+def test_perf_installs_perf_analyzer_on_first_use(served: ServerProcess, tmp_path: Path) -> None:
     """An empty cache: perf_analyzer is installed (the pinned wheels already downloaded), then it measures."""
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "wheels").symlink_to(Path(cli_env()["REPOGEN_CACHE_DIR"]) / "wheels")
     steady = ("--measurement-interval", "300", "--", "--stability-percentage=100", "--max-trials=3")
-    result = repogen("perf", "Typed", "--url", f"127.0.0.1:{served.http}", *steady,
+    result = repogen("perf", "Typed", "--url", served.http_url, *steady,
                      env=cli_env(REPOGEN_CACHE_DIR=str(cache)), timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "First use of perf_analyzer: installing it into" in result.stdout

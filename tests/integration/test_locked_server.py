@@ -24,8 +24,8 @@ from serve_cli import ServeProcess, cli_env, repogen
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import K8S_FILE
 from repogen.server.client.access import Access, runs_root
-from repogen.server.running.choice import explicit_arguments
-from repogen.server.running.foreground import help_restricts
+from repogen.server.running.external import help_restricts
+from repogen.server.running.options import explicit_arguments
 from repogen.server.running.process import TritonServer
 from repogen.testing.access import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
 from repogen.testing.pytest_plugin import TritonInstallation

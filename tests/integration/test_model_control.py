@@ -16,38 +16,36 @@ import numpy as np
 import pytest
 import tritonclient.grpc
 import tritonclient.http
-from serve_cli import ServeProcess, repogen
+from serve_cli import ROOT, repogen
 from tritonclient.utils import InferenceServerException
 
 from repogen.errors import ModelControlError
 from repogen.server.client.control import load_model, unload_model
 from repogen.server.client.infer import ModelClient
 from repogen.server.client.states import model_states
+from repogen.server.running.server_process import ServerProcess
 from repogen.testing.pytest_plugin import TritonInstallation
 
 pytestmark = pytest.mark.integration
 
-APP = "tests/apps/banner/app.py:models"
+APP = f"{ROOT / 'tests' / 'apps' / 'banner' / 'app.py'}:models"
 MIXED = ("--input", "x=[[1,2,3]]", "--input", "v=[[4,5]]", "--input", "text=hi")
 
 
 @pytest.fixture(scope="module")
-def explicit(triton_install: TritonInstallation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+def explicit(triton_install: TritonInstallation, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The app served as `repogen serve APP --model-control-mode explicit -o DIR` serves it, in this process."""
     repo = tmp_path_factory.mktemp("control") / "repo"
-    serve = ServeProcess(APP, triton_install, "--model-control-mode", "explicit", "-o", str(repo))
-    serve.repo = repo  # type: ignore[attr-defined]
-    try:
-        serve.wait_for(r"ready \(pid \d+\), serving 2 model\(s\)")
-        yield serve
-    finally:
-        serve.stop()
+    with triton_install.serving(APP, control="explicit", output=repo) as serving:
+        assert serving.server is not None and len(serving.status().models) == 2
+        yield serving.server
 
 
-def _url(serve: ServeProcess, protocol: str) -> str:
-    return f"127.0.0.1:{serve.http if protocol == 'http' else serve.grpc}"
+def _url(serve: ServerProcess, protocol: str) -> str:
+    return serve.http_url if protocol == "http" else serve.grpc_url
 
 
-def _state(serve: ServeProcess, name: str) -> str:
+def _state(serve: ServerProcess, name: str) -> str:
     """The model's state in the repository index, which needs the serve run's key (found as repogen's commands do)."""
     with ModelClient("http", _url(serve, "http")) as client:
         return next(s.state for s in model_states(client.index()) if s.name == name)
@@ -67,13 +65,13 @@ def _mixed_inputs(module: Any) -> list[Any]:
     return inputs
 
 
-def _cli(serve: ServeProcess, protocol: str, *args: str) -> tuple[int, str, str]:
+def _cli(serve: ServerProcess, protocol: str, *args: str) -> tuple[int, str, str]:
     result = repogen(*args, "--url", _url(serve, protocol), "--protocol", protocol)
     return result.returncode, result.stdout, result.stderr
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_unload_then_load(explicit: ServeProcess, protocol: str) -> None:
+def test_unload_then_load(explicit: ServerProcess, protocol: str) -> None:
     code, out, err = _cli(explicit, protocol, "unload", "Mixed")
     assert (code, out, err) == (0, "Mixed (version 1): UNAVAILABLE (unloaded)\n", "")
     assert _state(explicit, "Mixed") == "UNAVAILABLE"
@@ -97,14 +95,14 @@ def test_unload_then_load(explicit: ServeProcess, protocol: str) -> None:
         assert client.infer("Mixed", _mixed_inputs(module)).as_numpy("total").tolist() == [[4.0]]
 
 
-def test_library_calls_answer_the_settled_state(explicit: ServeProcess) -> None:
+def test_library_calls_answer_the_settled_state(explicit: ServerProcess) -> None:
     state = unload_model("Plain", url=_url(explicit, "grpc"), protocol="grpc")
     assert (state.name, state.state) == ("Plain", "UNAVAILABLE")
     state = load_model("Plain", url=_url(explicit, "grpc"), protocol="grpc")
     assert (state.name, state.version, state.state) == ("Plain", "1", "READY")
 
 
-def test_unknown_model_gets_the_close_match(explicit: ServeProcess) -> None:
+def test_unknown_model_gets_the_close_match(explicit: ServerProcess) -> None:
     for command in ("load", "unload"):
         code, _, err = _cli(explicit, "http", command, "Mixd")
         assert code == 1
@@ -114,9 +112,9 @@ def test_unknown_model_gets_the_close_match(explicit: ServeProcess) -> None:
         )
 
 
-def test_load_failure_names_the_reason(explicit: ServeProcess) -> None:
+def test_load_failure_names_the_reason(explicit: ServerProcess) -> None:
     """A payload changed after the build fails the model's initialize on every release; the reason is the server's."""
-    payload = explicit.repo / "Plain" / "1" / "model.pkl"  # type: ignore[attr-defined]
+    payload = explicit.model_repository / "Plain" / "1" / "model.pkl"
     saved = payload.read_bytes()
     reason = f"failed to load: PayloadError: refusing to unpickle {payload}: sha256 mismatch"
     try:
@@ -142,9 +140,9 @@ def test_load_failure_names_the_reason(explicit: ServeProcess) -> None:
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_without_explicit_model_control(triton_install: TritonInstallation, protocol: str) -> None:
-    serve = ServeProcess(APP, triton_install)
-    try:
-        serve.wait_for(r"ready \(pid \d+\), serving 2 model\(s\)")
+    with triton_install.serving(APP) as serving:
+        serve = serving.server
+        assert serve is not None and len(serving.status().models) == 2
         for command in ("load", "unload"):
             code, _, err = _cli(serve, protocol, command, "Mixed")
             assert code == 1
@@ -157,5 +155,3 @@ def test_without_explicit_model_control(triton_install: TritonInstallation, prot
         with pytest.raises(ModelControlError):
             unload_model("Mixed", url=_url(serve, protocol), protocol=protocol)
         assert _state(serve, "Mixed") == "READY"
-    finally:
-        serve.stop()

@@ -18,11 +18,10 @@ from click.testing import CliRunner
 from repogen.build import build_app
 from repogen.cli import cli
 from repogen.commands.params import TritonRelease
-from repogen.errors import BuildError, DeployError, RepogenError, RepositoryError, UnknownReleaseError
+from repogen.errors import BuildError, DeployError, RepogenError, RepositoryError, ServeError, UnknownReleaseError
 from repogen.server.client.infer import InferError
 from repogen.server.provision.install import ServerInstallError
 from repogen.server.provision.pythons import PythonNotFoundError
-from repogen.server.running.foreground import ServeError
 from repogen.server.running.process import TritonServerError
 from repogen.triton.releases import NEWEST, get_release
 

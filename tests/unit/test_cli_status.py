@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from repogen.cli import cli
-from repogen.commands import status as status_command
+from repogen.deploy import probe
 from repogen.errors import InferError
+from repogen.server.client import status
 
 
 class _Client:
@@ -53,9 +54,9 @@ class _Client:
 @pytest.fixture
 def fake_server(monkeypatch: pytest.MonkeyPatch) -> list[list[dict[str, Any]]]:
     probed: list[list[dict[str, Any]]] = []
-    monkeypatch.setattr(status_command, "ModelClient", _Client)
-    monkeypatch.setattr(status_command, "fetch_metrics", lambda url: None)
-    monkeypatch.setattr(status_command, "check", lambda url, probes, headers=None: probed.append(probes) or [])
+    monkeypatch.setattr(status, "ModelClient", _Client)
+    monkeypatch.setattr(status, "fetch_metrics", lambda url: None)
+    monkeypatch.setattr(probe, "check", lambda url, probes, headers=None: probed.append(probes) or [])
     return probed
 
 

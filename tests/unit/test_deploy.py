@@ -22,12 +22,13 @@ from repogen.build import build_app
 from repogen.cli import cli
 from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE, dump_yaml
-from repogen.deploy.resources import MiB, shm_size_bytes
+from repogen.deploy.resources import MiB
 from repogen.deploy.wheel import wheel_bytes
 from repogen.errors import RepositoryError, UnknownReleaseError, UsageError
 from repogen.ondisk.repository import read_repository
 from repogen.triton.access import DEFAULT_RESTRICTED
 from repogen.triton.releases import get_release
+from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "examples/quickstart/app.py:models"
@@ -105,11 +106,12 @@ def test_yaml_is_deterministic_and_keeps_key_order() -> None:
 
 
 def test_instances_and_shm_are_counted_from_the_configs(repo: Path, repo_with_requirements: Path) -> None:
-    assert read_repository(repo).python_instances() == 2
-    assert shm_size_bytes(read_repository(repo)) == 64 * MiB  # 2 x 16 MiB, +25% = 40 MiB: the 64 MiB floor
+    instances = read_repository(repo).python_instances()
+    assert instances == 2
+    assert shm_size_bytes(instances) == 64 * MiB  # 2 x 16 MiB, +25% = 40 MiB: the 64 MiB floor
     info = read_repository(repo_with_requirements)
     assert info.python_instances() == 4
-    assert shm_size_bytes(info) == 80 * MiB  # 4 x 16 MiB = 64 MiB, +25% = 80 MiB
+    assert shm_size_bytes(info.python_instances()) == 80 * MiB  # 4 x 16 MiB = 64 MiB, +25% = 80 MiB
     assert info.requirements == ("pandas==2.2.3", "scipy==1.14.1")  # deduplicated, sorted
 
 

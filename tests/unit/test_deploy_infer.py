@@ -19,7 +19,7 @@ from repogen.server.client.infer import (
     parse_input,
     to_array,
 )
-from repogen.server.running.foreground import sample_curl
+from repogen.server.running.banner import sample_curl
 from repogen.server.running.process import free_ports
 
 

@@ -16,9 +16,9 @@ import click
 import pytest
 
 from repogen.cli import cli
-from repogen.deploy.resources import shm_size_bytes
 from repogen.ondisk.repository import read_repository
 from repogen.triton.releases import IMAGE_REPOSITORY, NEWEST
+from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -101,7 +101,7 @@ def test_the_readme_runs_the_quickstart_on_the_release_deploy_defaults_to():
     line = lines[0]
     assert f" {IMAGE_REPOSITORY}:{NEWEST.ngc}-py3 tritonserver --model-repository=/models" in line
     quickstart = read_repository(ROOT / "tests" / "golden" / "quickstart" / "expected")
-    assert f"--shm-size={shm_size_bytes(quickstart) >> 20}m " in line
+    assert f"--shm-size={shm_size_bytes(quickstart.python_instances()) >> 20}m " in line
     # as tests/containers/test_standins.py serves it: the repository mounted read-only at /models
     assert re.search(r" -v \S+:/models:ro ", line)
     section = README.read_text(encoding="utf-8").split("\n## Deploy", 1)[1].split("\n## ", 1)[0]

@@ -19,11 +19,12 @@ from repogen.cli import cli
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy import probe_check as check_module
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
+from repogen.errors import UsageError
 from repogen.server.client.access import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
 from repogen.server.client.perf import PerfOptions, perf_command
 from repogen.server.running.banner import sample_curl
-from repogen.server.running.choice import UsageError, check_passthrough
-from repogen.server.running.foreground import help_restricts
+from repogen.server.running.external import help_restricts
+from repogen.server.running.options import check_passthrough
 from repogen.triton import access
 from repogen.triton.releases import RELEASES
 
@@ -107,6 +108,23 @@ def test_a_key_is_found_from_the_flag_the_environment_or_a_serve_run(tmp_path, m
     monkeypatch.delenv("REPOGEN_ACCESS_TOKEN")
     forget_run(run)
     assert find_token(None, "127.0.0.1:8000") == (None, "")
+
+
+def test_each_server_a_process_serves_has_its_own_run_file(tmp_path, monkeypatch) -> None:
+    """Two servings in one process (a test session, a tool): forgetting one leaves the other's key findable."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    monkeypatch.delenv("REPOGEN_ACCESS_TOKEN", raising=False)
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        first = record_run(Access("first"), (8000,), os.getpid())
+        second = record_run(Access("second"), (9000,), alive.pid)
+        assert first != second
+        forget_run(first)
+        assert find_token(None, "127.0.0.1:9000") == ("second", "the repogen serve run on this port")
+        forget_run(second)
+    finally:
+        alive.kill()
+        alive.wait()
 
 
 def test_a_run_file_of_a_dead_serve_is_ignored(tmp_path, monkeypatch) -> None:

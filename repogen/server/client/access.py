@@ -139,11 +139,11 @@ def runs_dir(create: bool = False) -> Path | None:
 
 def record_run(access: Access, ports: Sequence[int], pid: int) -> Path | None:
     """Write the key of the server ``pid`` listening on ``ports`` (loopback) where clients look, owner-only;
-    None when there is no such place (:func:`runs_dir`)."""
+    None when there is no such place (:func:`runs_dir`). One file per server: a process may serve several."""
     directory = runs_dir(create=True)
     if directory is None:
         return None
-    path = directory / f"serve-{os.getpid()}.json"
+    path = directory / f"serve-{os.getpid()}-{pid}.json"
     data = json.dumps({"pid": pid, "ports": sorted(ports), "token": access.token, "apis": list(access.apis)})
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as file:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ...errors import ServeError
 from ...ondisk.repository import ModelDir, model_dirs
-from .choice import explicit_arguments, without_model_control
+from .options import explicit_arguments, without_model_control
 from .server_process import ServerProcess
 
 # A config may name its backend through ``platform`` only (Triton maps these to backends).

@@ -1,37 +1,27 @@
-"""What ``repogen serve`` decides before a server starts: its ports, the tritonserver arguments it
-leaves to the user, and which server runs (the one named, one on PATH, or the embedded one).
+"""What ``repogen serve`` decides before a server starts: its ports, and which server runs (a container of
+the image named, the binary named, one on PATH, or the embedded one).
 
-A mistake in these is named before anything starts; ``repogen.commands.serve`` only wires options.
+A port given twice or in use is named before anything starts.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ...errors import ServeError, UsageError
-from ...triton.access import GRPC_FLAG, HTTP_FLAG
 from ...triton.endpoints import DEFAULT_PORTS
-from ...triton.releases import Release
-from ..client.access import Access
 from .container import container_server
-from .foreground import ExternalTritonServer, embedded_server, find_tritonserver
-from .host import HOST
+from .external import ExternalTritonServer, find_tritonserver
+from .host import HOST, free_ports
+from .options import ServeOptions
 from .pairing import pairing_for
-from .process import TritonServer, free_ports
+from .process import TritonServer, embedded_server
 from .server_process import ServerProcess
 
-# tritonserver options `serve` sets itself → the serve option to use instead.
-_MANAGED = {
-    "--model-repository": "TARGET", "--model-store": "TARGET",
-    "--http-port": "--http-port", "--grpc-port": "--grpc-port", "--metrics-port": "--metrics-port",
-    "--http-address": f"nothing: serve binds {HOST}", "--grpc-address": f"nothing: serve binds {HOST}",
-    "--metrics-address": f"nothing: serve binds {HOST}", "--backend-directory": "--tritonserver PATH",
-    "--log-verbose": "--log-verbose",
-    HTTP_FLAG: "--restrict APIS and --access-token KEY", GRPC_FLAG: "--restrict APIS and --access-token KEY",
-}  # fmt: skip
-_EXPLICIT = {"--model-control-mode": "--reload/--model", "--load-model": "--model NAME"}
+__all__ = ["choose_ports", "choose_server", "port_is_free"]
 
 
 def port_is_free(port: int) -> bool:
@@ -74,80 +64,37 @@ def choose_ports(http: int | None, grpc: int | None, metrics: int | None) -> tup
     return resolved["http"], resolved["grpc"], resolved["metrics"]
 
 
-# tritonserver (2.45+) waits up to --exit-timeout-secs (default 30) for open HTTP connections before it unloads
-# anything, so one client holding a keep-alive connection made Ctrl+C take 30 s. 3 s leaves the stubs time to
-# unload when no client is connected (~1.1 s per instance of a model, measured); with a client the wait uses all
-# of it and the server exits without the unload, which serve avoids only under explicit model control (it
-# unloads every model first, see TritonServer.stop). The user's own value after `--` wins.
-EXIT_TIMEOUT = "--exit-timeout-secs=3"
-
-
-def stop_arguments(args: tuple[str, ...]) -> list[str]:
-    """The exit timeout ``serve`` passes unless the tritonserver arguments after ``--`` set one."""
-    return [] if any(arg.split("=", 1)[0] == "--exit-timeout-secs" for arg in args) else [EXIT_TIMEOUT]
-
-
-def explicit_arguments(names: Sequence[str]) -> list[str]:
-    """tritonserver's arguments for explicit model control, loading ``names`` at start."""
-    return ["--model-control-mode=explicit", *(f"--load-model={name}" for name in names)]
-
-
-def without_model_control(args: Sequence[str]) -> list[str]:
-    """``args`` less their model control options, which serve is about to set itself."""
-    return [arg for arg in args if arg.split("=", 1)[0] not in _EXPLICIT]
-
-
-def check_passthrough(args: tuple[str, ...], explicit: bool) -> None:
-    managed = dict(_MANAGED, **(_EXPLICIT if explicit else {}))
-    for arg in args:
-        option = arg.split("=", 1)[0]
-        if option in managed:
-            raise UsageError(
-                f"tritonserver argument {arg!r} after `--`: repogen serve sets {option} itself; use {managed[option]} "
-                "instead."
-            )
-
-
 def choose_server(
+    options: ServeOptions,
     repository: Path,
     ports: tuple[int, int, int],
-    extra: list[str],
-    triton_version: Release | None,
-    server_python: str | None,
-    tritonserver_path: str | None,
-    embedded: bool,
-    log_path: Path,
-    log_verbose: int,
+    settings: dict[str, Any],
     echo: Callable[[str], None],
-    access: Access | None = None,
-    image: str | None = None,
-    mount_parent: bool = False,
 ) -> tuple[ServerProcess, str]:
     """The server to run and its version: --image, --tritonserver, else one on PATH, else the embedded one.
 
-    ``access``: the API groups it keeps behind a key (None: every API open). ``image``: serve in a container
-    of it, the repository's parent mounted when ``mount_parent`` (``--reload``).
+    ``settings``: the server's other :class:`ServerProcess` options (log, arguments, access). With ``--image``
+    and ``--reload``, the container mounts the repository's parent, where a rebuild swaps the repository.
     """
-    embedded = embedded or bool(triton_version) or bool(server_python)
-    if tritonserver_path and embedded:
+    embedded = options.embedded or bool(options.triton_version) or bool(options.server_python)
+    if options.tritonserver_path and embedded:
         raise UsageError(
             "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
             "--embedded select the embedded server. Pass one or the other."
         )
-    options = dict(
-        http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2], log_verbose=log_verbose, log_path=log_path,
-        extra_args=extra, access=access,
-    )  # fmt: skip
-    if image:
-        echo(f"Serving in a container of {image} (docker run --user 1000:1000, the repository mounted read-only).")
-        return container_server(image, repository, mount_parent=mount_parent, **options)  # type: ignore[arg-type]
-    external = None if embedded else find_tritonserver(tritonserver_path)
+    settings = dict(settings, http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2])
+    if options.image:
+        echo(f"Serving in a container of {options.image} (docker run --user 1000:1000, the repository mounted "
+             "read-only).")  # fmt: skip
+        return container_server(options.image, repository, mount_parent=options.reload, **settings)
+    external = None if embedded else find_tritonserver(options.tritonserver_path)
     if external is not None:
         echo(f"Using {external}")
-        return ExternalTritonServer(external, repository, **options), str(external)  # type: ignore[arg-type]
-    if triton_version is None and server_python is None and (pick := pairing_for(repository)) is not None:
+        return ExternalTritonServer(external, repository, **settings), str(external)
+    release, python = options.triton_version, options.server_python
+    if release is None and python is None and (pick := pairing_for(repository)) is not None:
         echo(f"{pick.why}, so the embedded server runs it on Python {pick.python} (tritonserver "
              f"{pick.release.tritonserver}).")  # fmt: skip
-        triton_version, server_python = pick.release, pick.python
-    install, venv = embedded_server(triton_version, echo, server_python)
-    return TritonServer(repository, install, venv, **options), install.release.tritonserver  # type: ignore[arg-type]
+        release, python = pick.release, pick.python
+    install, venv = embedded_server(release, echo, python)
+    return TritonServer(repository, install, venv, **settings), install.release.tritonserver

@@ -21,12 +21,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ...deploy.resources import shm_size_bytes
 from ...errors import DockerError, ServeError
 from ...ondisk.repository import read_repository
 from ...triton.access import GRPC_FLAG, HTTP_FLAG, restricts_grpc, restricts_http
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import version_tuple
+from ...triton.shm import shm_size_bytes
 from .docker import Engine, engine, unique_name
 from .host import HOST
 from .server_process import ServerProcess
@@ -55,7 +55,8 @@ class ContainerTritonServer(ServerProcess):
         self.image, self.docker, self.mount_parent, self.server_version = image, docker, mount_parent, server_version
         self.name = unique_name("repogen-serve")
         super().__init__(model_repository, **kwargs)
-        self.shm_size = shm_size_bytes(read_repository(self.model_repository))  # the deployment files' figure
+        instances = read_repository(self.model_repository).python_instances()
+        self.shm_size = shm_size_bytes(instances)  # the deployment files' figure
         parent = self.model_repository.parent
         mode = parent.stat().st_mode & 0o777
         if mount_parent and mode & 0o005 != 0o005:

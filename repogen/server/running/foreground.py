@@ -1,18 +1,17 @@
-"""``repogen serve``: a stock tritonserver in the foreground, for development.
+"""Watching a tritonserver from the foreground: its log copied out, its start and loads checked, its signals.
 
 The server runs in its own process group (see :class:`~repogen.server.running.server_process.ServerProcess`);
-this module streams its log, prints the endpoints and a working ``curl`` once it is ready, and
-turns SIGINT/SIGTERM into a graceful stop that leaves no server or backend stub behind — a
-second signal during the stop kills the whole group at once.
+:class:`~repogen.server.running.serving.Serving` uses these to stream its log, to say which models failed
+to load, to turn SIGINT/SIGTERM into a graceful stop that leaves no server or backend stub behind (a second
+signal during the stop kills the whole group at once), and to say what a server that exited said.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import signal
-import subprocess
-import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -21,34 +20,10 @@ from types import FrameType
 from typing import Any, BinaryIO, TextIO
 
 from ...errors import ServeError
-from ...triton.access import GRPC_FLAG, HTTP_FLAG
-from ...triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
-from ..client.access import forget_run, record_run
 from ..client.states import failed, failure_lines, model_states
-from ..provision.install import (
-    INSTALL_MARKER,
-    ServerInstall,
-    ServerInstallError,
-    VenvInfo,
-    default_cache_dir,
-    ensure_server,
-    ensure_server_venv,
-    venv_info,
-)
-from ..provision.progress import DownloadProgress, progress
-from ..provision.pythons import PythonNotFoundError, container_python_or_current, require_python
-from .banner import ready_banner, sample_curl
 from .server_process import ServerProcess, TritonServerError
 
-__all__ = [
-    "ExternalTritonServer",
-    "ServeError",
-    "embedded_server",
-    "find_tritonserver",
-    "ready_banner",
-    "run_server",
-    "sample_curl",
-]
+__all__ = ["LogPump", "Stop", "check_loaded", "exited", "stop_gracefully", "stopped_by_signals", "wait_started"]
 
 # Once every stub has exited (its models unloaded, finalize run), tritonserver only closes its endpoints in 1 s
 # ticks: it is ended then, without a grace period. What Ctrl+C costs (measured on 2.51, docs/deployment.md):
@@ -56,10 +31,9 @@ __all__ = [
 UNLOADED_GRACE = 0.0
 
 Echo = Callable[[str], None]
-Tick = Callable[[Echo], None]
 
 
-class _Stop(KeyboardInterrupt):
+class Stop(KeyboardInterrupt):
     """SIGTERM (or SIGINT) asked the foreground server to stop.
 
     A ``KeyboardInterrupt`` so that, raised while tritonclient's HTTP client waits in gevent's hub,
@@ -67,132 +41,15 @@ class _Stop(KeyboardInterrupt):
     """
 
 
-# --------------------------------------------------------------------------- which server
-
-
-class ExternalTritonServer(ServerProcess):
-    """A tritonserver the user installed (``--tritonserver``, or found on PATH).
-
-    It uses its own backends and Python backend stub, so it runs with the caller's environment
-    unchanged: the managed numpy-only venv only pairs with the embedded server's stubs.
-    """
-
-    def __init__(self, binary: Path, model_repository: str | Path, **kwargs: Any) -> None:
-        self.binary = binary
-        self._restricts: dict[str, bool] | None = None
-        super().__init__(model_repository, **kwargs)
-
-    def command(self) -> list[str]:
-        return [
-            str(self.binary),
-            f"--model-repository={self.model_repository}",
-            *self.loopback_args(),
-            *self.restriction_args(),
-            *self.extra_args,
-        ]
-
-    def environment(self) -> dict[str, str]:
-        return dict(os.environ)
-
-    def restricts(self) -> dict[str, bool]:
-        """Its release is unknown: what its ``--help`` lists (2.39 has no HTTP flag), read once."""
-        if self._restricts is None:
-            self._restricts = help_restricts(self.binary, self.environment())
-        return self._restricts
-
-    def __repr__(self) -> str:
-        return f"ExternalTritonServer({self.binary}, {self.model_repository})"
-
-
-def help_restricts(binary: Path, env: dict[str, str]) -> dict[str, bool]:
-    """Which restriction flags a tritonserver binary lists in its ``--help`` (none if it does not answer)."""
-    try:  # tritonserver prints its usage on stderr and exits 1
-        done = subprocess.run([str(binary), "--help"], env=env, capture_output=True, text=True, timeout=30, check=False)
-        text = done.stdout + done.stderr
-    except (OSError, subprocess.SubprocessError):
-        text = ""
-    return {"http": HTTP_FLAG in text, "grpc": GRPC_FLAG in text}
-
-
-def find_tritonserver(explicit: str | None) -> Path | None:
-    """``--tritonserver PATH`` (must exist and be executable), else ``tritonserver`` on PATH, else ``None``."""
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ServeError(
-                f"--tritonserver {explicit}: no executable file there; expected the path of a tritonserver "
-                "binary (e.g. /opt/tritonserver/bin/tritonserver). Omit it to use the embedded server."
-            )
-        return path.resolve()
-    found = shutil.which("tritonserver")
-    return Path(found).resolve() if found else None
-
-
-def _server_python(release: Release, wanted: str | None) -> tuple[Path, str, str | None]:
-    """``--server-python`` (must be installed), else the release's container Python, else this one and a note."""
-    if wanted is None:
-        return container_python_or_current(release)
-    if wanted not in release.stub_pythons:
-        raise ServeError(
-            f"--server-python {wanted}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs for "
-            f"Python {', '.join(release.stub_pythons)}. Pick one of those (its NGC container runs "
-            f"{release.python}), or another --triton-version."
-        )
-    try:
-        return require_python(wanted), wanted, None
-    except (PythonNotFoundError, ValueError) as exc:
-        raise ServeError(f"--server-python {wanted}: {exc}") from exc
-
-
-def embedded_server(
-    release_key: str | Release | None, echo: Echo, server_python: str | None = None
-) -> tuple[ServerInstall, VenvInfo]:
-    """The stock tritonserver from the ``nvidia-pytriton`` wheel plus a numpy-only venv, installed once.
-
-    The venv runs ``server_python`` (``major.minor``), by default the Python of the release's NGC
-    container when it is installed, so development serves the pairing production runs. A release no
-    wheel ships is refused here, naming the ones that can be embedded.
-    """
-    release = get_release(release_key or DEFAULT_RELEASE)
-    if release.wheel is None:
-        raise ServeError(
-            f"--triton-version {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
-            f"binary with --tritonserver PATH (e.g. inside {release.image})."
-        )
-    python, python_version, fallback = _server_python(release, server_python)
-    echo(fallback or f"Serving with {pairing_label(release, python_version)}.")
-    cache = default_cache_dir()
-    try:
-        if (cache / f"tritonserver-{release.tritonserver}" / INSTALL_MARKER).is_file():
-            install = ensure_server(release, cache_dir=cache)
-        else:
-            echo(
-                f"First use of tritonserver {release.tritonserver} (NGC {release.ngc}): installing it into {cache} "
-                f"from {release.wheel.requirement} on your package index (~55 MB download, sha256-checked)."
-            )
-            with DownloadProgress(release.wheel.filename) as report:
-                install = ensure_server(release, cache_dir=cache, report=report)
-        with progress("preparing the numpy-only server venv"):
-            venv = ensure_server_venv(python=python, numpy=release.numpy, cache_dir=cache)
-        return install, venv_info(venv)
-    except ServerInstallError as exc:
-        raise ServeError(
-            f"{exc}\nOffline? Point --tritonserver at an installed tritonserver binary, or copy a populated "
-            f"{cache} (REPOGEN_CACHE_DIR) from a connected machine."
-        ) from exc
-
-
-# --------------------------------------------------------------------------- the foreground loop
-
-
-class _LogPump:
+class LogPump:
     """Copies what the server appends to its log file onto ``out``, except tritonserver's ``--help`` text.
 
     tritonserver answers a bad argument with its whole usage (~300 lines); from ``Usage:`` on the log is
-    held back, and :func:`_exited` quotes the lines that say what was wrong instead.
+    held back, and :func:`exited` quotes the lines that say what was wrong instead. ``out`` None: the log
+    stays in its file (a server started in-process), and messages name the file alone.
     """
 
-    def __init__(self, path: Path, out: TextIO) -> None:
+    def __init__(self, path: Path, out: TextIO | None) -> None:
         self.path, self.out = path, out
         self._file: BinaryIO | None = None
         self._partial = b""
@@ -214,19 +71,27 @@ class _LogPump:
                 self.usage = True
                 lines = lines[:index]
                 break
-        if lines:
+        if lines and self.out is not None:
             self.out.write(b"".join(lines).decode(errors="replace"))
             self.out.flush()
 
     def close(self) -> None:
-        if self._partial and not self.usage:
+        if self._partial and not self.usage and self.out is not None:
             self.out.write(self._partial.decode(errors="replace"))
         if self._file is not None:
             self._file.close()
 
+    def named(self) -> str:
+        """Where the log is to be read, as a message says it."""
+        return f"the log above, also in {self.path}" if self.out is not None else f"the log, {self.path}"
+
 
 @contextmanager
 def _signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]:
+    """``handler`` for SIGINT and SIGTERM in the block; only the main thread may set one (elsewhere: unchanged)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
@@ -236,10 +101,15 @@ def _signals(handler: Callable[[int, FrameType | None], None]) -> Iterator[None]
 
 
 def _raise_stop(signum: int, frame: FrameType | None) -> None:
-    raise _Stop(signal.Signals(signum).name)
+    raise Stop(signal.Signals(signum).name)
 
 
-def _stop(server: ServerProcess, echo: Echo, explicit: bool = False) -> None:
+def stopped_by_signals() -> contextlib.AbstractContextManager[None]:
+    """SIGINT and SIGTERM raise :class:`Stop` in the block, as tritonserver stops on either."""
+    return _signals(_raise_stop)
+
+
+def stop_gracefully(server: ServerProcess, explicit: bool = False) -> None:
     """Graceful stop; a further SIGINT/SIGTERM kills the server's whole process group.
 
     ``explicit`` (the server runs with explicit model control): every model is unloaded before the SIGINT,
@@ -261,23 +131,23 @@ def _answers(call: Callable[[], Any]) -> bool:
         return False
 
 
-def _wait_started(server: ServerProcess, pump: _LogPump, ready_timeout: float, poll: float) -> None:
+def wait_started(server: ServerProcess, pump: LogPump, ready_timeout: float, poll: float) -> None:
     """Until the server answers ``/v2/health/live``: it opens its endpoints only after the first loads end."""
     deadline = time.monotonic() + ready_timeout
     with server.client(timeout=2.0) as client:
         while not _answers(client.is_server_live):
             pump.pump()
             if not server.is_running():
-                raise ServeError(_exited(server, "before starting", pump))
+                raise ServeError(exited(server, "before starting", pump))
             if time.monotonic() > deadline:
                 raise ServeError(
-                    f"tritonserver did not start within {ready_timeout:.0f} s (models still loading; see the log "
-                    f"above, also in {server.log_path}). Pass a longer --ready-timeout."
+                    f"tritonserver did not start within {ready_timeout:.0f} s (models still loading; see "
+                    f"{pump.named()}). Pass a longer --ready-timeout."
                 )
             time.sleep(poll)
 
 
-def _check_loaded(server: ServerProcess, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
+def check_loaded(server: ServerProcess, pump: LogPump, loaded: list[str] | None, keep_failed: bool, echo: Echo) -> None:
     """Name every model that failed to load, one line each: fatal, unless ``keep_failed`` (``--reload``)."""
     with server.client(timeout=10.0) as client:
         if _answers(client.is_server_ready):
@@ -289,71 +159,12 @@ def _check_loaded(server: ServerProcess, loaded: list[str] | None, keep_failed: 
     bad = failed(states, loaded)
     if not bad:
         return
-    what = f"{len(bad)} model(s) failed to load (tracebacks in the log above, also in {server.log_path})"
+    what = f"{len(bad)} model(s) failed to load (tracebacks in {pump.named()})"
     if not keep_failed:
         raise ServeError(f"{what}; fix them and serve again:\n" + "\n".join(failure_lines(bad)))
     echo(f"{what}; serving the others, and reloading on the next change:")
     for line in failure_lines(bad):
         echo(line)
-
-
-def run_server(
-    server: ServerProcess,
-    version: str,
-    echo: Echo,
-    *,
-    out: TextIO | None = None,
-    ready_timeout: float = 300.0,
-    poll: float = 0.1,
-    loaded: list[str] | None = None,
-    keep_failed: bool = False,
-    tick: Tick | None = None,
-    explicit: bool = False,
-) -> None:
-    """Start ``server``, stream its log, print the banner when ready, block until a signal, stop.
-
-    ``loaded`` names the models asked for (explicit model control), ``None`` every model. A model that
-    fails to load ends the run with one line per failed model, unless ``keep_failed``. ``tick(echo)``
-    runs between polls (``--reload``); its ``echo`` prints after the server's pending log lines. ``explicit``:
-    the server runs with explicit model control, and a stop unloads every model before the SIGINT.
-    Returns after a requested stop; raises :class:`ServeError` if the server fails to start, a model
-    fails to load, or the server dies on its own.
-    """
-    pump = _LogPump(server.log_path, out or sys.stdout)
-
-    def echo_after_log(line: str) -> None:
-        pump.pump()
-        echo(line)
-
-    run_file: Path | None = None
-    with _signals(_raise_stop):
-        try:
-            try:
-                server.start()
-            except (TritonServerError, ServerInstallError, OSError) as exc:
-                raise ServeError(str(exc)) from exc
-            if server.access is not None:  # where repogen's client commands find the key
-                run_file = record_run(server.access, (server.http_port, server.grpc_port), server.pid)
-            _wait_started(server, pump, ready_timeout, poll)
-            pump.pump()
-            _check_loaded(server, loaded, keep_failed, echo)
-            for line in ready_banner(server, version, recorded=run_file is not None):
-                echo(line)
-            while server.is_running():
-                pump.pump()
-                if tick is not None:
-                    tick(echo_after_log)
-                time.sleep(poll)
-            pump.pump()
-            raise ServeError(_exited(server, "unexpectedly", pump))
-        except (_Stop, KeyboardInterrupt):
-            echo("Stopping tritonserver...")
-        finally:
-            _stop(server, echo, explicit)
-            forget_run(run_file)
-            pump.pump()
-            pump.close()
-    echo("tritonserver stopped.")
 
 
 def _error_lines(log: str) -> list[str]:
@@ -367,10 +178,11 @@ def _error_lines(log: str) -> list[str]:
     return found[-3:]
 
 
-def _exited(server: ServerProcess, when: str, pump: _LogPump) -> str:
+def exited(server: ServerProcess, when: str, pump: LogPump) -> str:
+    """What a server that exited by itself said, and what to do."""
     code = server.stop()  # already exited: this only reaps it and returns its exit code
     said = _error_lines(server.log_text())
-    where = "" if pump.usage else " (its log is above)"
+    where = "" if pump.usage or pump.out is None else " (its log is above)"
     detail = "".join(f"\n  {line}" for line in said)
     return (
         f"tritonserver exited with code {code} {when}{where}; the full log is in {server.log_path}. "

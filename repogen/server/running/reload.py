@@ -139,21 +139,27 @@ class Reloader:
         self._stop.set()
         self._thread.join(timeout=5)
 
-    def tick(self, echo: Echo) -> None:
-        """Reload once for every batch of changes seen since the last tick."""
+    def pending(self) -> list[str]:
+        """The paths changed since the last call, relative to :attr:`AppBuild.watched`, sorted."""
         paths: set[str] = set()
         while True:
             try:
                 paths |= self._events.get_nowait()
             except queue.Empty:
-                break
+                return sorted(paths)
+
+    def tick(self, echo: Echo) -> None:
+        """Reload once for every batch of changes seen since the last tick."""
+        paths = self.pending()
         if paths:
-            self.reload(sorted(paths), echo)
+            self.reload(paths, echo)
 
     def reload(self, paths: list[str], echo: Echo) -> None:
+        """Rebuild, then load what changed; ``paths`` (the changes seen, if any) are named first."""
         present = [p for p in paths if (self.build.watched / p).exists()] or paths  # not an editor's temp file
         shown = ", ".join(present[:3]) + (f" and {len(present) - 3} more" if len(present) > 3 else "")
-        echo(f"Reload: {shown} changed; rebuilding {self.build.app}...")
+        echo(f"Reload: {shown} changed; rebuilding {self.build.app}..." if paths else
+             f"Reload: rebuilding {self.build.app}...")  # fmt: skip
         started = time.monotonic()
         failure = self.build.run()
         if failure is not None:

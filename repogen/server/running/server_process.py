@@ -4,7 +4,7 @@ A server is one process started in its own session, so that it and the backend s
 one process group: stopping it can never leave a stub behind. Its ports are picked free on loopback,
 its log goes to a file, and its HTTP client sends the key of its :class:`Access`. What differs is
 the command line and environment: the embedded server (:class:`~.process.TritonServer`), the user's
-own binary (:class:`~.foreground.ExternalTritonServer`) and ``docker run`` of an image
+own binary (:class:`~.external.ExternalTritonServer`) and ``docker run`` of an image
 (:class:`~.container.ContainerTritonServer`).
 """
 
