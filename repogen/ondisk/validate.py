@@ -234,9 +234,7 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
 def _check_gpus(models: list[ModelDir]) -> list[Problem]:
     """A warning per model that needs more GPUs than this machine has: a server here would fail to load it."""
     needing = [m for m in models if m.gpus_needed]
-    if not needing:
-        return []
-    visible = len(visible_gpus())
+    visible = len(visible_gpus()) if needing else 0
     found = [(m, gpu_shortfall(m.name, m.gpus_needed, m.gpu_groups, visible)) for m in needing]
     return [Problem.at(model.path / CONFIG_FILE, message, warning=True) for model, message in found if message]
 

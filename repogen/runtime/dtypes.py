@@ -55,3 +55,11 @@ def element_name(dtype: Any) -> str:
     if not isinstance(name, str):
         name = str(dtype)  # torch.float32, array_api_strict.float32
     return name.rsplit(".", 1)[-1]
+
+
+def element_bytes(enum: str) -> int | None:
+    """Bytes per element of a Triton data type; None for BYTES, whose elements vary."""
+    found = BY_ENUM.get(enum)
+    if found is None or enum == STRING:
+        return None
+    return 2 if found.numpy is None else found.numpy.itemsize  # BF16: two bytes, as float16

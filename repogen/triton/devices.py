@@ -11,7 +11,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-__all__ = ["gpu_shortfall", "visible_gpus"]
+__all__ = ["CUDA_POOL_DEFAULT", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
+
+CUDA_POOL_DEFAULT = 64 << 20
+"""tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), which it shares with the backend
+stubs (python_backend r23.11+): GPU tensors between the server and a stub pass through it, and a full pool
+falls back to a CUDA IPC handle per buffer, with a warning."""
+CUDA_POOL_HEADROOM = 2  # a batch in flight while the next one is read in
+CUDA_POOL_STEP = 64 << 20
 
 
 def visible_gpus() -> list[str]:
@@ -24,6 +31,16 @@ def visible_gpus() -> list[str]:
     except (OSError, subprocess.SubprocessError):
         return []
     return [line.strip() for line in out.splitlines() if line.startswith("GPU ")]
+
+
+def cuda_pool_args(batch_bytes: int, gpus: int) -> list[str]:
+    """``--cuda-memory-pool-byte-size`` for each of ``gpus`` GPUs where ``batch_bytes`` (every GPU model's full
+    batches, inputs and outputs) twice over outgrows the default pool; none where the default holds them."""
+    needed = batch_bytes * CUDA_POOL_HEADROOM
+    if gpus <= 0 or needed <= CUDA_POOL_DEFAULT:
+        return []
+    size = -(-needed // CUDA_POOL_STEP) * CUDA_POOL_STEP
+    return [f"--cuda-memory-pool-byte-size={gpu}:{size}" for gpu in range(gpus)]
 
 
 def gpu_shortfall(model: str, needed: int, groups: list[str], visible: int) -> str | None:

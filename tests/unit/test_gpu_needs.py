@@ -3,14 +3,19 @@ to load them (a GPU machine's count is stood in for: none here)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
+from repogen.errors import ServeError
 from repogen.ondisk import validate as validate_module
 from repogen.ondisk.repository import model_dirs
 from repogen.ondisk.validate import validate_repository
+from repogen.server.running import serving
 from repogen.triton.devices import gpu_shortfall
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
@@ -56,3 +61,19 @@ def test_the_message_names_the_groups_the_count_and_the_fixes():
     )
     assert "has no NVIDIA GPU (nvidia-smi lists none)" in gpu_shortfall("M", 1, ["M_0"], 0)
     assert gpu_shortfall("M", 1, ["M_0"], 1) is None
+
+
+def test_serve_refuses_before_starting_a_server_too_few_gpus_would_fail(repo, monkeypatch):
+    monkeypatch.setattr(serving, "visible_gpus", lambda: ["GPU 0: NVIDIA H100"])
+    with pytest.raises(ServeError) as refused:
+        serving.gpu_arguments(repo, ())
+    assert str(refused.value) == gpu_shortfall("SecondGpu", 2, ["SecondGpu_0 on GPUs [1]"], 1)
+    monkeypatch.setattr(serving, "visible_gpus", lambda: ["GPU 0: NVIDIA H100", "GPU 1: NVIDIA H100"])
+    assert serving.gpu_arguments(repo, ()) == []  # small tensors: the default CUDA memory pool holds them
+
+
+def test_the_cli_says_so_and_starts_nothing(repo):
+    done = subprocess.run([sys.executable, "-m", "repogen", "serve", str(repo)], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: model 'AnyGpu' runs KIND_GPU instances (AnyGpu_0) and needs 1 GPU, but ")
+    assert "tritonserver" not in done.stdout
