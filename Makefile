@@ -90,7 +90,7 @@ define run_pairings
 	[ $$failed -eq 0 ]
 endef
 
-test: check-pythons lint docs-build
+test: check-pythons lint docs-build frameworks
 	$(call run_pairings,$(FULL_PAIRING)=all $(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
 test-releases: check-pythons
@@ -98,6 +98,24 @@ test-releases: check-pythons
 
 unit: install
 	$(PY) -m pytest -q -m "not integration"
+
+# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_framework_tensors.py).
+# 2.13.0 is the CPU build these machines keep on disk (PIP_FIND_LINKS); elsewhere pip downloads that release.
+TORCH ?= torch==2.13.0
+.PHONY: frameworks
+frameworks: install
+	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)'
+
+# The GPU suite (tests/gpu) on a machine with an NVIDIA GPU. REPOGEN_GPU_SERVER_VENV names the server's Python: a
+# venv of Python 3.12 whose numpy is 1.26.4 (as NGC's), with torch, cupy and onnxruntime (docs/gpu.md). On the GPU
+# machine `bash tests/gpu/device.sh` does everything, from what `make gpu-kit` packs here into .gpu-kit/.
+.PHONY: test-gpu gpu-kit
+test-gpu: install
+	@[ -n "$$REPOGEN_GPU_SERVER_VENV" ] || { echo "set REPOGEN_GPU_SERVER_VENV (docs/gpu.md)"; exit 2; }
+	$(PY) -m pytest $(PYTEST_ARGS) tests/gpu
+
+gpu-kit: install
+	$(PY) tests/gpu/kit.py
 
 integration: install
 	$(PY) -m pytest -q -m integration

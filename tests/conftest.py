@@ -8,6 +8,7 @@ pytest_plugins = ["repogen.testing.pytest_plugin"]
 def pytest_configure(config):
     """Markers of this repository's own suites (the plugin registers ``integration``)."""
     config.addinivalue_line("markers", "soak: sustained load (10,000 requests); deselect with -m 'not soak'")
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA GPU (tests/gpu; make test-gpu), skipped without one")
     config.addinivalue_line(
         "markers", "smoke: the subset `make test` runs on every serving pairing besides the full one (-m smoke)"
     )

@@ -61,12 +61,14 @@ def compose_file(
     image: str | None,
     build: dict[str, str] | None,
     apis: tuple[str, ...] = (),
+    gpus: int | None = None,
 ) -> dict[str, Any]:
     """The Compose document for ``info`` on ``target``, written into ``directory`` (relative paths start there).
 
     ``build`` (``context`` and ``dockerfile``, absolute) builds ``image`` from the generated Dockerfile
     with the repository inside; without it the stock image serves ``info.path`` mounted read-only. ``apis``:
-    the API groups kept behind the key.
+    the API groups kept behind the key. A repository with GPU models reserves ``gpus`` NVIDIA GPUs (all
+    without), as Compose asks for them (the NVIDIA container toolkit's ``nvidia`` driver).
     """
     stock = f"${{TRITON_IMAGE:-{target.image}}}"
     service: dict[str, Any] = {"image": image if build else stock}
@@ -77,7 +79,8 @@ def compose_file(
             "dockerfile": os.path.relpath(Path(build["dockerfile"]).resolve(), context.resolve()),
             "args": {"TRITON_IMAGE": stock},
         }
-    service["command"] = [_escaped(part) for part in access.docker_cmd(target, apis, server_args())]
+    command = access.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.gpu_server_args()))
+    service["command"] = [_escaped(part) for part in command]
     if apis:
         service["environment"] = [access.ENV]  # its value from the shell that runs compose
     service["user"] = f"{TRITON_UID}:{TRITON_UID}"
@@ -90,4 +93,7 @@ def compose_file(
         service["volumes"] = [f"{_relative(info.path, directory)}:{MODEL_REPOSITORY}:ro"]
     service["healthcheck"] = _healthcheck(info, apis)
     service["restart"] = "unless-stopped"
+    if info.uses_gpu:
+        device = {"driver": "nvidia", "count": gpus or "all", "capabilities": ["gpu"]}
+        service["deploy"] = {"resources": {"reservations": {"devices": [device]}}}
     return {"services": {name: service}}

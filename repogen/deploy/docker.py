@@ -137,6 +137,7 @@ def dockerfile(
     tag: str,
     repogen_wheel: str | None,
     gpus: int = 1,
+    run_gpus: str = "",
     indexes: PackageIndexes | None = None,
     verify: VerifyDeploy | None = None,
     key_in_context: str | None = None,
@@ -146,9 +147,11 @@ def dockerfile(
 
     ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
     signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
-    server keeps behind the key ``docker run -e`` gives it (deploy/access.py).
+    server keeps behind the key ``docker run -e`` gives it (deploy/access.py). ``run_gpus``: ``docker run``'s
+    ``--gpus`` for a repository with GPU models (deploy/resources.py).
     """
     common = _common(info, target, context, dockerfile_path, tag, gpus, indexes, apis)
+    common["run_gpus"] = run_gpus
     if app is None:
         text, keep = _prebuilt(info, target, common, context, verify, key_in_context)
     else:
@@ -196,7 +199,7 @@ def _common(
         "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info, indexes=indexes, context=context),
         "access_note": access.docker_note(apis),
-        "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, _SERVER))}",
+        "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, [*_SERVER, *info.gpu_server_args()]))}",
         "run_env": f"-e {access.ENV} " if apis else "",
     }
 

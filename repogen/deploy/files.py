@@ -19,7 +19,7 @@ from ..triton.releases import NEWEST, Release, get_release
 from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access, compose, docker, kserve, kubernetes, probe
-from .resources import format_quantity
+from .resources import docker_gpus, format_quantity
 from .verify import KeySource, VerifyDeploy
 from .wheel import wheel_bytes, wheel_name
 
@@ -305,6 +305,7 @@ def _docker(target: _Target, options: DeployOptions, written: _Written) -> None:
         tag=target.image,
         repogen_wheel=_repogen_wheel(options, written) if options.app else None,
         gpus=max(options.gpus or 0, 1),
+        run_gpus=docker_gpus(info, options.gpus),
         indexes=options.indexes,
         verify=target.verify,
         key_in_context=key_in_context,
@@ -339,8 +340,9 @@ def _compose(target: _Target, options: DeployOptions, builds: bool, written: _Wr
         fix = "Pass --prebuilt to build an image holding the repository (with --docker's Dockerfile)"
         written.warnings.extend(_check_stock_runtime(info, release, "the stock image", fix))
     document = compose.compose_file(
-        info, release, target.name, directory=directory, image=target.image, build=build, apis=target.apis
-    )
+        info, release, target.name, directory=directory, image=target.image, build=build, apis=target.apis,
+        gpus=options.gpus,
+    )  # fmt: skip
     written.files[COMPOSE_FILE] = _compose_header(info, release, build is not None, target.apis) + dump_yaml(document)
 
 
@@ -369,7 +371,7 @@ def _kubernetes(
         resources,
         replicas=options.replicas,
         liveness=probe.liveness_probe(target.info, kubernetes.HTTP_PORT, apis),
-        access_args=access.kubernetes_args(target.release, apis),
+        server_extra=[*access.kubernetes_args(target.release, apis), *target.info.gpu_server_args()],
         env=access.kubernetes_env(target.secret) if apis else None,
         ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
         verify=target.verify,
@@ -403,7 +405,7 @@ def _kserve(
     isvc = kserve.inference_service(
         target.name, target.release, resources, storage_uri=storage, image=options.image, scaling=scaling,
         liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
-        access_args=access.kubernetes_args(target.release, apis),
+        server_extra=[*access.kubernetes_args(target.release, apis), *info.gpu_server_args()],
         env=access.kubernetes_env(target.secret) if apis else None, verify=target.verify,
         verifier_image=options.verifier_image or target.image,
     )  # fmt: skip

@@ -138,7 +138,7 @@ def inference_service(
     liveness: dict[str, Any] | None = None,
     verify: VerifyDeploy | None = None,
     verifier_image: str | None = None,
-    access_args: list[str] | None = None,
+    server_extra: list[str] | None = None,
     env: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``storage_uri`` → stock Triton runtime; ``image`` → custom predictor container (exactly one).
@@ -148,14 +148,15 @@ def inference_service(
     ``verify`` checks the repository's signatures before tritonserver starts: an init container of ``image``
     for a baked-in repository; for a downloaded one, the model container itself (KServe's storage
     initializer runs after the pod's init containers) with the verifier copied from ``verifier_image``.
-    ``access_args``/``env``: the restriction flags and the key from a Secret (deploy/access.py); on the
-    stock runtime KServe appends the model's ``args`` to the runtime's and merges ``env`` by name.
+    ``server_extra``/``env``: tritonserver's arguments after the repository (the restriction flags, the CUDA
+    memory pool's size) and the key from a Secret (deploy/access.py); on the stock runtime KServe appends the
+    model's ``args`` to the runtime's and merges ``env`` by name.
     """
     access = {"env": env} if env else {}
     if image:
-        predictor = _image_predictor(image, resources, access_args or [], access)
+        predictor = _image_predictor(image, resources, server_extra or [], access)
     else:
-        predictor = _runtime_predictor(target, storage_uri, resources, access_args, access)
+        predictor = _runtime_predictor(target, storage_uri, resources, server_extra, access)
     if liveness:
         (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
@@ -177,7 +178,7 @@ def inference_service(
 
 
 def _image_predictor(
-    image: str, resources: Resources, access_args: list[str], access: dict[str, Any]
+    image: str, resources: Resources, server_extra: list[str], access: dict[str, Any]
 ) -> dict[str, Any]:
     """A custom predictor container: ``image``, the repository baked in, its own tritonserver command line."""
     return {
@@ -189,7 +190,7 @@ def _image_predictor(
                     MODEL_REPOSITORY,
                     f"--http-port={KSERVE_HTTP_PORT}",
                     f"--grpc-port={KSERVE_GRPC_PORT}",
-                    *access_args,
+                    *server_extra,
                 ),
                 **access,
                 "ports": [{"name": "http1", "containerPort": KSERVE_HTTP_PORT, "protocol": "TCP"}],
@@ -205,7 +206,7 @@ def _runtime_predictor(
     target: Release,
     storage_uri: str | None,
     resources: Resources,
-    access_args: list[str] | None,
+    server_extra: list[str] | None,
     access: dict[str, Any],
 ) -> dict[str, Any]:
     """KServe's stock Triton runtime of ``target``, the repository downloaded from ``storage_uri``."""
@@ -215,7 +216,7 @@ def _runtime_predictor(
             "protocolVersion": "v2",
             "runtimeVersion": target.tag,
             "storageUri": storage_uri,
-            **({"args": access_args} if access_args else {}),
+            **({"args": server_extra} if server_extra else {}),
             **access,
             "resources": resources.as_dict(),
             "volumeMounts": [shm_mount()],

@@ -170,22 +170,23 @@ def deployment(
     *,
     replicas: int = 1,
     liveness: dict[str, Any] | None = None,
-    access_args: list[str] | None = None,
+    server_extra: list[str] | None = None,
     env: list[dict[str, Any]] | None = None,
     ready_check: dict[str, Any] | None = None,
     verify: VerifyDeploy | None = None,
 ) -> dict[str, Any]:
     """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live.
 
-    ``access_args`` and ``env``: tritonserver's restriction flags and the access key they read from a Secret
-    (deploy/access.py); ``ready_check``: the startup/readiness ``exec`` where health needs the key. ``verify``
-    adds an init container that checks ``/models`` against its signatures before the server starts.
+    ``server_extra``: tritonserver's arguments after the repository (the restriction flags, deploy/access.py;
+    the CUDA memory pool's size, deploy/resources.py); ``env``: the access key they read from a Secret;
+    ``ready_check``: the startup/readiness ``exec`` where health needs the key. ``verify`` adds an init
+    container that checks ``/models`` against its signatures before the server starts.
     """
     container = {
         "name": "tritonserver",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "args": server_args(MODEL_REPOSITORY, *(access_args or [])),
+        "args": server_args(MODEL_REPOSITORY, *(server_extra or [])),
         **({"env": env} if env else {}),
         "ports": [{"name": port_name, "containerPort": port} for port_name, port in PORTS],
         "startupProbe": _probe(HEALTH_READY, 5, 120, ready_check),

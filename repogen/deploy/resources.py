@@ -10,8 +10,9 @@ import math
 import re
 
 from ..errors import UsageError
+from ..ondisk.repository import BuiltRepository
 
-__all__ = ["GiB", "MiB", "format_quantity", "parse_quantity"]
+__all__ = ["GiB", "MiB", "docker_gpus", "format_quantity", "parse_quantity"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -39,3 +40,10 @@ def format_quantity(size: int) -> str:
     if size % GiB == 0:
         return f"{size // GiB}Gi"
     return f"{math.ceil(size / MiB)}Mi"
+
+
+def docker_gpus(info: BuiltRepository, gpus: int | None) -> str:
+    """``docker run``'s ``--gpus`` for a repository with KIND_GPU models (``--gpus N``: N of them, else all)."""
+    if not info.uses_gpu:
+        return ""
+    return f"--gpus {gpus} " if gpus else "--gpus all "

@@ -125,6 +125,13 @@ class ModelConfig:
     exactly as sent, with no batch axis and no dynamic batcher. Without ``instance_groups`` a
     model gets one CPU instance per callable bound; with several versions bound and no
     ``version_policy``, all of them are served.
+
+    ``tensors`` says what the callable takes: ``"numpy"`` arrays (PyTriton's contract, the default), or
+    the tensors of a framework on the instance's device: ``"torch"``, ``"cupy"`` or the name of any
+    module of the array API standard. Inputs a GPU already holds (an ensemble step's, a BLS caller's)
+    then arrive without a copy and the others are moved there once; ``@batch`` and its kin merge and
+    split them with the framework's own operations. Whatever ``tensors`` says, a callable may return numpy arrays or any
+    framework's tensors, on the CPU or a GPU.
     """
 
     batching: bool = True
@@ -136,3 +143,4 @@ class ModelConfig:
     instance_groups: tuple[InstanceGroup, ...] | list[InstanceGroup] | None = None
     version_policy: VersionPolicy | None = None
     warmup: tuple[Warmup, ...] | list[Warmup] | None = None
+    tensors: str = "numpy"

@@ -55,10 +55,12 @@ class ModelHandle:
         repository: Runner,
         definition: Declaration,
         requested: tuple[str, ...] | None = None,
+        memory: str | None = None,
     ):
         self.repository = repository
         self.definition = definition
         self.requested = requested
+        self.memory = memory
 
     @property
     def name(self) -> str:
@@ -66,7 +68,15 @@ class ModelHandle:
 
     def outputs(self, *names: str) -> ModelHandle:
         """The same model, asking the server for these outputs only (less data over BLS)."""
-        return ModelHandle(self.repository, self.definition, tuple(names))
+        return ModelHandle(self.repository, self.definition, tuple(names), self.memory)
+
+    def preferred_memory(self, memory: str) -> ModelHandle:
+        """The same model, called through BLS with its outputs asked for in ``"gpu"`` memory (the calling
+        instance's GPU) or ``"cpu"`` memory: Triton's ``preferred_memory``. Without it, outputs come where the
+        called model made them (a model that takes numpy gets them in host memory)."""
+        if memory not in ("cpu", "gpu"):
+            raise ValueError(f"preferred_memory takes 'cpu' or 'gpu', found {memory!r}")
+        return ModelHandle(self.repository, self.definition, self.requested, memory)
 
     def __call__(self, **inputs: Any) -> Any:
         handler = _HANDLER.get()

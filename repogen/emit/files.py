@@ -14,6 +14,7 @@ from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
 from ..runtime.records import CONFIG_FILE, METADATA_FILE, MODEL_FILE, PAYLOAD_FILE, Metadata, dumps
+from ..runtime.tensors import NUMPY
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
@@ -120,6 +121,8 @@ def version_files(
         Metadata.STRICT: model.strict,
         Metadata.VERSION: version.version,
     }
+    if model.placement.tensors != NUMPY:
+        metadata[Metadata.TENSORS] = model.placement.tensors
     files: dict[str, Entry] = {
         f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
         f"{base}/{PAYLOAD_FILE}": payload.data,

@@ -17,6 +17,7 @@ from ..hashing import Entry
 from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from ..runtime.records import Metadata
+from ..runtime.tensors import NUMPY
 from .files import model_files, shipped, version_files
 from .fused_model_source import fused_model_py
 from .model_config import model_config
@@ -41,6 +42,8 @@ def fused_unit(fused: FusedSpec) -> PayloadUnit:
                 "output_map": dict(step.output_map),
             }
         )
+        if spec.placement.tensors != NUMPY:  # only where it is not numpy: the payloads of others stay as they were
+            steps[-1]["tensors"] = spec.placement.tensors
         callables += [(f"step '{spec.name}' infer_func", func) for func in latest.infer_funcs]
         imports += [module for module in latest.imports if module not in imports]
     what = f"ensemble '{fused.name}' (fuse=True)"

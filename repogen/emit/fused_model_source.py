@@ -11,7 +11,6 @@ against the step's declared outputs, the answer sent. A check that fails hands t
 from __future__ import annotations
 
 from ..ir.spec import FusedSpec
-from ..runtime.conversion import inputs_on_cpu
 from ..runtime.fused import read_again
 from ..version import __version__
 from .model_source import INDENT, InputCode, OutputCode, call_arguments, model_py, read_inputs, writes_out
@@ -67,7 +66,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
 def fused_writes_out(fused: FusedSpec) -> bool:
     """A batching fused model, inputs in CPU memory, whose every step a specialized ``model.py`` could serve."""
     model = fused.model
-    if model.max_batch_size <= 0 or not inputs_on_cpu(dict(model.parameters)) or not model.inputs:
+    if model.max_batch_size <= 0 or not model.placement.numpy_on_cpu or not model.inputs:
         return False
     steps = zip(fused.steps, fused.step_models, strict=True)
     return all(step.input_map and writes_out(spec, spec.versions[-1]) for step, spec in steps)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import keyword
 
 from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
-from ..runtime.conversion import NUMPY_DTYPES, inputs_on_cpu
 from ..runtime.request_decorators import specializable as batch_function
+from ..triton.dtypes import BF16, NUMPY_DTYPES
 from ..version import __version__
 from .templates import render
 
@@ -54,8 +54,8 @@ def writes_out(model: ModelSpec, version: VersionSpec) -> bool:
     """``@batch`` over a plain function on a batching model that answers once per request, with I/O in CPU memory."""
     if model.max_batch_size <= 0 or model.decoupled or isinstance(model.scheduler, SequenceBatchingSpec):
         return False
-    if not inputs_on_cpu(dict(model.parameters)):
-        return False
+    if not model.placement.numpy_on_cpu or any(t.data_type == BF16 for t in (*model.inputs, *model.outputs)):
+        return False  # framework tensors, and BF16 (which numpy cannot hold), take the general path
     if not model.inputs or not model.outputs or not version.infer_funcs:
         return False
     return all(batch_function(func) is not None for func in version.infer_funcs)

@@ -91,7 +91,12 @@ def clients_reducer(clients: Sequence[ClientSpec]) -> Callable[[Any], Any]:
         client = by_id.get(id(obj))
         if client is None or client.reference is not obj:
             return NotImplemented
-        return ModelClient, (client.model, dict(client.input_types), client.outputs, client.decoupled, client.requested)
+        arguments: tuple[Any, ...] = (
+            client.model, dict(client.input_types), client.outputs, client.decoupled, client.requested
+        )  # fmt: skip
+        if client.memory is not None or client.tensors != "numpy":  # others' payloads stay as they were
+            arguments += (client.memory, client.tensors)
+        return ModelClient, arguments
 
     return reduce
 

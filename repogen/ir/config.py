@@ -13,7 +13,8 @@ from ..dsl.config import ModelConfig
 from ..errors import BuildError
 from .batching import lower_scheduler
 from .instances import lower_instance_groups
-from .spec import DynamicBatchingSpec, InstanceGroupSpec, SequenceBatchingSpec, TensorSpec, WarmupSpec
+from .placement import lower_placement
+from .spec import DynamicBatchingSpec, InstanceGroupSpec, PlacementSpec, SequenceBatchingSpec, TensorSpec, WarmupSpec
 from .warmup import lower_warmup
 
 
@@ -24,6 +25,7 @@ class LoweredConfig:
     response_cache: bool
     parameters: tuple[tuple[str, str], ...]
     warmup: tuple[WarmupSpec, ...]
+    placement: PlacementSpec
 
 
 def lower_config(
@@ -32,12 +34,16 @@ def lower_config(
     """``instances`` is the number of callables bound (one per instance when more than one)."""
     if not isinstance(config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
+    groups = lower_instance_groups(name, config.instance_groups, instances)
+    parameters = lower_parameters(where, config.parameters)
+    placement, parameters = lower_placement(where, config.tensors, inputs, groups, parameters)
     return LoweredConfig(
         scheduler=lower_scheduler(where, config.batcher, batch, inputs),
-        instance_groups=lower_instance_groups(name, config.instance_groups, instances),
+        instance_groups=groups,
         response_cache=bool(config.response_cache),
-        parameters=lower_parameters(where, config.parameters),
+        parameters=parameters,
         warmup=lower_warmup(where, config.warmup, inputs, batch),
+        placement=placement,
     )
 
 

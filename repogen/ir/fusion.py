@@ -102,4 +102,5 @@ def _fused_model(
         parameters=lowered.parameters,
         versions=(VersionSpec(version=1, infer_funcs=()),),
         warmup=lowered.warmup,
+        placement=lowered.placement,
     )

@@ -28,7 +28,17 @@ from .included import lower_included
 from .networks import lower_network
 from .references import referenced_handles
 from .sites import declared_at, located
-from .spec import ClientSpec, EnsembleSpec, FusedSpec, IncludedSpec, ModelSpec, NetworkSpec, Policy, RepositorySpec
+from .spec import (
+    ClientSpec,
+    EnsembleSpec,
+    FusedSpec,
+    IncludedSpec,
+    ModelSpec,
+    NetworkSpec,
+    Policy,
+    RepositorySpec,
+    VersionSpec,
+)  # fmt: skip
 from .tensors import lower_tensors, max_batch_size
 from .versions import Declared, lower_version, lower_version_policy, select_version
 from .wiring import Interface
@@ -228,12 +238,14 @@ def _clients(repository: Repository, model: ModelSpec, interfaces: dict[str, Int
                     f"model '{model.name}' calls model '{handle.name}' through BLS, but '{handle.name}' is not in "
                     "this repository; bind it to the same Repository"
                 )
-            clients.append(_client(handle, called))
+            clients.append(_client(handle, called, model.placement.tensors))
         versions.append(dataclasses.replace(version, clients=tuple(clients)))
     return dataclasses.replace(model, versions=tuple(versions))
 
 
-def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
+def _client(handle: ModelHandle, called: Interface, tensors: str) -> ClientSpec:
+    """A numpy caller asks for host memory where the called model may answer from a GPU: it reads numpy."""
+    memory = handle.memory or ("cpu" if tensors == "numpy" and called.on_gpu else None)
     return ClientSpec(
         reference=handle,
         model=handle.name,
@@ -241,6 +253,8 @@ def _client(handle: ModelHandle, called: Interface) -> ClientSpec:
         outputs=tuple(t.name for t in called.outputs),
         decoupled=called.decoupled,
         requested=handle.requested,
+        memory=memory,
+        tensors=tensors,
     )
 
 
@@ -269,6 +283,43 @@ def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
 def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
     first = definitions[0]
     where = f"model '{name}'"
+    versions = _lowered_versions(where, definitions)
+    counts = {len(v.infer_funcs) for v in versions}
+    if len(counts) != 1:
+        raise BuildError(
+            f"{where}: every version must bind the same number of callables (one per instance); found {sorted(counts)}"
+        )
+    config = first.config
+    if not isinstance(config, ModelConfig):
+        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
+    batch = max_batch_size(where, config)
+    inputs = lower_tensors(where, "input", first.inputs)
+    lowered = lower_config(where, name, config, inputs, batch, counts.pop())
+    if lowered.placement.tensors != "numpy":  # the framework the runtime imports for the callable ships with it
+        framework = lowered.placement.tensors.partition(".")[0]
+        versions = [dataclasses.replace(v, imports=(*v.imports, framework)) for v in versions]
+    return ModelSpec(
+        name=name,
+        inputs=inputs,
+        outputs=lower_tensors(where, "output", first.outputs, allow_optional=False),
+        max_batch_size=batch,
+        scheduler=lowered.scheduler,
+        instance_groups=lowered.instance_groups,
+        version_policy=lower_version_policy(where, config.version_policy, versions),
+        response_cache=lowered.response_cache,
+        decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
+        strict=bool(first.strict),
+        parameters=lowered.parameters,
+        versions=tuple(sorted(versions, key=lambda v: v.version)),
+        files=_lower_files(where, first.files),
+        warmup=lowered.warmup,
+        placement=lowered.placement,
+    )
+
+
+def _lowered_versions(where: str, definitions: list[ModelDefinition]) -> list[VersionSpec]:
+    """Each binding of one model as a version: bound identically (one config.pbtxt), each number once."""
+    first = definitions[0]
     versions = []
     first_at = f" (the first is at {first.site})" if first.site is not None else ""
     for definition in definitions:
@@ -296,33 +347,7 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
                 "a distinct model_version"
             )
             raise located(error, definitions[index].site)
-    counts = {len(v.infer_funcs) for v in versions}
-    if len(counts) != 1:
-        raise BuildError(
-            f"{where}: every version must bind the same number of callables (one per instance); found {sorted(counts)}"
-        )
-    config = first.config
-    if not isinstance(config, ModelConfig):
-        raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
-    batch = max_batch_size(where, config)
-    inputs = lower_tensors(where, "input", first.inputs)
-    lowered = lower_config(where, name, config, inputs, batch, counts.pop())
-    return ModelSpec(
-        name=name,
-        inputs=inputs,
-        outputs=lower_tensors(where, "output", first.outputs, allow_optional=False),
-        max_batch_size=batch,
-        scheduler=lowered.scheduler,
-        instance_groups=lowered.instance_groups,
-        version_policy=lower_version_policy(where, config.version_policy, versions),
-        response_cache=lowered.response_cache,
-        decoupled=bool(config.decoupled) or any(_streams(f) for v in versions for f in v.infer_funcs),
-        strict=bool(first.strict),
-        parameters=lowered.parameters,
-        versions=tuple(sorted(versions, key=lambda v: v.version)),
-        files=_lower_files(where, first.files),
-        warmup=lowered.warmup,
-    )
+    return versions
 
 
 def _lower_files(where: str, files: Sequence[Path]) -> tuple[tuple[str, Path], ...]:

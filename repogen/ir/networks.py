@@ -16,8 +16,8 @@ from pathlib import Path
 from ..dsl.config import ModelConfig
 from ..dsl.repository import ONNX_BACKENDS, NetworkDefinition
 from ..errors import BuildError, GraphMismatchError
-from ..runtime.conversion import NUMPY_DTYPES
 from ..runtime.onnx_session import GRAPH_FILE, OnnxSession
+from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.onnx_graph import Graph, GraphTensor, read_graph
 from .config import lower_config
 from .spec import ModelSpec, NetworkSpec, TensorSpec, VersionSpec
@@ -112,6 +112,11 @@ def network_model(
     python: bool,
 ) -> ModelSpec:
     """The config part of an exported network's model (its versions hold no callables unless ``python``)."""
+    if config.tensors != "numpy":
+        raise BuildError(
+            f"{where}: tensors={config.tensors!r} is for a Python callable; an exported network's inputs are read by "
+            "its backend (onnxruntime takes numpy arrays). Leave tensors out"
+        )
     lowered = lower_config(where, name, config, inputs, batch, 1)
     # Without instance groups Triton's own backends start one instance per visible GPU (CPU when none):
     # a default written here would pin a network to the CPU. A Python model's stub is a CPU process.

@@ -20,6 +20,25 @@ class TensorSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class PlacementSpec:
+    """Where a model's tensors live: what its callable takes, and where Triton may leave its inputs.
+
+    ``tensors`` is ``numpy`` (arrays in host memory) or the framework module whose tensors the callable
+    takes on its instance's device (``torch``, ``cupy``, an array-API module). ``inputs_anywhere`` is
+    python_backend's FORCE_CPU_ONLY_INPUT_TENSORS "no": inputs stay where they were made, a GPU included,
+    instead of being copied into host memory first.
+    """
+
+    tensors: str = "numpy"
+    inputs_anywhere: bool = False
+
+    @property
+    def numpy_on_cpu(self) -> bool:
+        """numpy arrays in, from host memory only: what the generated straight-line ``execute`` reads."""
+        return self.tensors == "numpy" and not self.inputs_anywhere
+
+
+@dataclasses.dataclass(frozen=True)
 class QueuePolicySpec:
     timeout_action: str  # "REJECT" or "DELAY"
     default_timeout_microseconds: int
@@ -93,6 +112,8 @@ class ClientSpec:
     outputs: tuple[str, ...]
     decoupled: bool
     requested: tuple[str, ...] | None  # handle.outputs(...): the outputs asked for, None for all
+    memory: str | None = None  # Triton's preferred memory for the outputs: "cpu", "gpu", None (where made)
+    tensors: str = "numpy"  # what the calling model takes: its outputs come back as such
 
 
 Policy = tuple[str, tuple[int, ...]]
@@ -132,6 +153,12 @@ class ModelSpec:
     versions: tuple[VersionSpec, ...]
     files: tuple[tuple[str, Path], ...] = ()  # (name under <version>/files/, source path)
     warmup: tuple[WarmupSpec, ...] = ()
+    placement: PlacementSpec = PlacementSpec()
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether some instance of the model runs on a GPU (a KIND_GPU group)."""
+        return any(group.kind == "KIND_GPU" for group in self.instance_groups)
 
 
 @dataclasses.dataclass(frozen=True)

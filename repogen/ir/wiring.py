@@ -26,11 +26,18 @@ class Interface:
     outputs: tuple[TensorSpec, ...]
     max_batch_size: int
     decoupled: bool = False
+    on_gpu: bool = True  # whether its outputs may be made in GPU memory (unknown: True)
 
     @classmethod
     def of(cls, model: Any) -> Interface:
-        """The interface of a lowered model: a ModelSpec, an exported network's or an included directory's."""
-        return cls(model.inputs, model.outputs, model.max_batch_size, model.decoupled)
+        """The interface of a lowered model: a ModelSpec, an exported network's or an included directory's.
+
+        A model without instance groups (an exported network's default) runs where Triton puts it: on a GPU
+        where there is one; an included directory's placement is not read, so it may be on a GPU too.
+        """
+        groups = getattr(model, "instance_groups", None)
+        on_gpu = groups is None or not groups or any(group.kind == "KIND_GPU" for group in groups)
+        return cls(model.inputs, model.outputs, model.max_batch_size, model.decoupled, on_gpu)
 
     def input(self, name: str) -> TensorSpec | None:
         return next((t for t in self.inputs if t.name == name), None)

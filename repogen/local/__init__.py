@@ -135,7 +135,7 @@ class LocalRepository:
                     "model_name": spec.name,
                 }
                 instance = self._model_class()
-                instance.configure(args, list(version.infer_funcs), strict=spec.strict)
+                instance.configure(args, list(version.infer_funcs), spec.strict, spec.placement.tensors)
                 self._instances[spec.name] = instance
             return self._instances[spec.name]
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_MEMORY_GPU, TRITONSERVER_MEMORY_CPU = 0, 1  # PreferredMemory's kinds (the values are the stub's)
 _log = logging.getLogger("repogen.local")
 
 
@@ -34,23 +35,41 @@ class Tensor:
 
     @classmethod
     def from_dlpack(cls, name: str, value: Any) -> Tensor:
-        return cls(name, np.from_dlpack(value))
+        """A tensor in host memory, as numpy where numpy holds its dtype (BF16 stays the framework's, as the
+        stub keeps it: ``as_numpy`` then refuses it)."""
+        try:
+            return cls(name, np.from_dlpack(value))
+        except (BufferError, TypeError, RuntimeError):
+            return cls(name, value)
 
     def name(self) -> str:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
-        return self._array  # type: ignore[no-any-return]
+        if not isinstance(self._array, np.ndarray):
+            raise TypeError("Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() instead")
+        return self._array
 
     def is_cpu(self) -> bool:
         return True
 
+    def to_dlpack(self) -> Any:
+        return self.__dlpack__()
+
     def __dlpack__(self, **kwargs: Any) -> Any:
-        array = self._array if self._array.flags.writeable else self._array.copy()
+        array = self._array
+        if isinstance(array, np.ndarray) and not array.flags.writeable:
+            array = array.copy()
         return array.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> Any:
         return self._array.__dlpack_device__()
+
+
+class PreferredMemory:
+    def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0):
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
 
 
 class InferenceResponse:

@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.spec import TensorSpec
-from ..runtime.conversion import NUMPY_DTYPES
 from ..runtime.errors import InferenceError
+from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.shapes import dims_match
 
 

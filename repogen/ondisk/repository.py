@@ -10,6 +10,7 @@ counts as a model, a version, a parse failure, a ``model.json`` and the manifest
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -21,8 +22,10 @@ from google.protobuf import text_format
 from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
+from ..runtime.dtypes import element_bytes
 from ..runtime.packages import PACKAGES_DIR
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Metadata, is_version_name
+from ..triton.devices import cuda_pool_args, gpu_shortfall
 from ..triton.proto import model_config_pb2 as mc
 
 __all__ = [
@@ -145,6 +148,35 @@ class ModelDir:
             g.kind == mc.ModelInstanceGroup.KIND_GPU for g in self.config.instance_group
         )
 
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs a server must see to load this model: past the highest id a KIND_GPU group names, else one."""
+        return max((max(g.gpus, default=-1) + 1 or 1 for g in self._gpu_groups()), default=0)
+
+    @property
+    def gpu_groups(self) -> list[str]:
+        """Each KIND_GPU group, named with the GPUs it names (``Scale_0 on GPUs [1]``)."""
+        return [f"{g.name or 'a group'}{f' on GPUs {list(g.gpus)}' if g.gpus else ''}" for g in self._gpu_groups()]
+
+    @property
+    def gpu_batch_bytes(self) -> int | None:
+        """Bytes of a full batch's inputs and outputs (max_batch_size rows) of a KIND_GPU model, which pass through
+        Triton's CUDA memory pool when they live on a GPU; None where a -1 dim or BYTES leaves it open."""
+        if self.config is None or not self._gpu_groups():
+            return None
+        rows = max(self.config.max_batch_size, 1)
+        total = 0
+        for tensor in [*self.config.input, *self.config.output]:
+            size = element_bytes(mc.DataType.Name(tensor.data_type))
+            if size is None or any(d < 0 for d in tensor.dims):
+                return None
+            total += rows * size * math.prod(tensor.dims)
+        return total * sum(group.count or 1 for group in self._gpu_groups())
+
+    def _gpu_groups(self) -> list[mc.ModelInstanceGroup]:
+        groups = self.config.instance_group if self.config is not None else []
+        return [g for g in groups if g.kind == mc.ModelInstanceGroup.KIND_GPU]
+
 
 def public_name(full_name: str) -> str:
     """Triton's spelling of a name from our schema (package ``repogen.inference`` → ``inference``)."""
@@ -257,6 +289,26 @@ class BuiltRepository:
     @property
     def uses_gpu(self) -> bool:
         return any(m.uses_gpu for m in self.models)
+
+    @property
+    def gpus_needed(self) -> int:
+        """GPUs a server must see to load every model (0 without KIND_GPU ones)."""
+        return max((m.gpus_needed for m in self.models), default=0)
+
+    @property
+    def gpu_batch_bytes(self) -> int:
+        """Every KIND_GPU model's full batches at once, where their shapes say (models.gpu_batch_bytes)."""
+        return sum(m.gpu_batch_bytes or 0 for m in self.models)
+
+    def gpu_server_args(self) -> list[str]:
+        """tritonserver's arguments for the GPU path: a CUDA memory pool per GPU the models use where their tensors
+        outgrow the default 64 MB (:func:`repogen.triton.devices.cuda_pool_args`); none without GPU models."""
+        return cuda_pool_args(self.gpu_batch_bytes, self.gpus_needed)
+
+    def gpu_shortfalls(self, visible: int) -> list[str]:
+        """For each model needing more GPUs than ``visible``: why a server with that many fails to load it."""
+        found = [gpu_shortfall(m.name, m.gpus_needed, m.gpu_groups, visible) for m in self.models if m.gpus_needed]
+        return [message for message in found if message]
 
 
 def read_repository(path: str | Path) -> BuiltRepository:

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import RepositoryError
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, MODEL_FILE
 from ..triton import fields
+from ..triton.devices import gpu_shortfall, visible_gpus
 from ..triton.releases import NEWEST, Release, first_with_python, get_release
 from . import compatibility
 from .ensembles import check_ensemble
@@ -230,6 +231,14 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     return problems
 
 
+def _check_gpus(models: list[ModelDir]) -> list[Problem]:
+    """A warning per model that needs more GPUs than this machine has: a server here would fail to load it."""
+    needing = [m for m in models if m.gpus_needed]
+    visible = len(visible_gpus()) if needing else 0
+    found = [(m, gpu_shortfall(m.name, m.gpus_needed, m.gpu_groups, visible)) for m in needing]
+    return [Problem.at(model.path / CONFIG_FILE, message, warning=True) for model, message in found if message]
+
+
 def validate_repository(repository: str | Path, release: str | Release | None = None) -> list[Problem]:
     """Every problem found in ``repository``, in a stable order; an empty list means clean.
 
@@ -255,6 +264,7 @@ def validate_repository(repository: str | Path, release: str | Release | None = 
         if model.is_ensemble:
             problems.extend(check_ensemble(model, by_name))
     problems.extend(_check_manifest(repo, models))
+    problems.extend(_check_gpus(models))
     info = BuiltRepository(repo, tuple(m for m in models if m.config is not None), manifest)
     for each in releases:
         found = compatibility.fit(info, each, configs=False)

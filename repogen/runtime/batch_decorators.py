@@ -20,7 +20,9 @@ import numpy as np
 from .context import TritonModelConfig
 from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
 from .errors import InferenceError
+from .frameworks import framework_of
 from .request_decorators import batch
+from .tensors import host_array, row_range, select_rows
 
 # -- @group_by_values -----------------------------------------------------------------------------
 
@@ -54,7 +56,7 @@ class _GroupByValues(Decorated):
             return self.__wrapped__(*args, **kwargs)
         groups = _group_rows(inputs, self.keys, size)
         results = [
-            self.__wrapped__(*args, **{name: value[rows] for name, value in inputs.items()}, **special)
+            self.__wrapped__(*args, **{name: select_rows(value, rows) for name, value in inputs.items()}, **special)
             for rows in groups
         ]
         return gather(results, lambda done: self._merge(groups, done, size))
@@ -84,7 +86,7 @@ def _group_rows(inputs: dict[str, Any], keys: tuple[str, ...], size: int) -> lis
                 f"@group_by_values: no input {key!r} to group by; inputs are {sorted(inputs)} (give optional "
                 "inputs a default with @fill_optionals)"
             )
-    columns = [inputs[key] for key in keys]
+    columns = [host_array(inputs[key]) for key in keys]  # compared on the host: a framework's tensors too
     row_keys = [tuple(_value_key(column[i]) for column in columns) for i in range(size)]
     order = sorted(range(size), key=row_keys.__getitem__)
     return [np.fromiter(g, dtype=np.intp) for _, g in itertools.groupby(order, key=row_keys.__getitem__)]
@@ -119,18 +121,21 @@ def _scatter(name: Any, groups: list[np.ndarray], parts: list[Any], size: int) -
     for rows, part in zip(groups, parts, strict=True):
         if part is None:
             raise InferenceError(f"@group_by_values: output {name!r} is missing from some groups' results")
-        array = np.asarray(part)
+        array = part if framework_of(part) is not None else np.asarray(part)
         if array.ndim == 0 or array.shape[0] != len(rows):
             raise InferenceError(
                 f"@group_by_values: output {name!r} has shape {array.shape} for a group of {len(rows)} rows"
             )
         arrays.append(array)
-    trailing = {a.shape[1:] for a in arrays}
+    trailing = {tuple(a.shape[1:]) for a in arrays}
     if len(trailing) > 1:
         raise InferenceError(
             f"@group_by_values: output {name!r} has different shapes across groups ({sorted(trailing)}); "
             "pass pad_fn=ConstantPadder(...) to pad them to a common shape"
         )
+    framework = framework_of(arrays[0])
+    if framework is not None:  # merged on the tensors' device: the groups' rows, put back in the batch's order
+        return framework.rows(framework.concat(arrays), np.argsort(np.concatenate(groups), kind="stable"))
     dtype = _merged_dtype([a.dtype for a in arrays])
     merged = np.zeros((size, *arrays[0].shape[1:]), dtype=dtype)
     for rows, array in zip(groups, arrays, strict=True):
@@ -181,7 +186,7 @@ def _unpad(outputs: Any, model: str, size: int, target: int) -> Any:
                 f"@pad_batch: model '{model}' output {name!r} has {found} for a batch padded from {size} to "
                 f"{target} rows, expected {target} (or {size}); return one output row per input row"
             )
-    cut = {name: value[:size] for name, value in named.items()}
+    cut = {name: row_range(value, 0, size) for name, value in named.items()}
     return tuple(cut.values()) if isinstance(outputs, (list, tuple)) else cut
 
 
@@ -196,7 +201,10 @@ def _padded_size(config: TritonModelConfig, size: int) -> int:
     return sizes[index]
 
 
-def _repeat_last(value: np.ndarray, target: int) -> np.ndarray:
+def _repeat_last(value: Any, target: int) -> Any:
+    framework = framework_of(value)
+    if framework is not None:  # on the tensor's device
+        return framework.concat([value, *[value[-1:, ...]] * (target - value.shape[0])])
     counts = np.ones(value.shape[0], dtype=np.int64)
     counts[-1] = target - value.shape[0] + 1
     return np.repeat(value, counts, axis=0)

@@ -1,7 +1,11 @@
 """BLS: a model handle, once pickled into a served callable, becomes this client.
 
 Calling it sends a ``pb_utils.InferenceRequest`` to another model of the same server and returns
-its outputs as numpy arrays (tensors on a GPU stay there, as DLPack-capable objects).
+its outputs as the calling model takes tensors: numpy arrays, or its framework's tensors (a model that
+declared ``tensors="torch"``) where the called model made them, a GPU's without a copy. Inputs may be
+numpy arrays or any framework's tensors; a GPU tensor is sent as one. A numpy caller asks Triton for its
+outputs in host memory when the called model may make them on a GPU (the build says which), so that it
+needs no framework to read them; ``handle.preferred_memory("gpu")`` asks for the caller's GPU instead.
 """
 
 from __future__ import annotations
@@ -12,8 +16,12 @@ from typing import Any
 import numpy as np
 
 from . import streams
-from .conversion import NUMPY_DTYPES, to_bytes_array
+from .context import find_context
+from .conversion import to_bytes_array
+from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError
+from .frameworks import Framework, framework_named, framework_of, host_copy
+from .tensors import NUMPY, backend_tensor
 
 
 def _backend() -> Any:
@@ -32,12 +40,17 @@ class ModelClient:
         outputs: tuple[str, ...],
         decoupled: bool = False,
         requested: tuple[str, ...] | None = None,
+        memory: str | None = None,
+        tensors: str = NUMPY,
     ):
         self.model = model
         self.input_types = inputs  # input name -> Triton data type, for casting what callers pass
         self.output_names = outputs
         self.decoupled = decoupled
         self.requested = requested
+        self.memory = memory  # "cpu" or "gpu": Triton's preferred memory for the outputs; None: where made
+        self.tensors = tensors  # what the calling model takes: numpy, or a framework's tensors
+        self._framework: Framework | None = None
         if decoupled:
             streams.consumer()
 
@@ -50,7 +63,15 @@ class ModelClient:
         unknown = sorted(set(names) - set(self.output_names))
         if unknown:
             raise InferenceError(f"model '{self.model}' has no output(s) {unknown}; it has {list(self.output_names)}")
-        return ModelClient(self.model, self.input_types, self.output_names, self.decoupled, tuple(names))
+        return ModelClient(
+            self.model, self.input_types, self.output_names, self.decoupled, tuple(names), self.memory, self.tensors
+        )
+
+    def preferred_memory(self, memory: str) -> ModelClient:
+        """The same model, asking Triton for its outputs in ``"cpu"`` or ``"gpu"`` memory (the caller's GPU)."""
+        return ModelClient(
+            self.model, self.input_types, self.output_names, self.decoupled, self.requested, memory, self.tensors
+        )
 
     def __call__(self, **inputs: Any) -> dict[str, Any]:
         return self.infer(**inputs)
@@ -99,16 +120,28 @@ class ModelClient:
                 f"model '{self.model}' has no input(s) {unknown}; its inputs are {sorted(self.input_types)}"
             )
         tensors = [self._tensor(pb_utils, name, value) for name, value in inputs.items()]
+        options = {}
+        if self.memory is not None:
+            context = find_context()
+            kind = pb_utils.TRITONSERVER_MEMORY_GPU if self.memory == "gpu" else pb_utils.TRITONSERVER_MEMORY_CPU
+            options["preferred_memory"] = pb_utils.PreferredMemory(kind, context.device_id if context else 0)
         return pb_utils.InferenceRequest(
             model_name=self.model,
             inputs=tensors,
             requested_output_names=list(self.requested or self.output_names),
+            **options,
         )
 
     def _tensor(self, pb_utils: Any, name: str, value: Any) -> Any:
-        if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
-            return pb_utils.Tensor.from_dlpack(name, value)  # e.g. a torch tensor: stays on its device
         data_type = self.input_types[name]
+        framework = framework_of(value) if type(value) is not np.ndarray else None
+        if framework is not None and data_type != STRING:  # e.g. a torch tensor: sent from its device
+            element = BY_ENUM[data_type].element
+            if framework.element(value) not in (element, ""):
+                value = framework.cast(value, element)
+            return backend_tensor(pb_utils, name, framework.contiguous(value))
+        if framework is not None:
+            value = framework.host(value)
         array = np.asarray(value)
         if data_type == "TYPE_STRING":
             array = to_bytes_array(array)
@@ -119,7 +152,38 @@ class ModelClient:
     def _outputs(self, response: Any) -> dict[str, Any]:
         if response.has_error():
             raise ModelCallError(f"model '{self.model}' failed: {response.error().message()}")
-        return {t.name(): (t.as_numpy() if t.is_cpu() else t) for t in response.output_tensors()}
+        if self.tensors == NUMPY:
+            return {t.name(): (t.as_numpy() if t.is_cpu() else self._on_gpu(t)) for t in response.output_tensors()}
+        if self._framework is None:
+            self._framework = framework_named(self.tensors)
+        framework = self._framework
+        outputs = {}
+        for tensor in response.output_tensors():
+            outputs[tensor.name()] = self._as_made(framework, tensor)
+        return outputs
+
+    @staticmethod
+    def _as_made(framework: Framework, tensor: Any) -> Any:
+        """One output in the caller's framework, where the called model made it; BYTES stay numpy object arrays."""
+        if not tensor.is_cpu():
+            return framework.from_backend(tensor)  # no copy
+        try:
+            array = tensor.as_numpy()
+        except Exception:  # BF16, which as_numpy cannot read: through DLPack, into memory of its own
+            return framework.copy(framework.from_backend(tensor))
+        return array if array.dtype == object else framework.adopt(array, "cpu")
+
+    def _on_gpu(self, tensor: Any) -> Any:
+        """A GPU output for a numpy caller: as it is where the caller asked for GPU memory, else copied to the host."""
+        if self.memory == "gpu":
+            return tensor
+        try:
+            return host_copy(tensor)
+        except TypeError as exc:
+            raise InferenceError(
+                f"model '{self.model}' answered output '{tensor.name()}' in GPU memory, but {exc}; declare "
+                'ModelConfig(tensors="torch") on the calling model, or call handle.preferred_memory("cpu")'
+            ) from None
 
     def __repr__(self) -> str:
         return f"<ModelClient {self.model!r}>"

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .conversion import NUMPY_DTYPES
+from .dtypes import BY_ENUM, NUMPY_DTYPES
+from .tensors import instance_device
 
 CONTEXT_ATTRIBUTE = "__triton_context__"  # PyTriton's attribute name, so hand-set contexts work too
 
@@ -88,7 +89,9 @@ class TritonModelConfig:
 
 
 def _tensor_spec(tensor: Mapping[str, Any]) -> TensorSpec:
-    dtype = NUMPY_DTYPES.get(tensor.get("data_type", ""), np.dtype(object))
+    data_type = tensor.get("data_type", "")
+    # numpy's dtype where it has one; BF16's element name ("bfloat16"), which only a framework holds
+    dtype = NUMPY_DTYPES.get(data_type) or (BY_ENUM[data_type].element if data_type in BY_ENUM else np.dtype(object))
     shape = tuple(int(d) for d in tensor.get("dims", ()))
     return TensorSpec(str(tensor["name"]), shape, dtype, bool(tensor.get("optional", False)))
 
@@ -123,6 +126,16 @@ class TritonContext:
     device_id: int = 0
     model_repository: str = ""
     model_dir: str = ""  # the version directory: model.py, model.pkl, files/
+    tensors: str = "numpy"  # what the callable takes: numpy, or the framework it declared (ModelConfig(tensors=...))
+
+    @property
+    def device(self) -> str:
+        """Where this instance computes: ``cuda:<id>`` on a KIND_GPU instance (its own GPU), else ``cpu``.
+
+        A framework's name for the device (``torch.device(context.device)``), and the device of the
+        tensors a model that declared ``tensors="torch"`` receives.
+        """
+        return instance_device(self.instance_kind, self.device_id)
 
     @property
     def files_dir(self) -> str:
@@ -152,7 +165,7 @@ class TritonContext:
         return _AnyKey(self.model_config)
 
     @classmethod
-    def from_args(cls, args: Mapping[str, str]) -> TritonContext:
+    def from_args(cls, args: Mapping[str, str], tensors: str = "numpy") -> TritonContext:
         """Build the context from ``TritonPythonModel.initialize``'s ``args``."""
         version = int(args.get("model_version") or 1)
         raw = json.loads(args["model_config"])
@@ -167,6 +180,7 @@ class TritonContext:
             device_id=int(args.get("model_instance_device_id") or 0),
             model_repository=args.get("model_repository", ""),
             model_dir=os.path.join(args.get("model_repository", ""), str(version)),
+            tensors=tensors,
         )
 
 

@@ -10,38 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
-
-# python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
-FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
-
-
-def inputs_on_cpu(parameters: dict[str, str]) -> bool:
-    """Whether every input reaches the stub in CPU memory (the backend's default), so ``as_numpy`` serves.
-
-    ``as_numpy`` is the cheapest way in: the stub has already copied each CPU input into an
-    aligned, writable array of its own when it loads the request (``PbTensor``'s constructor), so
-    the array costs nothing more, while a DLPack view of the same tensor costs ~7,000 instructions
-    per input and points into shared memory at an offset numpy's SIMD loops cannot use.
-    """
-    return parameters.get(FORCE_CPU_ONLY_INPUT_TENSORS) != "no"
-
-
-NUMPY_DTYPES = {
-    "TYPE_BOOL": np.dtype(np.bool_),
-    "TYPE_UINT8": np.dtype(np.uint8),
-    "TYPE_UINT16": np.dtype(np.uint16),
-    "TYPE_UINT32": np.dtype(np.uint32),
-    "TYPE_UINT64": np.dtype(np.uint64),
-    "TYPE_INT8": np.dtype(np.int8),
-    "TYPE_INT16": np.dtype(np.int16),
-    "TYPE_INT32": np.dtype(np.int32),
-    "TYPE_INT64": np.dtype(np.int64),
-    "TYPE_FP16": np.dtype(np.float16),
-    "TYPE_FP32": np.dtype(np.float32),
-    "TYPE_FP64": np.dtype(np.float64),
-    "TYPE_STRING": np.dtype(object),
-}
+from .frameworks import Framework, framework_of
 
 
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
@@ -63,15 +34,18 @@ def to_bytes_array(value: np.ndarray) -> np.ndarray:
 class OutputPlan:
     """How one declared output is checked and converted."""
 
-    __slots__ = ("name", "dtype", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed", "data_type")
+    __slots__ = (
+        "name", "dtype", "element", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed", "data_type"
+    )  # fmt: skip
 
     def __init__(self, model: str, name: str, data_type: str, dims: list[int], batched: bool, strict: bool):
         self.model = model
         self.name = name
         self.data_type = data_type
-        self.dtype = NUMPY_DTYPES[data_type]
+        self.dtype = NUMPY_DTYPES.get(data_type)  # None for BF16, which only a framework's tensor holds
+        self.element = BY_ENUM[data_type].element
         self.dims = tuple(dims)
-        self.is_bytes = data_type == "TYPE_STRING"
+        self.is_bytes = data_type == STRING
         self.batched = batched
         self.strict = strict
         # Shape check precomputed: the rank, and only the dimensions that are not -1.
@@ -102,6 +76,10 @@ class OutputPlan:
             if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
                 self._check_shape(value.shape)
             return value
+        if type(value) is not np.ndarray and (framework := framework_of(value)) is not None:
+            return self._tensor(value, framework)
+        if self.dtype is None:
+            self._fail_bf16(value)
         try:
             arr = value if isinstance(value, np.ndarray) else np.asarray(value)
             if self.is_bytes:
@@ -123,6 +101,31 @@ class OutputPlan:
             arr = np.ascontiguousarray(arr)
         return arr
 
+    def _tensor(self, value: Any, framework: Framework) -> Any:
+        """A framework's tensor checked like an array and made right where it lives: cast and made contiguous on
+        its own device, never through the host. BYTES, which no framework holds, go through numpy."""
+        if self.is_bytes:
+            return self.convert(framework.host(value))
+        try:
+            element = framework.element(value)
+            if element and element != self.element:
+                if self.strict:
+                    self._fail(f"dtype {self.element}, found {value.dtype}")
+                value = framework.cast(value, self.element)
+            if self.strict:
+                self._check_shape(framework.shape(value))
+            return framework.contiguous(value)
+        except InferenceError:
+            raise
+        except Exception as exc:  # a cast the framework refuses
+            raise self.unconvertible(value, exc) from None
+
+    def _fail_bf16(self, value: Any) -> None:
+        raise InferenceError(
+            f"model '{self.model}' output '{self.name}' is declared BF16, which numpy cannot hold, but the callable "
+            f"returned {describe(value)}; return a bfloat16 tensor of a framework (torch.bfloat16, through DLPack)"
+        )
+
     def _check_shape(self, shape: tuple[int, ...]) -> None:
         dims = shape[1:] if self.batched else shape
         ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims, strict=True))
@@ -136,7 +139,8 @@ class OutputPlan:
         """The error for a returned value that cannot become this output: what was declared, what came back."""
         return InferenceError(
             f"model '{self.model}' output '{self.name}' is declared {self.data_type.removeprefix('TYPE_')} "
-            f"({self.dtype}), but the callable returned {describe(value)}, which cannot be converted to it "
+            f"({self.element if self.dtype is None else self.dtype}), but the callable returned {describe(value)}, "
+            "which cannot be converted to it "
             f"({type(exc).__name__}: {exc}); return an array of that dtype"
         )
 

@@ -8,7 +8,9 @@ have passed on: the producing step's declared dtype. A request a step fails is a
 step's error and leaves the pipeline; the others go on. Arrays pass from step to step without a
 copy, except that a step gets its own copy of a tensor that a later step or the pipeline's answer
 still reads: Triton hands every consumer its own, so a step writing into its input changes nothing
-else there either.
+else there either. Tensors stay as the step made them, a framework's on its device too; a step that
+declared another kind of tensors (numpy, or ``tensors="torch"``) gets each input as it would from
+Triton: numpy in host memory, or its framework's tensor.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 
 from .decorator_base import request_size
 from .request import Request
+from .tensors import NUMPY, copied
 
 STEPS_DIR = "steps"
 
@@ -44,6 +47,7 @@ class _Step:
         self.inputs = sorted(input_map.items())  # (step input, ensemble tensor)
         self.outputs = sorted(output_map.items())  # (step output, ensemble tensor)
         self.shared: frozenset[str] = frozenset()  # ensemble tensors read again after this step: copied for it
+        self.adopt: Any = None  # where a step of the pipeline takes other tensors than numpy: its placement's adopt
 
         self.call = model.batch_call  # the function under @batch, when the step can take the straight line
         # (output, ensemble tensor, its plan): the plan's accepts() is the fast lane's rule
@@ -51,6 +55,13 @@ class _Step:
 
     def data(self, pool: dict[str, Any]) -> dict[str, Any]:
         """This step's inputs from the request's tensors ``pool``."""
+        if self.adopt is not None:
+            adopt, shared = self.adopt, self.shared
+            return {
+                name: adopt(copied(pool[tensor]) if tensor in shared else pool[tensor])
+                for name, tensor in self.inputs
+                if tensor in pool
+            }
         if self.shared:
             return {name: _copy(pool[tensor], tensor in self.shared) for name, tensor in self.inputs if tensor in pool}
         return {name: pool[tensor] for name, tensor in self.inputs if tensor in pool}
@@ -143,6 +154,9 @@ class FusedPipeline:
         self.outputs = outputs
         for step, shared in zip(steps, read_again([step.inputs for step in steps], outputs), strict=True):
             step.shared = shared
+        if any(step.model.placement.tensors != NUMPY for step in steps):  # tensors change hands between kinds
+            for step in steps:
+                step.adopt = step.model.placement.adopt
         # Each step's function under @batch, when every step has one: what _one and a specialized execute
         # (model_fused.py.tmpl) call, step by step; None: each request takes the general path
         calls = tuple(step.call for step in steps)
@@ -150,8 +164,15 @@ class FusedPipeline:
 
     @classmethod
     def create(
-        cls, args: dict[str, str], steps: list[dict[str, Any]], outputs: list[str], new_model: Callable[[], Any]
+        cls,
+        args: dict[str, str],
+        steps: list[dict[str, Any]],
+        outputs: list[str],
+        new_model: Callable[[], Any],
+        imports: Any = (),
     ):
+        """The pipeline of ``steps`` (the payload's records); ``imports``, the modules the build recorded the
+        payload importing, as ``TritonPythonModel.configure`` takes them."""
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         built = []
         for step in steps:
@@ -163,7 +184,7 @@ class FusedPipeline:
                 model_repository=os.path.join(version_dir, STEPS_DIR, step["model"]),
                 model_version=str(step["version"]),
             )
-            model.configure(step_args, step["infer_funcs"], strict=bool(step["strict"]))
+            model.configure(step_args, step["infer_funcs"], bool(step["strict"]), step.get("tensors", NUMPY), imports)
             built.append(_Step(model, step["input_map"], step["output_map"]))
         return cls(built, outputs)
 

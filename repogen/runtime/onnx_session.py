@@ -31,6 +31,20 @@ _decode = np.frompyfunc(lambda item: item.decode("utf-8") if isinstance(item, by
 _encode = np.frompyfunc(lambda item: item.encode("utf-8") if isinstance(item, str) else item, 1, 1)
 
 
+def log_cpu_fallback(onnxruntime: Any, context: Any) -> None:
+    """A KIND_GPU instance whose shipped onnxruntime has no CUDA provider runs on the CPU: said once, in the log."""
+    from .failures import log  # the server's log: imported only inside the server
+
+    found = ", ".join(onnxruntime.get_available_providers())
+    log(
+        "log_warn",
+        f"model '{context.model_name}' instance on GPU {context.device_id} runs its graph on the CPU: the onnxruntime "
+        f"{onnxruntime.__version__} it ships has no CUDAExecutionProvider (it has {found}). Build where "
+        "onnxruntime-gpu is installed, built for the target container's CUDA major (12 up to NGC 25.07, 13 from "
+        "25.08), so that the build ships it",
+    )
+
+
 class OnnxSession:
     """The model's callable: an onnxruntime session on the version's ``model.onnx``."""
 
@@ -40,10 +54,11 @@ class OnnxSession:
         config = context.model_config
         options, self.run_options, self.intra_op_threads = session_options(onnxruntime, config.raw, config.model_name)
         providers: list[Any] = ["CPUExecutionProvider"]
-        if context.instance_kind.upper().endswith("GPU") and "CUDAExecutionProvider" in (
-            onnxruntime.get_available_providers()
-        ):
-            providers.insert(0, ("CUDAExecutionProvider", {"device_id": context.device_id}))
+        if context.instance_kind.upper().endswith("GPU"):
+            if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+                providers.insert(0, ("CUDAExecutionProvider", {"device_id": context.device_id}))
+            else:
+                log_cpu_fallback(onnxruntime, context)
         path = os.path.join(context.model_dir, GRAPH_FILE)
         self.session = onnxruntime.InferenceSession(path, sess_options=options, providers=providers)
         self.outputs = [tensor.name for tensor in config.outputs]

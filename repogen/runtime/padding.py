@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InferenceError
+from .frameworks import Framework, framework_of
 
 _TEXT_KINDS = "SUO"  # bytes, str and object (BYTES) arrays are padded with b"" rather than the value
 
@@ -34,12 +35,32 @@ class ConstantPadder:
             for i in range(len(batches_list))
         ]
 
-    def _pad_all(self, name: Any, arrays: list[np.ndarray | None]) -> list[np.ndarray | None]:
+    def _pad_all(self, name: Any, arrays: list[Any]) -> list[Any]:
+        framework = next((framework_of(a) for a in arrays if a is not None), None)
+        if framework is not None:
+            return self._pad_tensors(name, arrays, framework)
         present = [np.asarray(a) for a in arrays if a is not None]
         shape = _common_shape(name, present)
         dtype = _common_dtype(name, present)
         fill = b"" if dtype.kind in _TEXT_KINDS else self.pad_value
         return [None if a is None else _pad_one(np.asarray(a), shape, dtype, fill) for a in arrays]
+
+    def _pad_tensors(self, name: Any, tensors: list[Any], framework: Framework) -> list[Any]:
+        """A framework's tensors padded on their device: each copied into a tensor of the common shape."""
+        present = [t for t in tensors if t is not None]
+        shape = _common_shape(name, present)
+        if len({str(t.dtype) for t in present}) > 1:
+            found = sorted({str(t.dtype) for t in present})
+            raise InferenceError(f"ConstantPadder: output {name!r} has different dtypes across groups: {found}")
+        padded: list[Any] = []
+        for tensor in tensors:
+            if tensor is None or tuple(tensor.shape[1:]) == shape:
+                padded.append(tensor)
+                continue
+            out = framework.full((tensor.shape[0], *shape), self.pad_value, like=tensor)
+            out[tuple(slice(0, n) for n in tensor.shape)] = tensor
+            padded.append(out)
+        return padded
 
 
 def _pad_one(array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, fill: Any) -> np.ndarray:
@@ -49,7 +70,7 @@ def _pad_one(array: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, fill: A
     return array.astype(dtype, copy=False)
 
 
-def _common_shape(name: Any, arrays: list[np.ndarray]) -> tuple[int, ...]:
+def _common_shape(name: Any, arrays: list[Any]) -> tuple[int, ...]:
     ranks = {a.ndim for a in arrays}
     if len(ranks) != 1:
         raise InferenceError(
@@ -58,7 +79,7 @@ def _common_shape(name: Any, arrays: list[np.ndarray]) -> tuple[int, ...]:
         )
     if ranks == {0}:
         raise InferenceError(f"ConstantPadder: output {name!r} is a scalar; outputs must have a batch axis")
-    return tuple(int(n) for n in np.max([a.shape[1:] for a in arrays], axis=0))
+    return tuple(int(n) for n in np.max([tuple(a.shape[1:]) for a in arrays], axis=0))
 
 
 def _common_dtype(name: Any, arrays: list[np.ndarray]) -> np.dtype:

@@ -51,6 +51,7 @@ class Metadata:
     SOURCES = "sources"
     STRICT = "strict"
     TARGET = "target"
+    TENSORS = "tensors"  # the framework whose tensors the callable takes, where not numpy
     VERSION = "version"
 
 

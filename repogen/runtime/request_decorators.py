@@ -29,6 +29,7 @@ from .decorator_base import (
     then,
 )
 from .errors import InferenceError
+from .tensors import concatenate, like, row_range
 
 # -- @sample --------------------------------------------------------------------------------------
 
@@ -80,7 +81,7 @@ class batch(Decorated):  # noqa: N801 - PyTriton's public name
                     f"{sorted(other.keys())}; mark optional inputs and use @fill_optionals or "
                     "@group_by_keys, or bind without @batch"
                 )
-        inputs = {name: np.concatenate([r[name] for r in requests]) for name in names}
+        inputs = {name: concatenate([r[name] for r in requests]) for name in names}
         outputs = self.__wrapped__(*head, **kwargs, **inputs)
         sizes = [request_size(r) for r in requests]
         return then(outputs, lambda result: split_outputs(result, sizes, self._model_name(head)))
@@ -106,7 +107,7 @@ def split_outputs(outputs: Any, sizes: list[int], model: str | None = None) -> l
     start = 0
     for size in sizes:
         end = start + size
-        cut = [(name, value[start:end]) for name, value in items]
+        cut = [(name, row_range(value, start, end)) for name, value in items]
         results.append(dict(cut) if isinstance(outputs, dict) else tuple(value for _, value in cut))
         start = end
     return results
@@ -193,9 +194,11 @@ class _FillOptionals(Decorated):
         if not missing:
             return
         rows = request_size(request) if request else 1
+        present = next(iter(request.values()), None)  # a framework's tensor where the model takes those
         for name in missing:
             value = self.defaults[name]
-            request[name] = np.tile(value, (rows,) + (1,) * value.ndim) if batching else value
+            value = np.tile(value, (rows,) + (1,) * value.ndim) if batching else value
+            request[name] = like(value, present)
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_checked": None}
@@ -244,11 +247,23 @@ def _shape_fits(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
 def specializable(infer: Any) -> Any:
     """The function under ``@batch`` that a specialized ``execute`` may call directly, else None.
 
-    Only ``@batch`` right above a plain synchronous function: anything else (a class, a factory,
-    further decorators, async or generator functions) keeps the general path, which handles it.
+    ``@batch`` right above a plain synchronous function, or above a class model's ``__call__`` (for an
+    instance, the method bound to it; for the class itself, at build time, the function). Anything else
+    (a factory, further decorators, async or generator functions) keeps the general path, which handles it.
     """
-    inner = getattr(infer, "__wrapped__", None)
-    if type(infer) is not batch or not inspect.isfunction(inner):
+    if type(infer) is batch:
+        return _plain(infer.__wrapped__)
+    method = getattr(infer if inspect.isclass(infer) else type(infer), "__call__", None)  # noqa: B004 - the class attribute
+    if type(method) is not batch:
+        return None
+    inner = _plain(method.__wrapped__)
+    if inner is None or inspect.isclass(infer):
+        return inner
+    return inner.__get__(infer, type(infer))  # called as @batch calls it: with the instance first
+
+
+def _plain(inner: Any) -> Any:
+    if not inspect.isfunction(inner):
         return None
     if inspect.iscoroutinefunction(inner) or inspect.isgeneratorfunction(inner) or inspect.isasyncgenfunction(inner):
         return None

@@ -148,3 +148,31 @@ def shm_report(model: str, instance: str, stub: Stub) -> tuple[str, bool]:
         f"the shared memory pool size for key '{stub.region}'\" (4 MB requests at concurrency 16 needed about "
         f"100 MiB per instance); {SHM_ADVICE}"
     ), True
+
+
+# pybind11 reads numpy's structs as laid out when it was built; from 2.12 on (python_backend r24.11, NGC 24.11)
+# it knows numpy 2's and then names its core module "numpy._core". The stub of NGC 23.10-24.10 (pybind11 2.10)
+# misreads a numpy 2 array's item size, so every numpy output then fails in the server with "output tensor
+# shape does not match size of output" (measured on 2.51 with numpy 2.2.6), DLPack outputs excepted.
+NUMPY2_AWARE = b"numpy._core"
+
+
+def numpy_problem(model: str, numpy_version: str, exe: str = "/proc/self/exe") -> str | None:
+    """Why this stub cannot send numpy ``numpy_version``'s arrays, or None; read off the stub's own binary."""
+    if not numpy_version.split(".")[0].isdigit() or int(numpy_version.split(".")[0]) < 2:
+        return None
+    try:
+        path = os.path.realpath(exe)
+        if os.path.basename(path) != STUB_NAME:
+            return None  # not inside a backend stub (repogen.local, tests)
+        with open(path, "rb") as binary:
+            if NUMPY2_AWARE in binary.read():
+                return None
+    except OSError:
+        return None
+    return (
+        f"model '{model}' cannot serve with numpy {numpy_version} in the server's Python: this tritonserver's Python "
+        f"backend stub ({path}) is built for numpy 1 (as NGC 23.10-24.10's are), so every numpy output would fail "
+        "with 'output tensor shape does not match size of output'. Give the server's Python numpy 1 (NGC's "
+        "containers pin numpy<2: `pip install 'numpy<2'`), or serve on NGC 24.11 or later"
+    )

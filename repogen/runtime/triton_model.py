@@ -1,8 +1,8 @@
 """The ``TritonPythonModel`` behind every generated ``model.py``.
 
 Per request it builds a PyTriton-style ``Request`` (each input through ``as_numpy``, the stub's
-own copy of it; through DLPack only where FORCE_CPU_ONLY_INPUT_TENSORS "no" left it on a GPU),
-hands the list to the user's callable and turns each result into a response. Whatever the
+own copy of it, or as the tensor of the framework the model declared: runtime/tensors.py), hands
+the list to the user's callable and turns each result into a response. Whatever the
 callable raises (``SystemExit`` and ``KeyboardInterrupt`` too) becomes an error response
 ``"<Type>: <message>"`` and the model keeps serving; only ``PyTritonUnrecoverableError`` stops
 it, and with it the server (PyTriton's contract).
@@ -26,26 +26,33 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from .context import TritonContext, bind_context
-from .conversion import OutputPlan, inputs_on_cpu
+from .conversion import OutputPlan
 from .decorator_base import then
-from .errors import InferenceError, PyTritonUnrecoverableError
+from .dtypes import BF16
+from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
 from .failures import error_message, error_response, log, log_failure
+from .frameworks import use_device
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
 from .payload import config_drift, load_payload
 from .readiness import Readiness, readiness_checks
+from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
-from .stub import parse, read_argv, shm_report, stop_server
+from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
+from .tensors import NUMPY, Placement, backend_tensor, inputs_on_cpu
 
 
 class TritonPythonModel:
     """Serves one instance of a repogen-built model."""
 
     def initialize(self, args: dict[str, str]) -> None:
+        numpy = numpy_problem(args["model_name"], np.__version__)
+        if numpy is not None:
+            raise PayloadError(numpy)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         streaming = consumers()
         meta, payload = load_payload(version_dir, args["model_name"])
@@ -53,8 +60,10 @@ class TritonPythonModel:
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
             outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
-            funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel)]
-        self.configure(args, funcs, strict=bool(meta.get("strict", False)))
+            imports = meta.get(Metadata.REQUIREMENTS) or ()
+            funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel, imports)]
+        tensors = meta.get(Metadata.TENSORS, NUMPY)
+        self.configure(args, funcs, bool(meta.get(Metadata.STRICT, False)), tensors, meta.get(Metadata.REQUIREMENTS))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
         argv = read_argv()
@@ -72,11 +81,20 @@ class TritonPythonModel:
     def model_name(self) -> str:
         return self._model
 
-    def configure(self, args: dict[str, str], funcs: list[Any], strict: bool) -> None:
-        """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file."""
+    def configure(
+        self, args: dict[str, str], funcs: list[Any], strict: bool, tensors: str = NUMPY, imports: Any = None
+    ) -> None:
+        """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file.
+
+        ``tensors`` is what the callable takes (``numpy``, ``torch``, ...); ``imports``, the modules the build
+        recorded the payload importing, say which frameworks to point at the instance's GPU before the user's
+        class or factory is constructed.
+        """
         self._model = args["model_name"]
         config = json.loads(args["model_config"])
-        context = TritonContext.from_args(args)
+        context = TritonContext.from_args(args, tensors)
+        self.placement = Placement(tensors, context.device)
+        use_device(context.device, imports or ())
         target = funcs[context.instance_index % len(funcs)]
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
         self.infer_func = instantiate(target, context)
@@ -87,7 +105,12 @@ class TritonPythonModel:
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
         parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
-        self._cpu_inputs = inputs_on_cpu(parameters)
+        data_types = {t["name"]: t["data_type"] for t in config.get("input", [])}
+        self._read = self.placement.reader(self._model, data_types)
+        # numpy from host memory, read inline by _request; anything else through the placement's reader
+        self._cpu_inputs = (
+            self.placement.framework is None and inputs_on_cpu(parameters) and BF16 not in data_types.values()
+        )
         self.output_plans = [
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
@@ -221,7 +244,7 @@ class TritonPythonModel:
         data = Request(source=request)  # filled in place: no intermediate dict to copy
         for tensor in request.inputs():
             name = tensor.name()
-            array = tensor.as_numpy() if cpu or tensor.is_cpu() else np.from_dlpack(tensor)
+            array = tensor.as_numpy() if cpu else self._read(tensor)
             if array.ndim < ranks.get(name, 0):
                 raise EmptyBatchError(self._model, name)
             data[name] = array
@@ -231,9 +254,13 @@ class TritonPythonModel:
         try:
             if type(result) is dict and len(result) == self._output_count:
                 try:  # the hot path: exactly the declared outputs
-                    tensors = [
-                        pb_utils.Tensor(plan.name, plan.convert(result[plan.name])) for plan in self.output_plans
-                    ]
+                    tensors = []
+                    for plan in self.output_plans:
+                        value = plan.convert(result[plan.name])
+                        if type(value) is np.ndarray:
+                            tensors.append(pb_utils.Tensor(plan.name, value))
+                        else:  # a framework's tensor, on the CPU or a GPU
+                            tensors.append(backend_tensor(pb_utils, plan.name, value))
                     return pb_utils.InferenceResponse(output_tensors=tensors)
                 except Exception:  # a name is off or a value does not convert: the slow path says which
                     pass
@@ -248,7 +275,7 @@ class TritonPythonModel:
     def _tensor(plan: OutputPlan, value: Any) -> Any:
         array = plan.convert(value)
         try:
-            return pb_utils.Tensor(plan.name, array)
+            return backend_tensor(pb_utils, plan.name, array)
         except Exception as exc:  # e.g. an object array of ints for a BYTES output
             raise plan.unconvertible(value, exc) from None
 

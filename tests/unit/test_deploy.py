@@ -209,7 +209,7 @@ def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
     expected = [
         kubernetes.deployment(
             "model-repository", "model-repository:latest", resources, liveness=liveness,
-            access_args=access.kubernetes_args(target, DEFAULT_RESTRICTED),
+            server_extra=access.kubernetes_args(target, DEFAULT_RESTRICTED),
             env=access.kubernetes_env("model-repository-access-token"),
         ),
         kubernetes.service("model-repository"),

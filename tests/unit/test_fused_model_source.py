@@ -141,10 +141,9 @@ def test_an_empty_batch_and_a_missing_input_take_the_general_path(tmp_path):
 def test_what_a_specialized_model_py_would_not_serve_keeps_the_general_template(tmp_path):
     repo = _chain(0, FAULTS["none"], False)
 
-    class Stateful:
-        @batch
-        def __call__(self, x):
-            return {"y": x}
+    class Stateful:  # takes the requests themselves: no @batch function to call
+        def __call__(self, requests):
+            return [{"y": request["x"]} for request in requests]
 
     step = repo.bind("Class", Stateful, inputs=X, outputs=Y, config=BATCHED)
 

@@ -63,6 +63,28 @@ def test_every_path_answers_as_the_general_one(case, strict, tmp_path):
     _same(models, _request(x=x), _request(x=x[:, :2]))  # other dimensions differ: no concatenation
 
 
+def test_a_class_models_batch_call_takes_the_straight_line_with_its_instance(tmp_path):
+    class Scaled:
+        """A class model as PyTriton's examples write one: state built once, ``@batch`` on ``__call__``."""
+
+        def __init__(self):
+            self.factor = np.float32(3)
+
+        @batch
+        def __call__(self, x):
+            return {"y": x * self.factor}
+
+    spec, models = _models(Scaled, tmp_path, strict=True)
+    assert writes_out(spec, spec.versions[0])
+    specialized = models[0]
+    assert specialized.batch_call.__self__ is specialized.infer_func  # the method, bound to this instance
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert _same(models, _request(x=x), _request(x=x[:1])) == [
+        {"y": ("<f4", (x * 3).tolist())},
+        {"y": ("<f4", (x[:1] * 3).tolist())},
+    ]
+
+
 def test_the_straight_line_is_taken_and_a_failure_is_that_requests_answer(tmp_path):
     seen = []
 

@@ -55,8 +55,9 @@ class ContainerTritonServer(ServerProcess):
         self.image, self.docker, self.mount_parent, self.server_version = image, docker, mount_parent, server_version
         self.name = unique_name("repogen-serve")
         super().__init__(model_repository, **kwargs)
-        instances = read_repository(self.model_repository).python_instances()
-        self.shm_size = shm_size_bytes(instances)  # the deployment files' figure
+        info = read_repository(self.model_repository)
+        self.shm_size = shm_size_bytes(info.python_instances())  # the deployment files' figure
+        self.gpus = ["--gpus", "all"] if info.uses_gpu else []  # the NVIDIA container toolkit's, for KIND_GPU models
         parent = self.model_repository.parent
         mode = parent.stat().st_mode & 0o777
         if mount_parent and mode & 0o005 != 0o005:
@@ -75,7 +76,7 @@ class ContainerTritonServer(ServerProcess):
         mount = f"{repository.parent}:{PARENT_MOUNT}:ro" if self.mount_parent else f"{repository}:{MOUNT}:ro"
         ports = (self.http_port, self.grpc_port, self.metrics_port)
         return [
-            self.docker.cli, "run", "--rm", "--name", self.name, "--user", CONTAINER_USER,
+            self.docker.cli, "run", "--rm", "--name", self.name, "--user", CONTAINER_USER, *self.gpus,
             f"--shm-size={self.shm_size}", "-v", mount,
             *(f"-p{HOST}:{host}:{inside}" for host, inside in zip(ports, DEFAULT_PORTS.values(), strict=True)),
             self.image, "tritonserver", f"--model-repository={self.repository_in_container}",

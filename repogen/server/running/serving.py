@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
 from ...errors import RepogenError, ServeError, UsageError
-from ...ondisk.repository import model_dirs
+from ...ondisk.repository import model_dirs, read_repository
+from ...triton.devices import visible_gpus
 from ..client.access import Access, forget_run, record_run
 from ..client.states import ModelState, model_states
 from ..provision.install import ServerInstallError
@@ -45,6 +46,19 @@ LOG_NAME = "tritonserver.log"
 
 def _quiet(line: str) -> None:
     """What a :class:`Serving` made without ``echo`` does with the lines ``repogen serve`` prints."""
+
+
+def gpu_arguments(repository: Path, given: Sequence[str]) -> list[str]:
+    """The CUDA memory pool a repository's GPU models need (unless the arguments after ``--`` size it); a
+    :class:`ServeError` naming each model that needs more GPUs than this machine has, before any server starts."""
+    info = read_repository(repository)
+    if not info.uses_gpu:
+        return []
+    shortfalls = info.gpu_shortfalls(len(visible_gpus()))
+    if shortfalls:
+        raise ServeError("\n".join(shortfalls))
+    sized = any(arg.startswith("--cuda-memory-pool-byte-size") for arg in given)
+    return [] if sized else info.gpu_server_args()
 
 
 @dataclass(frozen=True)
@@ -198,9 +212,10 @@ class Serving:
         repository = self.repository = self._repository(self._scratch)
         self.loaded = check_models(repository, options.models) if options.models else None
         load = (self.loaded or [m.name for m in model_dirs(repository) if m.has_config]) if self.explicit else []
+        arguments = [*options.server_arguments(load), *gpu_arguments(repository, options.tritonserver_args)]
         settings = {
             "log_path": self._scratch / LOG_NAME, "log_verbose": options.log_verbose,
-            "extra_args": options.server_arguments(load), "access": Access.choose(options.restrict, options.token),
+            "extra_args": arguments, "access": Access.choose(options.restrict, options.token),
         }  # fmt: skip
         self.server, self.version = choose_server(options, repository, ports, settings, self.echo)
         skipped = unservable(self.server, repository, self.loaded)

@@ -1,0 +1,182 @@
+"""The boundary between python_backend's tensors and the callable's: numpy, or the framework a model declared.
+
+Every path that takes tensors in or sends them out goes through here: the general ``execute``, the
+generated straight-line ``execute`` (numpy only: anything else falls back to the general path), the
+fused pipeline's steps and BLS calls.
+
+In: a numpy model reads each input with ``as_numpy()`` (the stub's own aligned copy, the cheapest way
+in); an input that reached it in GPU memory is copied to the host once. A model that declared
+``tensors="torch"`` (or ``"cupy"``, or any array-API module) gets that framework's tensors on its
+instance's device: inputs already on a GPU (an ensemble step, a BLS caller, CUDA shared memory) are
+taken through DLPack without a copy, CPU inputs are moved there once. BYTES inputs stay numpy object
+arrays, which no framework holds.
+
+Out: a numpy array becomes ``pb_utils.Tensor(name, array)`` (``from_dlpack`` of a numpy array kills
+2.51's stub); a framework's tensor in host memory goes out as a numpy view of it; one in GPU memory goes
+out through ``pb_utils.Tensor.from_dlpack`` with the tensor object itself, which makes the stub
+synchronise the producer's stream, and is never copied through the host. BF16, which numpy cannot
+hold, always goes out through DLPack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .dtypes import BF16, STRING
+from .errors import InferenceError
+from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
+
+NUMPY = "numpy"
+
+# python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
+FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
+
+
+def inputs_on_cpu(parameters: dict[str, str]) -> bool:
+    """Whether every input reaches the stub in CPU memory (the backend's default), so ``as_numpy`` serves.
+
+    ``as_numpy`` is the cheapest way in: the stub has already copied each CPU input into an
+    aligned, writable array of its own when it loads the request (``PbTensor``'s constructor), so
+    the array costs nothing more, while a DLPack view of the same tensor costs ~7,000 instructions
+    per input and points into shared memory at an offset numpy's SIMD loops cannot use.
+    """
+    return parameters.get(FORCE_CPU_ONLY_INPUT_TENSORS) != "no"
+
+
+# numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
+_concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
+
+
+def instance_device(kind: str, device_id: int) -> str:
+    """``cuda:<id>`` on a KIND_GPU instance, ``cpu`` elsewhere: where a framework model's tensors live."""
+    return f"cuda:{device_id}" if kind.upper().endswith("GPU") else "cpu"
+
+
+def backend_tensor(pb_utils: Any, name: str, value: Any) -> Any:
+    """The python_backend tensor that sends ``value`` (already checked against its declaration)."""
+    if type(value) is np.ndarray:
+        return pb_utils.Tensor(name, value)
+    framework = framework_of(value)
+    if framework is None:
+        return pb_utils.Tensor(name, value)
+    value = framework.exportable(value)
+    if on_cpu(value) and framework.element(value) != "bfloat16":
+        return pb_utils.Tensor(name, np.from_dlpack(value))
+    return pb_utils.Tensor.from_dlpack(name, value)
+
+
+def host_array(value: Any) -> Any:
+    """``value`` as numpy in host memory where it is another framework's tensor; anything else as it is."""
+    if type(value) is np.ndarray:
+        return value
+    framework = framework_of(value)
+    return value if framework is None else framework.host(value)
+
+
+def concatenate(parts: list[Any]) -> Any:
+    """Requests' inputs stacked along the batch axis, by numpy or by the tensors' own framework, on their device."""
+    first = parts[0]
+    if type(first) is np.ndarray:
+        return _concatenate(parts)
+    framework = framework_of(first)
+    return _concatenate(parts) if framework is None else framework.concat(parts)
+
+
+def row_range(value: Any, start: int, end: int) -> Any:
+    """Rows ``start:end`` of a batch: numpy's, a framework's (indexed on every axis, as the array API asks) or a
+    list's."""
+    if type(value) is np.ndarray or framework_of(value) is None:
+        return value[start:end]
+    return value[start:end, ...]
+
+
+def select_rows(value: Any, rows: np.ndarray) -> Any:
+    """The rows ``rows`` (numpy positions) of a batch, by numpy or by the tensor's framework, on its device."""
+    if type(value) is np.ndarray:
+        return value[rows]
+    framework = framework_of(value)
+    return value[rows] if framework is None else framework.rows(value, rows)
+
+
+def like(array: np.ndarray, other: Any) -> Any:
+    """A numpy array as the same kind of tensor as ``other``, on its device (a default beside a request's inputs)."""
+    if type(other) is np.ndarray or other is None or array.dtype == object:
+        return array
+    framework = framework_of(other)
+    return array if framework is None else framework.like(array, other)
+
+
+def copied(value: Any) -> Any:
+    """A copy of a tensor that another reader still holds (fused steps each get their own, as Triton gives)."""
+    if type(value) is np.ndarray:
+        return value.copy()
+    framework = framework_of(value)
+    return value if framework is None else framework.copy(value)
+
+
+class Placement:
+    """Where a model's callable wants its tensors: numpy on the CPU, or a framework's on the instance's device."""
+
+    def __init__(self, tensors: str = NUMPY, device: str = "cpu"):
+        self.tensors = tensors
+        self.device = device
+        self.framework: Framework | None = None if tensors == NUMPY else framework_named(tensors)
+
+    def reader(self, model: str, data_types: dict[str, str]) -> Callable[[Any], Any]:
+        """How each input tensor of a request is read (``data_types``: input name -> Triton data type)."""
+        framework = self.framework
+        if framework is None:
+            return lambda tensor: _numpy_input(model, tensor, data_types)
+        as_numpy = frozenset(name for name, data_type in data_types.items() if data_type == STRING)
+        through_dlpack = frozenset(name for name, data_type in data_types.items() if data_type == BF16)
+        device = self.device
+
+        def read(tensor: Any) -> Any:
+            name = tensor.name()
+            if name in as_numpy:
+                return tensor.as_numpy()
+            if not tensor.is_cpu():
+                return framework.from_backend(tensor)
+            if name in through_dlpack:  # as_numpy cannot read BF16
+                return _moved(framework, tensor, device)
+            return framework.adopt(tensor.as_numpy(), device)
+
+        return read
+
+    def adopt(self, value: Any) -> Any:
+        """A tensor another step produced, as this model's callable takes its inputs (fused pipelines)."""
+        if self.framework is None:
+            return host_array(value)
+        if type(value) is np.ndarray:
+            return value if value.dtype == object else self.framework.adopt(value, self.device)
+        return value
+
+
+def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndarray:
+    if tensor.is_cpu():
+        if data_types.get(tensor.name()) == BF16:
+            raise InferenceError(
+                f"model '{model}' input '{tensor.name()}' is BF16, which numpy cannot hold; declare "
+                'ModelConfig(tensors="torch") to receive it as a torch.bfloat16 tensor'
+            )
+        return tensor.as_numpy()  # type: ignore[no-any-return]
+    try:
+        return host_copy(tensor)
+    except TypeError as exc:
+        raise InferenceError(
+            f"model '{model}' input '{tensor.name()}' arrived in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is \"no\"), "
+            f'but {exc}; declare ModelConfig(tensors="torch") (or "cupy") to take it on the GPU, or drop that '
+            "parameter so that Triton hands this model CPU tensors"
+        ) from None
+
+
+def _moved(framework: Framework, tensor: Any, device: str) -> Any:
+    """A CPU input that ``as_numpy`` cannot read (BF16): taken through DLPack, then copied onto the device (or,
+    on a CPU instance, into memory of its own, since the request's buffer is freed once it is answered)."""
+    value = framework.from_backend(tensor)
+    if device == "cpu":
+        return framework.copy(value)
+    return value.to(device) if framework.name == "torch" else framework.adopt(framework.host(value), device)

@@ -1,0 +1,56 @@
+"""The NVIDIA GPUs a tritonserver started on this machine would see, and what a repository asks of them.
+
+A model whose instance groups are ``KIND_GPU`` fails to load where the server sees too few GPUs (Triton
+refuses a group naming a GPU id it does not have, and a GPU group with none to run on); saying so before a
+server starts, or when a repository is checked, beats that log line. ``nvidia-smi -L`` lists the GPUs the
+driver exposes to this process (a container's too, with the NVIDIA container toolkit).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+__all__ = ["CUDA_POOL_DEFAULT", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
+
+CUDA_POOL_DEFAULT = 64 << 20
+"""tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), which it shares with the backend
+stubs (python_backend r23.11+): GPU tensors between the server and a stub pass through it, and a full pool
+falls back to a CUDA IPC handle per buffer, with a warning."""
+CUDA_POOL_HEADROOM = 2  # a batch in flight while the next one is read in
+CUDA_POOL_STEP = 64 << 20
+
+
+def visible_gpus() -> list[str]:
+    """One line per GPU as ``nvidia-smi -L`` lists it (``GPU 0: NVIDIA H100 ...``); none without a driver."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.startswith("GPU ")]
+
+
+def cuda_pool_args(batch_bytes: int, gpus: int) -> list[str]:
+    """``--cuda-memory-pool-byte-size`` for each of ``gpus`` GPUs where ``batch_bytes`` (every GPU model's full
+    batches, inputs and outputs) twice over outgrows the default pool; none where the default holds them."""
+    needed = batch_bytes * CUDA_POOL_HEADROOM
+    if gpus <= 0 or needed <= CUDA_POOL_DEFAULT:
+        return []
+    size = -(-needed // CUDA_POOL_STEP) * CUDA_POOL_STEP
+    return [f"--cuda-memory-pool-byte-size={gpu}:{size}" for gpu in range(gpus)]
+
+
+def gpu_shortfall(model: str, needed: int, groups: list[str], visible: int) -> str | None:
+    """Why ``model`` (its KIND_GPU ``groups``, needing ``needed`` GPUs) cannot load beside ``visible`` GPUs, or None."""
+    if needed <= visible:
+        return None
+    have = f"{visible} NVIDIA GPU{'s' if visible != 1 else ''}" if visible else "no NVIDIA GPU (nvidia-smi lists none)"
+    return (
+        f"model '{model}' runs KIND_GPU instances ({', '.join(groups)}) and needs {needed} GPU"
+        f"{'s' if needed != 1 else ''}, but this machine has {have}: a tritonserver here fails to load it. Serve it "
+        "where there are (a container with `docker run --gpus all`; `repogen deploy` asks for them), or give it "
+        'instance_groups=[InstanceGroup(kind="KIND_CPU")] to run on the CPU'
+    )

@@ -1,0 +1,188 @@
+"""GPU tensors through every path, for tests/gpu (a machine with an NVIDIA GPU, torch and cupy in the server's Python).
+
+Built with ``--provided torch --provided cupy-cuda13x``: the frameworks come from the server's environment.
+Models that check where their tensors were report it (``on_gpu``: 1 when the callable got device memory).
+"""
+
+import time
+
+import cupy
+import numpy as np
+import torch
+
+from repogen import InstanceGroup, ModelConfig, ModelContext, Repository, Tensor, batch
+
+models = Repository()
+
+F32 = np.float32
+X = [Tensor(name="x", dtype=F32, shape=(-1,))]
+Y = [Tensor(name="y", dtype=F32, shape=(-1,))]
+ON_GPU = Tensor(name="on_gpu", dtype=np.int64, shape=(1,))
+GPU = [InstanceGroup(kind="KIND_GPU", count=1)]
+BATCHED_GPU = ModelConfig(max_batch_size=16, instance_groups=GPU)
+
+
+def flags(x, rows):
+    return torch.full((rows, 1), int(x.is_cuda), dtype=torch.int64, device=x.device)
+
+
+class Linear:
+    """PyTriton's example: a torch Linear on the instance's device, numpy in and out."""
+
+    def __init__(self, context: ModelContext):
+        torch.manual_seed(0)
+        self.device = context.device
+        self.model = torch.nn.Linear(4, 2).to(self.device).eval()
+        self.where = np.array([[context.device.encode()]], dtype=object)
+
+    @batch
+    def __call__(self, x):
+        time.sleep(0.05)  # long enough that concurrent requests reach both instances
+        with torch.no_grad():
+            y = self.model(torch.from_numpy(x).to(self.device)).cpu().numpy()
+        return {"y": y, "device": np.repeat(self.where, len(x), axis=0)}
+
+
+models.bind(
+    model_name="Linear",
+    infer_func=Linear,
+    inputs=[Tensor(name="x", dtype=F32, shape=(4,))],
+    outputs=[Tensor(name="y", dtype=F32, shape=(2,)), Tensor(name="device", dtype=bytes, shape=(1,))],
+    config=ModelConfig(
+        max_batch_size=8, instance_groups=[InstanceGroup(kind="KIND_GPU"), InstanceGroup(kind="KIND_CPU")]
+    ),
+    strict=True,
+)
+
+
+@models.model("TorchOut", inputs=X, outputs=Y, config=BATCHED_GPU, strict=True)
+@batch
+def torch_out(x):
+    return {"y": torch.from_numpy(x).cuda() * 3}  # what a torch user writes
+
+
+@models.model("CupyOut", inputs=X, outputs=Y, config=BATCHED_GPU, strict=True)
+@batch
+def cupy_out(x):
+    return {"y": cupy.asarray(x) * 4}
+
+
+@models.model("TorchCast", inputs=X, outputs=Y, config=BATCHED_GPU)
+@batch
+def torch_cast(x):
+    """Not strict: float64 made float32 on the GPU, a transposed view made contiguous there."""
+    doubled = torch.from_numpy(np.ascontiguousarray(np.stack([x, x], axis=2))).cuda().double()
+    return {"y": doubled.transpose(1, 2)[:, 0]}
+
+
+TORCH_IN = ModelConfig(max_batch_size=16, instance_groups=GPU, tensors="torch")
+
+
+@models.model("TorchIn", inputs=X, outputs=[*Y, ON_GPU], config=TORCH_IN, strict=True)
+@batch
+def torch_in(x):
+    """tensors="torch": HTTP inputs arrive in host memory and are moved to the instance's GPU once."""
+    return {"y": x + 1, "on_gpu": flags(x, x.shape[0])}
+
+
+class Scale:
+    """A class model taking torch tensors on its instance's GPU."""
+
+    def __init__(self, context: ModelContext):
+        self.factor = torch.tensor([2.0], device=context.device)  # "cuda:<id>" on a KIND_GPU instance
+
+    @batch
+    def __call__(self, x):  # a torch tensor on this instance's GPU
+        return {"y": x * self.factor, "on_gpu": flags(x, x.shape[0])}  # sent from the GPU
+
+
+models.bind(
+    model_name="Scale",
+    infer_func=Scale,
+    inputs=X,
+    outputs=[*Y, ON_GPU],
+    config=ModelConfig(max_batch_size=16, instance_groups=[InstanceGroup(kind="KIND_GPU")], tensors="torch"),
+)
+
+
+@models.model(
+    "CupyIn", inputs=X, outputs=[*Y, ON_GPU], config=ModelConfig(max_batch_size=16, instance_groups=GPU, tensors="cupy")
+)
+@batch
+def cupy_in(x):
+    on_gpu = cupy.full((x.shape[0], 1), int(isinstance(x, cupy.ndarray)), dtype=cupy.int64)
+    return {"y": x * 5, "on_gpu": on_gpu}
+
+
+@models.model("Produce", inputs=X, outputs=Y, config=BATCHED_GPU)
+@batch
+def produce(x):
+    return {"y": torch.from_numpy(x).cuda() * 2}
+
+
+@models.model("Consume", inputs=X, outputs=[*Y, ON_GPU], config=TORCH_IN)
+@batch
+def consume(x):
+    """The second step: its input is the first step's GPU tensor, handed over without a host round trip."""
+    return {"y": x + 10, "on_gpu": flags(x, x.shape[0])}
+
+
+def pipeline(x):
+    second = consume(x=produce(x=x)["y"])
+    return {"y": second["y"], "on_gpu": second["on_gpu"]}
+
+
+PIPELINE_OUT = [*Y, ON_GPU]
+models.ensemble("OnGpu", inputs=X, outputs=PIPELINE_OUT, config=ModelConfig(max_batch_size=16))(pipeline)
+models.ensemble(
+    "OnGpuFused", inputs=X, outputs=PIPELINE_OUT, config=ModelConfig(max_batch_size=16, instance_groups=GPU), fuse=True
+)(pipeline)
+
+
+@models.model(
+    "Caller", inputs=X, outputs=[*Y, ON_GPU, Tensor(name="back_on_gpu", dtype=np.int64, shape=(1,))], config=TORCH_IN
+)
+@batch
+def caller(x):
+    """BLS with a GPU tensor: the callee gets device memory, the answer comes back on the GPU as torch."""
+    answer = consume(x=x * 2)
+    back = answer["y"]
+    return {"y": back, "on_gpu": answer["on_gpu"], "back_on_gpu": flags(back, x.shape[0])}
+
+
+@models.model("NumpyCaller", inputs=X, outputs=Y, config=ModelConfig(max_batch_size=16))
+@batch
+def numpy_caller(x):
+    """A numpy caller of a GPU model: its answer comes in host memory, as numpy."""
+    y = produce(x=x)["y"]
+    assert type(y) is np.ndarray, type(y)
+    return {"y": y}
+
+
+@models.model(
+    "Tokens",
+    inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
+    outputs=[Tensor(name="token", dtype=F32, shape=(2,))],
+    config=ModelConfig(batching=False, instance_groups=GPU, tensors="torch"),
+)
+def tokens(requests):
+    """Decoupled: each response a torch tensor made on the GPU."""
+    n = int(requests[0]["n"][0])
+    for step in range(n):
+        yield [{"token": torch.tensor([step, step * step], dtype=torch.float32, device="cuda")}]
+
+
+BF16 = Tensor(name="h", dtype="bfloat16", shape=(-1,))
+
+
+@models.model(
+    "Half",
+    inputs=[BF16],
+    outputs=[Tensor(name="h", dtype=torch.bfloat16, shape=(-1,))],
+    config=ModelConfig(max_batch_size=8, instance_groups=GPU, tensors="torch"),
+    strict=True,
+)
+@batch
+def half(h):
+    assert h.dtype == torch.bfloat16 and h.is_cuda
+    return {"h": h * 2}
