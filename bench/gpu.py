@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     card = "\n".join(gpu_names())
     if not card:
-        parser.error("no NVIDIA GPU on this machine (nvidia-smi lists none): run it on a GPU machine (tests/gpu/device.sh)")
+        parser.error("no NVIDIA GPU on this machine (nvidia-smi lists none): run it on one (tests/gpu/device.sh)")
     venv = venv_info(os.environ["REPOGEN_GPU_SERVER_VENV"])
     with tempfile.TemporaryDirectory(prefix="repogen-gpu-bench-") as tmp:
         repo = Path(tmp) / "repo"
