@@ -28,7 +28,7 @@ from google.protobuf import text_format
 from repogen.server.provision.install import ensure_server, venv_info
 from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
 from repogen.server.running.process import TritonServer
-from repogen.testing.gpu import build_arguments
+from repogen.testing.gpu import build_arguments, gpu_names
 from repogen.triton.proto import model_config_pb2
 
 BENCH = Path(__file__).resolve().parent
@@ -98,8 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=1.0)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
     args = parser.parse_args(argv)
+    card = "\n".join(gpu_names())
+    if not card:
+        parser.error("no NVIDIA GPU on this machine (nvidia-smi lists none): run it on one (tests/gpu/device.sh)")
     venv = venv_info(os.environ["REPOGEN_GPU_SERVER_VENV"])
-    card = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="repogen-gpu-bench-") as tmp:
         repo = Path(tmp) / "repo"
         build(repo)

@@ -11,8 +11,8 @@ from repogen.testing.client import PROTOCOLS, infer, stream
 
 APP = "tests/apps/gpu/app.py:models"
 MODELS = (
-    "Caller", "Consume", "CupyIn", "CupyOut", "Half", "Linear", "NumpyCaller", "OnGpu", "OnGpuFused", "Produce",
-    "Scale", "Tokens", "TorchCast", "TorchIn", "TorchOut",
+    "Caller", "Consume", "Half", "Linear", "NumpyCaller", "OnGpu", "OnGpuFused", "Produce", "Scale", "Tokens",
+    "TorchCast", "TorchIn", "TorchOut",
 )  # fmt: skip
 
 
@@ -46,13 +46,13 @@ def test_pytritons_example_serves_on_the_gpu_and_the_cpu_instance(server, protoc
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize(("model", "factor"), [("TorchOut", 3), ("CupyOut", 4), ("TorchCast", 1)])
+@pytest.mark.parametrize(("model", "factor"), [("TorchOut", 3), ("TorchCast", 1)])
 def test_gpu_outputs_are_sent_from_the_gpu(server, protocol, model, factor):
     assert infer(protocol, server, model, {"x": _f32(1, 2)})["y"].tolist() == [[factor], [2 * factor]]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize(("model", "y"), [("TorchIn", [[2], [3]]), ("CupyIn", [[5], [10]]), ("Scale", [[2], [4]])])
+@pytest.mark.parametrize(("model", "y"), [("TorchIn", [[2], [3]]), ("Scale", [[2], [4]])])
 def test_inputs_arrive_on_the_gpu_where_asked(server, protocol, model, y):
     out = infer(protocol, server, model, {"x": _f32(1, 2)})
     assert (out["y"].tolist(), out["on_gpu"].tolist()) == (y, [[1], [1]])

@@ -1,12 +1,12 @@
 """GPU tensors through every path, for tests/gpu (a machine with an NVIDIA GPU, torch and cupy in the server's Python).
 
-Built with ``--provided torch --provided cupy-cuda13x``: the frameworks come from the server's environment.
-Models that check where their tensors were report it (``on_gpu``: 1 when the callable got device memory).
+Built with torch ``--provided``: it comes from the server's environment (cupy's models are tests/apps/gpu/cupy_app.py,
+served apart). Models that check where their tensors were report it (``on_gpu``: 1 when the callable got device
+memory).
 """
 
 import time
 
-import cupy
 import numpy as np
 import torch
 
@@ -61,12 +61,6 @@ def torch_out(x):
     return {"y": torch.from_numpy(x).cuda() * 3}  # what a torch user writes
 
 
-@models.model("CupyOut", inputs=X, outputs=Y, config=BATCHED_GPU, strict=True)
-@batch
-def cupy_out(x):
-    return {"y": cupy.asarray(x) * 4}
-
-
 @models.model("TorchCast", inputs=X, outputs=Y, config=BATCHED_GPU)
 @batch
 def torch_cast(x):
@@ -103,15 +97,6 @@ models.bind(
     outputs=[*Y, ON_GPU],
     config=ModelConfig(max_batch_size=16, instance_groups=[InstanceGroup(kind="KIND_GPU")], tensors="torch"),
 )
-
-
-@models.model(
-    "CupyIn", inputs=X, outputs=[*Y, ON_GPU], config=ModelConfig(max_batch_size=16, instance_groups=GPU, tensors="cupy")
-)
-@batch
-def cupy_in(x):
-    on_gpu = cupy.full((x.shape[0], 1), int(isinstance(x, cupy.ndarray)), dtype=cupy.int64)
-    return {"y": x * 5, "on_gpu": on_gpu}
 
 
 @models.model("Produce", inputs=X, outputs=Y, config=BATCHED_GPU)
