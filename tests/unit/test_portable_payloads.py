@@ -115,6 +115,21 @@ def test_pinned_payloads_carry_bytecode_and_say_so(tmp_path):
     assert bytecode_in_repository(repo) == {}  # pinned payloads are bytecode by design: not reported
 
 
+def test_a_payload_the_gate_cannot_read_is_reported_not_passed(tmp_path):
+    repo = _build(tmp_path, SHAPES)
+    payload, sidecar = repo / "M" / "1" / "model.pkl", repo / "M" / "1" / "model.json"
+    built = payload.read_bytes()
+    payload.write_bytes(built[: len(built) // 2])  # not a whole pickle
+    assert list(bytecode_in_repository(repo)) == [str(payload)]
+    assert "cannot read the payload model.json names: ValueError: " in bytecode_in_repository(repo)[str(payload)][0]
+    payload.unlink()
+    assert "FileNotFoundError" in bytecode_in_repository(repo)[str(payload)][0]
+    payload.write_bytes(built)
+    assert bytecode_in_repository(repo) == {}
+    sidecar.write_text('{"name": "another tool\'s model.json"}')  # not a repogen sidecar: nothing to read
+    assert bytecode_in_repository(repo) == {}
+
+
 def test_a_changed_source_is_refused_at_load(tmp_path):
     repo = _build(tmp_path, SHAPES)
     source = repo / "M" / "1" / "sources" / "userapp.py"
