@@ -29,6 +29,7 @@ pytestmark = pytest.mark.integration
 
 X = {"x": np.array([[0.5, -3.0, 0.01, 2.0]])}
 TOLERANT = ("--exit-on-error=false", "--strict-readiness=false")
+POLLED = "Polling model repository"  # tritonserver's line for each poll, at --log-verbose=1
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +54,13 @@ def loads_of(server, model):
 
 def test_poll_mode_loads_each_model_once_and_nothing_is_written(repo, triton_server):
     before = snapshot(repo)
-    server = triton_server(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs=1"))
+    poll = ("--model-control-mode=poll", "--repository-poll-secs=1", "--log-verbose=1")  # verbose: it logs each poll
+    server = triton_server(repo, extra_args=poll)
     assert infer("grpc", server, "Forest", X)["label"].shape == (1, 1)
-    time.sleep(4)  # four polls: a changed mtime would reload the model
+    polled, deadline = server.log_text().count(POLLED), time.monotonic() + 120
+    while server.log_text().count(POLLED) < polled + 4:  # four polls: a changed mtime would reload the model
+        assert time.monotonic() < deadline, f"tritonserver polled {server.log_text().count(POLLED) - polled} times"
+        time.sleep(0.2)
     assert infer("http", server, "Forest", X)["label"].shape == (1, 1)
     assert {m: loads_of(server, m) for m in ("Forest", "Onnx", "Yaml")} == {"Forest": 1, "Onnx": 1, "Yaml": 1}
     assert snapshot(repo) == before
