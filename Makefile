@@ -68,9 +68,11 @@ standin: install
 	$(PY) -m repogen.testing.standin $(STANDINS)
 
 # $(1): pairing=scope words (scope `all` or `smoke`). Every pairing runs; the summary names each one's
-# result and pytest's closing line; its last line counts pairings, and the recipe fails if any failed.
+# result and pytest's closing line, then each skip's reason (pytest -ra's SKIPPED lines: a test skips only
+# for what CI cannot provide, repogen/testing/prerequisites.py); its last line counts pairings and skipped
+# tests, and the recipe fails if any pairing failed.
 define run_pairings
-	@out=$$(mktemp); failed=0; passed=0; summary=(); \
+	@out=$$(mktemp); failed=0; passed=0; skipped=0; summary=(); \
 	for spec in $(1); do \
 		pairing=$${spec%=*}; scope=$${spec#*=}; release=$${pairing%+*}; python=$${pairing#*+}; \
 		tests=(); [ "$$scope" = all ] || tests=($(SMOKE_ARGS)); \
@@ -84,9 +86,11 @@ define run_pairings
 		else result="FAILED (pytest exit $$rc)"; failed=$$((failed + 1)); fi; \
 		summary+=("$$(printf '  %-5s %s: %s in %ss (%s)' "$$scope" \
 			"$${label:-tritonserver $$release + Python $$python}" "$$result" $$((SECONDS - start)) "$$closing")"); \
+		skips=$$(sed -n 's/.*[^0-9]\([0-9][0-9]*\) skipped.*/\1/p' <<<" $$closing"); skipped=$$((skipped + $${skips:-0})); \
+		while IFS= read -r line; do summary+=("        $$line"); done < <(grep '^SKIPPED ' "$$out"); \
 	done; rm -f "$$out"; \
 	echo "== serving pairings"; printf '%s\n' "$${summary[@]}"; \
-	echo "pairings: $$passed passed, $$failed failed"; \
+	echo "pairings: $$passed passed, $$failed failed; $$skipped test(s) skipped (reasons above)"; \
 	[ $$failed -eq 0 ]
 endef
 

@@ -6,9 +6,12 @@
         subprocess.run(["repogen", "build", "app.py:models", "-o", tmp_path / "repo"], check=True)
         assert_repository_matches("tests/golden/repo", tmp_path / "repo")
 
-When the change is intended, rerun with ``REPOGEN_UPDATE_GOLDEN=1`` (or ``update=True``): the
-expected directory is rewritten from the actual one and the assertion passes; review and commit
-the result. Plain ``AssertionError`` (no pytest import), so it works under any test runner.
+A comparison never writes: when the change is intended, update the golden with an explicit
+command, ``repogen diff EXPECTED ACTUAL --update`` or a script of yours that calls
+:func:`update_golden` (this repository's is ``make golden``), then review and commit the result.
+Were an environment variable or an argument of the assertion to turn it into a write, a
+forgotten variable would pass every comparison, a deliberately broken build included. Plain
+``AssertionError`` (no pytest import), so it works under any test runner.
 
 By default the files are compared byte for byte, as ``repogen diff`` does. With ``parsed=True``
 (:func:`parsed_diff`) they are compared for what they mean, so that a golden built by one Python
@@ -50,8 +53,6 @@ from ..ondisk.diff import (
 from ..ondisk.repository import files, parse_config
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
 
-UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"
-
 #: Per-file cap on diff lines in the assertion message: the summary names every file anyway.
 MAX_DIFF_LINES = 60
 
@@ -62,14 +63,9 @@ BUILD_RECORD = "build"
 Ignore = Callable[[tuple[str, ...]], bool]
 
 
-def _update_requested(update: bool) -> bool:
-    return update or os.environ.get(UPDATE_ENV, "").strip().lower() in ("1", "true", "yes")
-
-
 def assert_repository_matches(
     expected_dir: str | os.PathLike[str],
     actual_dir: str | os.PathLike[str],
-    update: bool = False,
     *,
     hint: str | None = None,
     exclude: Sequence[str] = (),
@@ -78,17 +74,14 @@ def assert_repository_matches(
     """Raise ``AssertionError`` with the diff when ``actual_dir`` differs from ``expected_dir``.
 
     ``hint`` replaces the default advice at the end of the message (e.g. "run `make golden`").
-    ``exclude`` takes paths out of the comparison and out of the update (globs, as ``repogen diff
-    --exclude``). ``parsed`` compares what files mean rather than their bytes (see the module).
+    ``exclude`` takes paths out of the comparison (globs, as ``repogen diff --exclude``). ``parsed``
+    compares what files mean rather than their bytes (see the module). Never writes anything.
     """
     expected, actual = Path(expected_dir), Path(actual_dir)
-    if _update_requested(update):
-        update_expected(expected, actual, exclude=exclude)
-        return
     if not expected.is_dir():
         raise AssertionError(
             f"golden repository {expected} does not exist; "
-            + (hint or f"create it with {UPDATE_ENV}=1 (or `repogen diff {expected} {actual} --update`)")
+            + (hint or f"create it with `repogen diff {expected} {actual} --update` and commit it")
         )
     result = (
         parsed_diff(expected, actual, exclude=exclude)
@@ -98,10 +91,21 @@ def assert_repository_matches(
     if result.clean:
         return
     advice = hint or (
-        f"if the new output is intended, rerun with {UPDATE_ENV}=1 "
-        f"(or `repogen diff {expected} {actual} --update`) and commit the result"
+        f"if the new output is intended, update the golden with `repogen diff {expected} {actual} --update` "
+        "and commit the result"
     )
     raise AssertionError(f"{result.render(max_lines_per_file=MAX_DIFF_LINES)}{advice}")
+
+
+def update_golden(
+    expected_dir: str | os.PathLike[str], actual_dir: str | os.PathLike[str], *, exclude: Sequence[str] = ()
+) -> None:
+    """Make ``expected_dir`` the golden of ``actual_dir``: the explicit write, never done by a comparison.
+
+    What ``repogen diff --update`` does (:func:`~repogen.ondisk.diff.update_expected`): the new tree is
+    swapped in whole at the end; paths matching ``exclude`` keep their golden version (or stay absent).
+    """
+    update_expected(Path(expected_dir), Path(actual_dir), exclude=exclude)
 
 
 # -- comparing what files mean --------------------------------------------------------------------

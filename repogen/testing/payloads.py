@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pickletools
 from pathlib import Path
+from typing import Any
 
 from repogen.runtime.records import METADATA_FILE
 
@@ -65,21 +66,34 @@ def bytecode_in_pickle(data: bytes) -> list[str]:
 
 
 def bytecode_in_repository(root: str | Path) -> dict[str, list[str]]:
-    """Every portable payload under ``root`` (a repository, or any tree of them) that holds bytecode.
+    """Every portable payload under ``root`` (a repository, or any tree of them) that holds bytecode, or
+    that cannot be read: a payload the gate cannot read is one it cannot vouch for.
 
     Payloads built with ``--pin-python`` (``"portable": false`` in ``model.json``) carry bytecode
-    by design and are skipped, as are files that are not a repogen sidecar or payload at all.
+    by design and are skipped, as are ``model.json`` files that are not a repogen sidecar (not a
+    JSON object naming a ``payload``).
     """
     found = {}
     for metadata in sorted(Path(root).rglob(METADATA_FILE)):
-        try:
-            meta = json.loads(metadata.read_text(encoding="utf-8"))
-            payload = metadata.parent / str((meta.get("payload") or {}).get("file", ""))
-            if not meta.get("portable") or not payload.is_file():
-                continue
-            problems = bytecode_in_pickle(payload.read_bytes())
-        except (OSError, ValueError, AttributeError, TypeError):  # not ours, or deliberately corrupted
+        meta = _sidecar(metadata)
+        if meta is None or not meta.get("portable"):
             continue
+        payload = metadata.parent / str(meta["payload"].get("file", ""))
+        try:
+            problems = bytecode_in_pickle(payload.read_bytes())
+        except (OSError, ValueError, TypeError, IndexError) as exc:  # missing, unreadable, not a whole pickle
+            problems = [f"cannot read the payload {metadata.name} names: {type(exc).__name__}: {exc}"]
         if problems:
             found[str(payload)] = problems
     return found
+
+
+def _sidecar(path: Path) -> dict[str, Any] | None:
+    """A repogen sidecar's content, or None for a ``model.json`` that is not one (another tool's file)."""
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("payload"), dict):
+        return None
+    return meta

@@ -70,4 +70,4 @@ def test_liveness_fails_after_a_stub_is_killed_and_the_kubelet_would_restart_it(
     seconds, runs = pod.until_failed("livenessProbe", timeout=180)
     print(f"liveness failed {len(runs)} times in a row {seconds:.0f} s after the kill: {runs[-1].detail}")
     assert "model 'YamlKeys' does not answer" in runs[-1].detail and "is not healthy" in runs[-1].detail
-    assert all(run.seconds < pod.spec["livenessProbe"]["timeoutSeconds"] for run in runs)
+    assert [run for run in runs if run.detail.startswith("timed out")] == []  # each run ended on the answers

@@ -6,7 +6,8 @@
 Each family directory holds an ``app.py`` and ``expected/``, the repository it builds less the
 vendored code (``<model>/<version>/repogen/`` and ``cloudpickle/``). That code is the same in
 every model, so it is recorded once, by sha256, in ``_vendored.json``. ``tests/unit/test_golden.py``
-imports this module, so the test and ``make golden`` build the same way.
+imports this module, so the test and ``make golden`` build the same way; only ``make golden``
+writes a golden (:func:`repogen.testing.golden.update_golden`), the test only compares.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from repogen.testing.golden import update_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
@@ -97,15 +100,6 @@ def strip_vendored(repository: Path) -> None:
             shutil.rmtree(vendored)
 
 
-def _replace(target: Path, source: Path) -> None:
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        target.rename(old)
-    shutil.copytree(source, target)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def main(argv: list[str]) -> int:
     names = argv or families()
     unknown = sorted(set(names) - set(families()))
@@ -127,7 +121,7 @@ def main(argv: list[str]) -> int:
                     return 1
                 vendored = hashes
             strip_vendored(Path(scratch) / name)
-            _replace(expected(name), Path(scratch) / name)
+            update_golden(expected(name), Path(scratch) / name)
             print(f"{expected(name).relative_to(ROOT)}: {results[name].stdout.strip() or 'built'}")
     if vendored:  # every family's models vendor the same files: any of them gives the record
         VENDORED_RECORD.write_text(json.dumps({"files": vendored}, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from repogen.server.running.process import TritonServer, TritonServerError
+from repogen.testing.prerequisites import CAP_SYS_ADMIN, require_capability
 
 TABLE_ENV = "REPOGEN_FAULT_TABLE"
 _LOST_GRPC = ("StatusCode.DEADLINE_EXCEEDED", "StatusCode.UNAVAILABLE")
@@ -133,9 +133,9 @@ def record(fault: str, sent: int, failed: int, lost: int, saw: str) -> None:
 
 
 def _mount_tmpfs(target: Path, size: str) -> None:
+    require_capability(CAP_SYS_ADMIN, f"mount a {size} tmpfs")
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(target)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"mounting a {size} tmpfs needs root (CAP_SYS_ADMIN): {done.stderr.decode().strip()}")
+    assert done.returncode == 0, f"mounting a {size} tmpfs at {target} failed: {done.stderr.decode().strip()}"
 
 
 @contextlib.contextmanager
@@ -169,10 +169,10 @@ def shm_server(
     install: Any, repo: Path, shm: str | None, tmp: Path, *extra: str
 ) -> Iterator[tuple[TritonServer, TritonServerError | None]]:
     """A started server (or the error that stopped it before it was ready), stopped after the block."""
-    if shm is not None:
+    if shm is not None:  # checked first: a server that cannot start would pass for one refused by a small /dev/shm
+        require_capability(CAP_SYS_ADMIN, "give tritonserver a private /dev/shm (unshare --mount)")
         probe = subprocess.run(["unshare", "--mount", "true"], capture_output=True)
-        if probe.returncode != 0:
-            pytest.skip(f"a private /dev/shm needs root (unshare --mount): {probe.stderr.decode().strip()}")
+        assert probe.returncode == 0, f"unshare --mount failed: {probe.stderr.decode().strip()}"
     log = tmp / f"tritonserver-shm-{shm}-{len(list(tmp.glob('tritonserver-shm-*')))}.log"
     server = _ShmServer(repo, install.install, install.venv, shm=shm, log_path=log, extra_args=extra)
     server.start()

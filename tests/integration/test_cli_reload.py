@@ -43,16 +43,21 @@ class Traffic:
             except Exception as exc:  # every failure is recorded and fails the test
                 self.errors.append(str(exc)[:300])
             else:
-                self.ok += 1
                 if not self.values or self.values[-1] != value:
                     self.values.append(value)
+                self.ok += 1  # after its value: a count that includes a request includes what it answered
         client.close()
 
-    def latest(self, after: int) -> float:
-        """The value answered once at least ``after`` more requests have succeeded."""
-        target = self.ok + after
-        deadline = time.monotonic() + 30
-        while self.ok < target and time.monotonic() < deadline:
+    def latest(self, after: int, timeout: float = 30.0) -> float:
+        """The value answered once at least ``after`` more requests have succeeded; an assertion error if they
+        have not within ``timeout`` s, so that stalled traffic never passes for an unchanged value."""
+        start = self.ok
+        deadline = time.monotonic() + timeout
+        while self.ok < start + after:
+            assert time.monotonic() < deadline, (
+                f"{self.model}: {self.ok - start} of {after} requests answered in {timeout:.0f} s; "
+                f"last errors: {self.errors[-3:]}"
+            )
             time.sleep(0.02)
         return self.values[-1]
 

@@ -132,16 +132,19 @@ def _one_version(tmp_path: Path, cli_build) -> Path:
 def test_runtime_unpickles_only_the_listed_payload_inside_its_version_dir(tmp_path, cli_build):
     version_dir = _one_version(tmp_path, cli_build)
     sidecar = version_dir / "model.json"
-    meta = json.loads(sidecar.read_text())
+    built = sidecar.read_text()
+    meta = json.loads(built)
     for name in ("../../Corrupt/1/model.pkl", "/etc/passwd", "..", "model.json", ""):
         meta["payload"]["file"] = name
         sidecar.write_text(json.dumps(meta))
         with pytest.raises(PayloadError, match="(?i)rebuild the repository"):
             runtime_payload.load_payload(str(version_dir), "Good")
+    sidecar.write_text(built)  # as built again: the session's bytecode gate reads every payload left behind
 
 
 def test_runtime_cross_checks_the_manifest(tmp_path, cli_build):
     version_dir = _one_version(tmp_path, cli_build)
+    built = (version_dir / "model.pkl").read_bytes()
     (version_dir / "model.pkl").write_bytes(b"not the build's pickle")
     sidecar = version_dir / "model.json"
     meta = json.loads(sidecar.read_text())
@@ -152,6 +155,8 @@ def test_runtime_cross_checks_the_manifest(tmp_path, cli_build):
     (version_dir.parent.parent / "repogen.manifest.json").write_text("{not json")
     with pytest.raises(PayloadError, match="is not a readable repogen manifest"):
         runtime_payload.load_payload(str(version_dir), "Good")
+    # as built again: the session's bytecode gate reads every payload left behind
+    (version_dir / "model.pkl").write_bytes(built)
 
 
 # -- a repository that survived SIGKILLed builds still serves ---------------------------------------

@@ -4,8 +4,8 @@ tritonserver 2.51 never restarts a dead stub and keeps /v2/health/ready at 200, 
 HEALTHCHECK and the Kubernetes/KServe livenessProbe send each model a small real request
 (repogen/deploy/probe.py). Here the generated command runs as the container would run it, with the
 serving Python standing in for the image's ``python3``, against a real server: it passes while every
-model answers; after one stub is SIGKILLed it fails within one probe period, naming the models that
-no longer answer.
+model answers; after one stub is SIGKILLed its next run fails on the server's answers (no request
+waits out a timeout), naming the models that no longer answer.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import yaml
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE
 from repogen.deploy.probe import FAILURES
-from repogen.testing.releases import release_at_least
+from repogen.testing.releases import pairing_under_test, release_at_least
+from repogen.triton.known_issues import BLS_STREAM_UNANSWERED
 
 pytestmark = pytest.mark.integration
 
@@ -70,25 +71,33 @@ def _status(server) -> str:
 
 
 def test_the_probe_fails_within_its_period_once_a_stub_is_killed(repo, serve, triton_install):
-    kubernetes, docker, period = _commands(repo)
+    kubernetes, docker, _ = _commands(repo)
     assert docker == kubernetes  # one check, two files
     server = serve(repo)
     python = triton_install.venv.path / "bin" / "python"
+    pairing = pairing_under_test()
+    unanswered = BLS_STREAM_UNANSWERED.affects(pairing.release, pairing.python)
 
-    # Healthy: passes. As for the probes, only FAILURES failures in a row count: 2.39 leaves about one
-    # decoupled BLS stream in 600 unanswered, with or without repogen's runtime (measured with the
-    # pipeline's Ticker; python_backend r23.12 fixed a decoupled BLS hang, #325).
+    # Healthy: every run passes. Where the server leaves a decoupled BLS stream unanswered now and then
+    # (repogen.triton.known_issues), one run in FAILURES is enough, as the probes count failures in a row.
     runs = [_probe(kubernetes, server, python)[:2] for _ in range(FAILURES)]
-    assert (0, "") in runs, runs
     statuses = [_status(server) for _ in range(FAILURES)]
-    assert any("do not answer" not in text for text in statuses), statuses
+    if unanswered:
+        assert (0, "") in runs, runs
+        assert any("do not answer" not in text for text in statuses), statuses
+    else:
+        assert runs == [(0, "")] * FAILURES, runs
+        assert [text for text in statuses if "do not answer" in text] == [], statuses
 
     (stub,) = [p for p in server.process_group_pids() if "/Tokenize/" in Path(f"/proc/{p}/cmdline").read_text()]
     os.kill(stub, signal.SIGKILL)  # a stub of the server this test started
-    killed = time.monotonic()
     rc, err, took = _probe(kubernetes, server, python)
-    assert rc == 1 and time.monotonic() - killed < period, (rc, err, took)
+    # The first run after the kill fails, on the server's answers: no model timed out (a request that waits out
+    # the probe's own timeout would take it past its period on a slow machine), so it fails within one period
+    assert rc == 1, (rc, err, took)
     assert "Stub process 'Tokenize_0_0' is not healthy" in err  # 2.39/2.41 restart it after this request
+    if not unanswered:
+        assert "no answer (" not in err, err
     if release_at_least("2.51.0"):  # never restarted, still READY: only the probe and status see it
         assert "model 'Tokenize' does not answer: " in err
         assert "model 'Pipeline' does not answer" in err  # the ensemble whose first step it is

@@ -103,9 +103,10 @@ def _together(server, protocol, inputs):
         futures = [pool.submit(infer, protocol, server, "Lookup", i) for i in inputs]
         answers = [f.exception() or f.result() for f in futures]
     deadline = time.monotonic() + 30  # the server counts a request after its answer has left
-    while (after := _counts(server, "Lookup"))[0] - before[0] < len(inputs) and time.monotonic() < deadline:
+    while (after := _counts(server, "Lookup"))[0] - before[0] < len(inputs):
+        assert time.monotonic() < deadline, f"the server counted {after[0] - before[0]} of {len(inputs)} requests"
         time.sleep(0.1)
-    return after[1] - before[1], answers
+    return after[1] - before[1], answers  # executions: counted in full once every request is
 
 
 def _counts(server, model):

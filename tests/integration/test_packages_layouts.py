@@ -22,12 +22,14 @@ import pytest
 from repogen.testing.builders import BuildWithError
 from repogen.testing.client import infer
 from repogen.testing.packages import TOO_NEW, build_packages_app
+from repogen.testing.prerequisites import CAP_SYS_ADMIN, require_capability
 from repogen.triton.releases import RELEASES
 
 pytestmark = pytest.mark.integration
 
 X = {"x": np.array([[0.5, -3.0, 0.01, 2.0]])}
 TOLERANT = ("--exit-on-error=false", "--strict-readiness=false")
+POLLED = "Polling model repository"  # tritonserver's line for each poll, at --log-verbose=1
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +54,13 @@ def loads_of(server, model):
 
 def test_poll_mode_loads_each_model_once_and_nothing_is_written(repo, triton_server):
     before = snapshot(repo)
-    server = triton_server(repo, extra_args=("--model-control-mode=poll", "--repository-poll-secs=1"))
+    poll = ("--model-control-mode=poll", "--repository-poll-secs=1", "--log-verbose=1")  # verbose: it logs each poll
+    server = triton_server(repo, extra_args=poll)
     assert infer("grpc", server, "Forest", X)["label"].shape == (1, 1)
-    time.sleep(4)  # four polls: a changed mtime would reload the model
+    polled, deadline = server.log_text().count(POLLED), time.monotonic() + 120
+    while server.log_text().count(POLLED) < polled + 4:  # four polls: a changed mtime would reload the model
+        assert time.monotonic() < deadline, f"tritonserver polled {server.log_text().count(POLLED) - polled} times"
+        time.sleep(0.2)
     assert infer("http", server, "Forest", X)["label"].shape == (1, 1)
     assert {m: loads_of(server, m) for m in ("Forest", "Onnx", "Yaml")} == {"Forest": 1, "Onnx": 1, "Yaml": 1}
     assert snapshot(repo) == before
@@ -79,9 +85,9 @@ def test_a_model_directory_copied_alone_serves(repo, triton_server, tmp_path):
 def test_a_read_only_bind_mount_serves(repo, triton_server, tmp_path):
     mount = tmp_path / "ro"
     mount.mkdir()
+    require_capability(CAP_SYS_ADMIN, "bind-mount the repository read-only")
     done = subprocess.run(["mount", "--bind", "-o", "ro", str(repo), str(mount)], capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"no read-only bind mount here: {done.stderr.strip()}")
+    assert done.returncode == 0, f"mount --bind -o ro {repo} {mount} failed: {done.stderr.strip()}"
     try:
         assert subprocess.run(["touch", str(mount / "x")], capture_output=True).returncode != 0  # really read-only
         server = triton_server(mount)

@@ -13,7 +13,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -28,6 +27,7 @@ from repogen.server.running.process import free_ports
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import infer
 from repogen.testing.packages import builder_python
+from repogen.testing.prerequisites import require_tool
 from repogen.triton.releases import NEWEST, RELEASES
 
 pytestmark = pytest.mark.integration
@@ -159,8 +159,7 @@ def _cuda_wheel(directory: Path) -> Path:
 @pytest.fixture(scope="module")
 def cuda_env(repogen_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """A builder venv holding cudaprobe, and the environment whose pip finds its wheel (a local find-links)."""
-    if shutil.which("gcc") is None:
-        pytest.fail("this test links a library with gcc; install it (Debian: apt-get install gcc)")
+    require_tool("gcc", "gcc", "link a library whose DT_NEEDED is libcudart.so.12")
     wheel = _cuda_wheel(tmp_path_factory.mktemp("cudaprobe"))
     links = " ".join(filter(None, [os.environ.get("PIP_FIND_LINKS", ""), str(wheel.parent)]))
     env = {**os.environ, "PIP_FIND_LINKS": links}

@@ -272,10 +272,12 @@ def test_version_refuses_to_carry_a_corrupted_file(tmp_path):
     repo = tmp_path / "repo"
     build_repository(_repository(1.0), repo)
     payload = repo / "B" / "1" / "model.pkl"
-    payload.write_bytes(payload.read_bytes()[:-1] + b"\x00")
+    built = payload.read_bytes()
+    payload.write_bytes(built[:-1] + b"\x00")
     with pytest.raises(BuildError, match=r"B/1/model.pkl has sha256 .* lists .*restore that file"):
         build_repository(_repository(2.0), repo, version=2)
     assert _versions(repo, "A") == [1]
+    payload.write_bytes(built)  # as built again: the session's bytecode gate reads every payload left behind
 
 
 def test_version_needs_one_binding_per_model():

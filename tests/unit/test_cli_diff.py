@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from repogen.cli import cli
 from repogen.ondisk.diff import excluded, pickle_listing
-from repogen.testing.golden import assert_repository_matches
+from repogen.ondisk.repository import files
+from repogen.testing.golden import assert_repository_matches, update_golden
 
 ROOT = Path(__file__).resolve().parents[2]
 # A generated repository, checked in without the vendored code (the manifest records its hashes).
@@ -259,22 +260,27 @@ def test_golden_helper_raises_with_the_diff_and_the_hint(pair: tuple[Path, Path]
     assert message.endswith("run `make golden`")
 
 
-def test_golden_helper_default_advice_and_update(pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_comparison_never_writes_the_golden(pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only update_golden (``make golden``, ``repogen diff --update``) writes: no environment turns a failed
+    comparison into a rewrite that passes (REPOGEN_UPDATE_GOLDEN once did)."""
     expected, actual = pair
     change_dtype(actual)
-    with pytest.raises(AssertionError, match="rerun with REPOGEN_UPDATE_GOLDEN=1"):
-        assert_repository_matches(expected, actual)
+    before = {path: source.read_bytes() for path, source in files(expected).items()}
     monkeypatch.setenv("REPOGEN_UPDATE_GOLDEN", "1")
-    assert_repository_matches(expected, actual)
-    monkeypatch.delenv("REPOGEN_UPDATE_GOLDEN")
-    assert_repository_matches(expected, actual)
+    for parsed in (False, True):
+        with pytest.raises(AssertionError, match=r"update the golden with `repogen diff .* --update`"):
+            assert_repository_matches(expected, actual, parsed=parsed)
+    assert {path: source.read_bytes() for path, source in files(expected).items()} == before
+    update_golden(expected, actual)
     assert "TYPE_INT32" in (expected / "Shout" / "config.pbtxt").read_text()
+    assert_repository_matches(expected, actual)
 
 
-def test_golden_helper_update_argument_and_missing_expected(tmp_path: Path) -> None:
-    with pytest.raises(AssertionError, match="does not exist"):
+def test_update_golden_creates_a_missing_one(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="does not exist; create it with `repogen diff "):
         assert_repository_matches(tmp_path / "golden", QUICKSTART)
-    assert_repository_matches(tmp_path / "golden", QUICKSTART, update=True)
+    assert not (tmp_path / "golden").exists()
+    update_golden(tmp_path / "golden", QUICKSTART)
     assert_repository_matches(tmp_path / "golden", QUICKSTART)
 
 

@@ -234,7 +234,8 @@ def test_ensemble_pinning_a_missing_version(tmp_path: Path) -> None:
 
 def test_tampered_payload_is_reported(quickstart: Path) -> None:
     payload = quickstart / "AddSub" / "1" / "model.pkl"
-    data = bytearray(payload.read_bytes())
+    built = payload.read_bytes()
+    data = bytearray(built)
     data[len(data) // 2] ^= 0xFF
     payload.write_bytes(bytes(data))
     code, out, err = run(str(quickstart))
@@ -245,6 +246,7 @@ def test_tampered_payload_is_reported(quickstart: Path) -> None:
     assert all(line.startswith(f"Error: {payload}: sha256 is ") for line in lines)
     assert any("but model.json expects" in line and "the runtime will refuse" in line for line in lines)
     assert any("but repogen.manifest.json lists" in line for line in lines)
+    payload.write_bytes(built)  # as built again: the session's bytecode gate reads every payload left behind
 
 
 def test_unlisted_and_missing_files_are_reported(quickstart: Path) -> None:

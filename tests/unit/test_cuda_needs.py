@@ -3,7 +3,6 @@ the build's answer when a targeted container has another (issue 32: CUDA 13 from
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,14 +12,14 @@ from repogen.errors import UnreachableContainersError
 from repogen.packages import PackageOptions, Packager
 from repogen.packages.cuda import cuda_needs, elf_needed
 from repogen.packages.targets import WheelTarget
+from repogen.testing.prerequisites import require_tool
 from repogen.triton.releases import RELEASES
 from repogen.triton.targets import resolve_targets
-
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to link a test library")
 
 
 def _library(directory: Path, name: str, needs: tuple[str, ...] = (), soname: str = "") -> Path:
     """A shared library named ``name`` whose DT_NEEDED lists ``needs`` (each linked from a stub made here)."""
+    gcc = require_tool("gcc", "gcc", "link a test library")
     directory.mkdir(parents=True, exist_ok=True)
     source = directory / f"{name}.c"
     source.write_text("int answer(void) { return 42; }\n")
@@ -31,14 +30,12 @@ def _library(directory: Path, name: str, needs: tuple[str, ...] = (), soname: st
             stub.parent.mkdir(exist_ok=True)
             empty = directory / "stubs" / "empty.c"
             empty.write_text("int cuda_stub(void) { return 0; }\n")
-            subprocess.run(
-                ["gcc", "-shared", "-fPIC", f"-Wl,-soname,{needed}", "-o", str(stub), str(empty)], check=True
-            )
+            subprocess.run([gcc, "-shared", "-fPIC", f"-Wl,-soname,{needed}", "-o", str(stub), str(empty)], check=True)
         links.append(f"-l:{needed}")
     output = directory / name
     flags = [f"-Wl,-soname,{soname}"] if soname else []
     subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-Wl,--no-as-needed", *flags, "-o", str(output), str(source),
+        [gcc, "-shared", "-fPIC", "-Wl,--no-as-needed", *flags, "-o", str(output), str(source),
          f"-L{directory / 'stubs'}", *links],
         check=True,
     )  # fmt: skip

@@ -23,9 +23,8 @@ def _fake_stub(server_pid: int) -> subprocess.Popen[bytes]:
 
 def _wait_for_cmdline(pid: int) -> None:
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(STUB.encode()):
-            return
+    while not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(STUB.encode()):
+        assert time.monotonic() < deadline, f"process {pid} never took the stub's command line"
         time.sleep(0.02)
 
 

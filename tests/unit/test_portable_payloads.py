@@ -6,6 +6,7 @@ container Python, built by three others.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import linecache
@@ -21,6 +22,7 @@ from repogen.build import build_repository
 from repogen.errors import BuildError
 from repogen.runtime.errors import PayloadError
 from repogen.runtime.payload import load_payload
+from repogen.testing.builders import BuildWithError, build_with
 from repogen.testing.payloads import bytecode_in_pickle, bytecode_in_repository
 from repogen.triton.releases import RELEASES, first_with_python
 
@@ -111,6 +113,21 @@ def test_pinned_payloads_carry_bytecode_and_say_so(tmp_path):
     problems = bytecode_in_pickle((repo / "M" / "1" / "model.pkl").read_bytes())
     assert any("CodeType" in p for p in problems)
     assert bytecode_in_repository(repo) == {}  # pinned payloads are bytecode by design: not reported
+
+
+def test_a_payload_the_gate_cannot_read_is_reported_not_passed(tmp_path):
+    repo = _build(tmp_path, SHAPES)
+    payload, sidecar = repo / "M" / "1" / "model.pkl", repo / "M" / "1" / "model.json"
+    built = payload.read_bytes()
+    payload.write_bytes(built[: len(built) // 2])  # not a whole pickle
+    assert list(bytecode_in_repository(repo)) == [str(payload)]
+    assert "cannot read the payload model.json names: ValueError: " in bytecode_in_repository(repo)[str(payload)][0]
+    payload.unlink()
+    assert "FileNotFoundError" in bytecode_in_repository(repo)[str(payload)][0]
+    payload.write_bytes(built)
+    assert bytecode_in_repository(repo) == {}
+    sidecar.write_text('{"name": "another tool\'s model.json"}')  # not a repogen sidecar: nothing to read
+    assert bytecode_in_repository(repo) == {}
 
 
 def test_a_changed_source_is_refused_at_load(tmp_path):
@@ -264,18 +281,29 @@ models.bind("M", infer_func=lambda rs: rs, inputs=X, outputs=X, config=ModelConf
 
 
 @pytest.mark.parametrize(
-    ("module", "why", "fine_on"),
-    [("tomllib", "added in Python 3.11", "25.01"), ("imp", "removed in Python 3.12", "24.10")],
+    ("module", "why", "fine_on", "has_it"),
+    [("tomllib", "added in Python 3.11", "25.01", "3.13"), ("imp", "removed in Python 3.12", "24.10", "3.10")],
 )
-def test_a_stdlib_module_a_target_python_lacks_fails_the_build(tmp_path, module, why, fine_on):
-    pytest.importorskip(module)
+def test_a_stdlib_module_a_target_python_lacks_fails_the_build(
+    tmp_path, repogen_cache_dir, module, why, fine_on, has_it
+):
     source = f"import warnings\nwarnings.simplefilter('ignore')\nimport {module}\n{_PLAIN_APP}".replace(
         "infer_func=lambda rs: rs", f"infer_func=lambda rs: [{module}.__name__ and r for r in rs]"
     )
-    with pytest.raises(BuildError) as info:
-        _build(tmp_path, source)
-    assert f"uses the standard-library module '{module}' ({why})" in str(info.value)
-    _build(tmp_path / "narrowed", source, target_triton=fine_on)
+    message = f"uses the standard-library module '{module}' ({why})"
+    if importlib.util.find_spec(module) is not None:
+        with pytest.raises(BuildError) as info:
+            _build(tmp_path, source)
+        assert message in str(info.value)
+        _build(tmp_path / "narrowed", source, target_triton=fine_on)
+        return
+    # this Python has no such module to import: a builder venv of one that has it builds the app
+    app = tmp_path / "app.py"
+    app.write_text(source)
+    with pytest.raises(BuildWithError) as failed:
+        build_with(has_it, f"{app}:models", tmp_path / "repo", cache_dir=repogen_cache_dir)
+    assert message in str(failed.value)
+    build_with(has_it, f"{app}:models", tmp_path / "narrowed", "--triton-version", fine_on, cache_dir=repogen_cache_dir)
 
 
 def test_function_local_imports_of_installed_packages_become_requirements(tmp_path):

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import repogen
 from repogen.relaunch import interpreter_flags, repogen_command
 
@@ -56,8 +54,8 @@ def _build(tmp_path: Path, prefix: list[str], seed: str, name: str) -> tuple[byt
     return (out / "Count" / "1" / "model.pkl").read_bytes(), json.loads(record.read_text())
 
 
-@pytest.mark.skipif(not CONSOLE_SCRIPT.is_file(), reason="needs the installed repogen console script")
 def test_restart_keeps_flags_this_repogen_and_pins_nested_sets(tmp_path: Path) -> None:
+    assert CONSOLE_SCRIPT.is_file(), f"no {CONSOLE_SCRIPT}: install repogen into this venv (`make install`)"
     (tmp_path / "app.py").write_text(APP)
     poisoned = tmp_path / "repogen"  # a folder named repogen in the working directory must not run
     poisoned.mkdir()

@@ -170,6 +170,14 @@ def test_the_decoupled_bls_crash_shows_in_exactly_one_ngc_container() -> None:
     assert BLS_STREAM_WITHOUT_GIL.affects(get_release("24.10"), "3.12")  # PyPI's 2.51 + 3.12 stub: the stand-in
 
 
+def test_the_unanswered_bls_stream_is_allowed_for_on_2_39_alone_of_the_served_releases() -> None:
+    from repogen.triton.known_issues import BLS_STREAM_UNANSWERED
+    from repogen.triton.releases import EMBEDDED
+
+    served = {r.tritonserver for r in EMBEDDED for python in r.stub_pythons if BLS_STREAM_UNANSWERED.affects(r, python)}
+    assert served == {"2.39.0"}
+
+
 def test_servers_before_uuid_regions_get_a_region_prefix_of_their_own() -> None:
     first = get_release(python_backend.UUID_REGIONS_FROM)
     before = RELEASES[RELEASES.index(first) - 1]
