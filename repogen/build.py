@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from .dsl.repository import Repository
 from .emit import pickling
-from .emit.files import configs as emit_configs
+from .emit.assemble import emit_repository
+from .emit.model_files import configs as emit_configs
 from .emit.plan import Progress, plan_payloads
-from .emit.repository import emit_repository
 from .errors import RepogenWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower

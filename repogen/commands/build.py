@@ -11,7 +11,7 @@ import click
 from ..build import build_app
 from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
-from ..packages.targets import MACHINES
+from ..packages.wheel_targets import MACHINES
 from ..signing import SignWith
 from ..signing.oms import KEY_HELP
 from ..triton.releases import Release

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import UnknownReleaseError
-from ..triton.access import DEFAULT_RESTRICTED, parse_apis
 from ..triton.releases import RELEASES, Release, get_release
+from ..triton.restricted_apis import DEFAULT_RESTRICTED, parse_apis
 
 __all__ = ["RELEASE_HELP", "RestrictedApis", "TritonRelease", "restrict_option"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..ondisk.repository import read_manifest, require_directory
+from ..ondisk.reader import read_manifest, require_directory
 from ..ondisk.validate import checked_releases, validate_repository
 from ..triton.fields import SCHEMA_RELEASE
 from ..triton.releases import Release

@@ -19,8 +19,8 @@ from ..errors import UnreachableContainersError
 from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
 from ..triton.targets import Targets
-from .files import model_units
-from .fused import fused_unit
+from .fused_model import fused_unit
+from .model_files import model_units
 from .payloads import LeftOut, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
 from .release_rules import check_release_rules
 

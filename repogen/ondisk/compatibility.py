@@ -17,7 +17,7 @@ from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
 from ..runtime.packages import abi_tag
 from ..triton import fields, python_backend
 from ..triton.releases import NEWEST, RELEASES, Release, newest_with_cuda
-from .repository import BuiltRepository, ModelDir
+from .reader import BuiltRepository, ModelDir
 
 
 @dataclass

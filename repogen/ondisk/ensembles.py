@@ -14,7 +14,7 @@ from ..ir.wiring import Interface, wiring_problems
 from ..runtime.records import CONFIG_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .problems import Problem
-from .repository import ModelDir
+from .reader import ModelDir
 
 
 def _tensors(tensors: object) -> tuple[TensorSpec, ...]:

@@ -27,7 +27,7 @@ from .cuda import CudaNeeds, cuda_needs, requirement_majors
 from .indexes import cuda_evidence, cuda_labels
 from .options import PackageOptions, canonical
 from .resolve import Pin
-from .targets import WheelTarget, wheel_targets
+from .wheel_targets import WheelTarget, wheel_targets
 
 Log = Callable[[str], None]
 

@@ -26,7 +26,7 @@ from ..errors import BuildError, UnreachableContainersError
 from ..hashing import sha256_bytes
 from .indexes import pytorch_index
 from .options import canonical
-from .targets import WheelTarget
+from .wheel_targets import WheelTarget
 
 _PIP = [sys.executable, "-m", "pip"]
 _QUIET = ["--no-input", "--disable-pip-version-check"]

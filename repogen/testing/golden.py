@@ -47,7 +47,7 @@ from ..ondisk.diff import (
     excluded,
     update_expected,
 )
-from ..ondisk.repository import files, parse_config
+from ..ondisk.reader import files, parse_config
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
 
 UPDATE_ENV = "REPOGEN_UPDATE_GOLDEN"

@@ -38,7 +38,7 @@ from repogen.server.provision.install import (
 from repogen.server.provision.pythons import find_python, require_python
 from repogen.server.running.docker import DockerError, Engine, engine
 from repogen.server.running.process import TritonServer
-from repogen.testing.releases import pairing_under_test
+from repogen.testing.server_under_test import pairing_under_test
 from repogen.testing.standin import StandInImage, ensure_standin, standin_for
 from repogen.triton.releases import Release, pairing_label
 

@@ -25,8 +25,8 @@ import yaml
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE
 from repogen.server.running.docker import removing, unique_name
-from repogen.testing.access import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
-from repogen.triton.access import APIS, DEFAULT_RESTRICTED
+from repogen.testing.api_probes import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
+from repogen.triton.restricted_apis import APIS, DEFAULT_RESTRICTED
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "24.10"

@@ -27,7 +27,7 @@ from faults_load import Load, record, shm_server, tmpfs
 
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.releases import release_at_least
+from repogen.testing.server_under_test import release_at_least
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

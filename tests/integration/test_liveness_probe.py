@@ -24,7 +24,7 @@ import yaml
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE
 from repogen.deploy.probe import FAILURES
-from repogen.testing.releases import release_at_least
+from repogen.testing.server_under_test import release_at_least
 
 pytestmark = pytest.mark.integration
 

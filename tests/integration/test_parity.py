@@ -13,7 +13,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.releases import requires_release
+from repogen.testing.server_under_test import requires_release
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
-from repogen.testing.releases import pairing_under_test, release_at_least, requires_release
+from repogen.testing.server_under_test import pairing_under_test, release_at_least, requires_release
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

@@ -27,7 +27,7 @@ import pytest
 from repogen.server.running.process import free_ports
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import infer
-from repogen.testing.packages import builder_python
+from repogen.testing.packages_app import builder_python
 from repogen.triton.releases import NEWEST, RELEASES
 
 pytestmark = pytest.mark.integration

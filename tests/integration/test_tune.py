@@ -21,10 +21,10 @@ from serve_cli import ROOT, cli_env
 from repogen.server.provision.install import default_cache_dir, ensure_server, ensure_server_venv, venv_info
 from repogen.server.provision.model_analyzer import ensure_model_analyzer
 from repogen.server.provision.pythons import require_python
-from repogen.testing.releases import pairing_under_test, release_at_least
+from repogen.testing.server_under_test import pairing_under_test, release_at_least
 from repogen.triton.proto import model_config_pb2 as mc
 from repogen.tuning import SearchBudget, TuneOptions, tune
-from repogen.tuning.plan import embedded_launch
+from repogen.tuning.analyzer_config import embedded_launch
 from repogen.tuning.run import processes_naming
 
 pytestmark = pytest.mark.integration

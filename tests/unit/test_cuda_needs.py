@@ -12,7 +12,7 @@ import pytest
 from repogen.errors import UnreachableContainersError
 from repogen.packages import PackageOptions, Packager
 from repogen.packages.cuda import cuda_needs, elf_needed
-from repogen.packages.targets import WheelTarget
+from repogen.packages.wheel_targets import WheelTarget
 from repogen.triton.releases import RELEASES
 from repogen.triton.targets import resolve_targets
 

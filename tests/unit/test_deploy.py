@@ -25,9 +25,9 @@ from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE
 from repogen.deploy.resources import MiB
 from repogen.deploy.wheel import wheel_bytes
 from repogen.errors import RepositoryError, UnknownReleaseError, UsageError
-from repogen.ondisk.repository import read_repository
-from repogen.triton.access import DEFAULT_RESTRICTED
+from repogen.ondisk.reader import read_repository
 from repogen.triton.releases import get_release
+from repogen.triton.restricted_apis import DEFAULT_RESTRICTED
 from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,7 +198,8 @@ def test_k8s_memory_limit_must_hold_shm(repo: Path) -> None:
 
 
 def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
-    from repogen.deploy import access, kubernetes, probe
+    from repogen.deploy import access_secret as access
+    from repogen.deploy import kubernetes, probe
 
     first = generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
     assert first == generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]

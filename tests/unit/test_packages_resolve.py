@@ -7,7 +7,7 @@ import pytest
 from repogen.errors import BuildError
 from repogen.packages import resolve
 from repogen.packages.options import PackageOptions
-from repogen.packages.targets import WheelTarget, wheel_targets
+from repogen.packages.wheel_targets import WheelTarget, wheel_targets
 from repogen.triton.targets import resolve_targets
 
 PY310 = WheelTarget("3.10", "x86_64", "2.35", "NGC 23.10-24.10 (Python 3.10)")

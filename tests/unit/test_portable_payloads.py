@@ -21,7 +21,7 @@ from repogen.build import build_repository
 from repogen.errors import BuildError
 from repogen.runtime.errors import PayloadError
 from repogen.runtime.payload import load_payload
-from repogen.testing.payloads import bytecode_in_pickle, bytecode_in_repository
+from repogen.testing.bytecode_scan import bytecode_in_pickle, bytecode_in_repository
 from repogen.triton.releases import RELEASES, first_with_python
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]

@@ -20,7 +20,7 @@ from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE
 from repogen.errors import UnreachableContainersError, UsageError
 from repogen.ondisk import compatibility
-from repogen.ondisk.repository import read_repository
+from repogen.ondisk.reader import read_repository
 from repogen.packages import resolve, wheels
 from repogen.packages.indexes import PackageIndexes, is_cpu_build, local_label, pytorch_index, unindexed
 from repogen.packages.options import PackageOptions

@@ -20,7 +20,7 @@ from repogen.server.provision.pythons import (
     require_python,
 )
 from repogen.testing import builders
-from repogen.testing.releases import PYTHON_ENV, RELEASE_ENV, pairing_under_test
+from repogen.testing.server_under_test import PYTHON_ENV, RELEASE_ENV, pairing_under_test
 from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, get_release, pairing_label
 
 

@@ -20,12 +20,12 @@ from repogen.deploy import DeployOptions, generate
 from repogen.deploy import probe_check as check_module
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
 from repogen.errors import UsageError
-from repogen.server.client.access import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
+from repogen.server.client.access_key import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
 from repogen.server.client.perf import PerfOptions, perf_command
 from repogen.server.running.banner import sample_curl
 from repogen.server.running.external import help_restricts
-from repogen.server.running.options import check_passthrough
-from repogen.triton import access
+from repogen.server.running.serve_options import check_passthrough
+from repogen.triton import restricted_apis as access
 from repogen.triton.releases import RELEASES
 
 ROOT = Path(__file__).resolve().parents[2]

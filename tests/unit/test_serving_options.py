@@ -11,7 +11,7 @@ import pytest
 
 from repogen.commands.serve import serve
 from repogen.errors import ServeError, UsageError
-from repogen.server.running.options import EXIT_TIMEOUT, ServeOptions
+from repogen.server.running.serve_options import EXIT_TIMEOUT, ServeOptions
 from repogen.server.running.serving import Serving
 from repogen.triton.releases import get_release
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from repogen.cli import cli
 from repogen.server.provision.perf_analyzer import PerfAnalyzer
-from repogen.tuning.plan import SearchBudget, given_launch, plan_tuning
+from repogen.tuning.analyzer_config import SearchBudget, given_launch, plan_tuning
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "golden" / "quickstart" / "expected"
 

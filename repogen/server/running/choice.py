@@ -16,9 +16,9 @@ from ...triton.endpoints import DEFAULT_PORTS
 from .container import container_server
 from .external import ExternalTritonServer, find_tritonserver
 from .host import HOST, free_ports
-from .options import ServeOptions
 from .pairing import pairing_for
 from .process import TritonServer, embedded_server
+from .serve_options import ServeOptions
 from .server_process import ServerProcess
 
 __all__ = ["choose_ports", "choose_server", "port_is_free"]

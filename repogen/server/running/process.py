@@ -25,9 +25,9 @@ from repogen.server.provision.install import (
 )
 from repogen.server.provision.progress import DownloadProgress, progress
 from repogen.server.provision.pythons import PythonNotFoundError, container_python_or_current, require_python
-from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.python_backend import region_prefix_args
 from repogen.triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
+from repogen.triton.restricted_apis import restricts_grpc, restricts_http
 
 from .host import free_ports, http_client, is_ready, pid_alive
 from .server_process import ServerProcess

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UsageError
-from ...triton.access import GRPC_FLAG, HTTP_FLAG, parse_apis
 from ...triton.releases import Release
+from ...triton.restricted_apis import GRPC_FLAG, HTTP_FLAG, parse_apis
 from .host import HOST
 from .target import is_app
 

@@ -16,7 +16,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from ..triton.access import grpc_header
+from ..triton.restricted_apis import grpc_header
 
 __all__ = ["GRPC_CALLS", "HTTP_CALLS", "ask_grpc", "ask_http"]
 

@@ -8,7 +8,7 @@ container, and each container fixes both (2.39/2.41/2.51 + Python 3.10 are NGC 2
 A test that needs a newer server skips with a reason that names the release it needs, so a run on
 2.39 reports *why* it did less instead of failing::
 
-    from repogen.testing.releases import requires_release
+    from repogen.testing.server_under_test import requires_release
 
     @requires_release("2.41.0", "request parameters() arrived in the 2.41 Python backend")
     def test_parameters(server): ...
