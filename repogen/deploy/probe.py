@@ -1,4 +1,4 @@
-"""Liveness by real inference: the probe the deployment files run, derived from each model's config (issue 23).
+"""Liveness by real inference: the probe the deployment files run, derived from each model's config.
 
 tritonserver 2.51 never restarts a dead backend stub and keeps ``/v2/health/live`` and
 ``/v2/health/ready`` at 200 (docs/known-issues.md), so probes on those endpoints never notice a model

@@ -1,4 +1,4 @@
-"""Ask each of Triton's API groups, over HTTP and gRPC, with or without the access key (issue 36).
+"""Ask each of Triton's API groups, over HTTP and gRPC, with or without the access key.
 
 The integration tests (the embedded server) and the container tests (a generated deployment on a
 stand-in image) send the same requests: one per group and protocol, against the quickstart's AddSub.

@@ -1,4 +1,4 @@
-"""Draining a decoupled model's stream through BLS, ours against hand-written code (issue 23).
+"""Draining a decoupled model's stream through BLS, ours against hand-written code.
 
 The oracle is tests/repos/decoupled_bls: ``Count`` iterates ``exec(decoupled=True)`` on ``Gen`` the
 way the Triton docs write it. Ours is the pipeline example's ``WordCount`` draining ``Spell``. Both

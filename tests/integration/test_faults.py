@@ -1,4 +1,4 @@
-"""Faults, tried as a hostile user would, on the real server (issue 13; docs/deployment.md, "Faults").
+"""Faults, tried as a hostile user would, on the real server (docs/deployment.md, "Faults").
 
 Every misbehaving callable gets a clear error over HTTP and gRPC and the model keeps serving; a
 SIGKILLed stub is restarted by 2.39/2.41 and never by 2.51 (whose probes stay green); rebuilding a

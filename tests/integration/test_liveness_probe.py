@@ -1,4 +1,4 @@
-"""The deployment files' liveness check fails when a model's stub is gone, and `repogen status` names it (issue 23).
+"""The deployment files' liveness check fails when a model's stub is gone, and `repogen status` names it.
 
 tritonserver 2.51 never restarts a dead stub and keeps /v2/health/ready at 200, so the Docker
 HEALTHCHECK and the Kubernetes/KServe livenessProbe send each model a small real request

@@ -1,4 +1,4 @@
-"""Locked by default (issue 36): the admin APIs answer only requests carrying the access key, on the real server.
+"""Locked by default: the admin APIs answer only requests carrying the access key, on the real server.
 
 A server started as `repogen serve` starts it (PyTriton 0.7's set behind a key, explicit model control so
 that load/unload exist) refuses each restricted API without the key with Triton's own status (HTTP 403,

@@ -1,5 +1,5 @@
-"""Issue 3 features on the real server: instances, class models with files and labels, async and
-streaming callables, request parameters and forwarded headers, version policies."""
+"""PyTriton's features, and Triton's beyond them, on the real server: instances, class models with files and
+labels, async and streaming callables, request parameters and forwarded headers, version policies."""
 
 from __future__ import annotations
 
