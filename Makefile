@@ -76,7 +76,7 @@ define run_pairings
 		tests=(); [ "$$scope" = all ] || tests=($(SMOKE_ARGS)); \
 		echo "== $$scope tests on tritonserver $$release + Python $$python"; \
 		start=$$SECONDS; \
-		REPOGEN_TRITON_VERSION=$$release REPOGEN_SERVER_PYTHON=$$python \
+		REPOGEN_TRITON_RELEASE=$$release REPOGEN_SERVER_PYTHON=$$python \
 			$(PY) -m pytest $(PYTEST_ARGS) "$${tests[@]}" 2>&1 | tee "$$out"; rc=$${PIPESTATUS[0]}; \
 		label=$$(sed -n 's/^repogen served on: //p' "$$out" | tail -n 1); \
 		closing=$$(grep -v '^[[:space:]]*$$' "$$out" | tail -n 1 | sed 's/^[= ]*//; s/[= ]*$$//'); \

@@ -47,7 +47,7 @@ def check_release(target: Release, apis: tuple[str, ...]) -> None:
         first = first_http_release()
         raise UsageError(
             f"{target.label} cannot keep its HTTP APIs behind a key (--http-restricted-api came with {first.label}), "
-            f"so {', '.join(apis)} would answer anyone over HTTP; nothing was written. Deploy on --triton-version "
+            f"so {', '.join(apis)} would answer anyone over HTTP; nothing was written. Deploy on --triton-release "
             f"{first.ngc} or later, or pass --restrict none to deploy with every API open."
         )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from ..deprecated import renamed_fields
 from ..emit.templates import render
 from ..errors import DeployError, UsageError
 from ..ondisk import compatibility
@@ -34,13 +35,14 @@ VERIFY_KEY_FILE = "verify-key.pub"
 """Beside the Dockerfile: the public key its verify stage copies (the key of ``--verify-key``)."""
 
 
+@renamed_fields(triton_version="triton_release")
 @dataclass(frozen=True)
 class DeployOptions:
     docker: bool = False
     k8s: bool = False
     kserve: bool = False
     compose: bool = False
-    triton_version: str | Release = NEWEST.ngc
+    triton_release: str | Release = NEWEST.ngc
     """Any spelling of a release (``26.11``, ``2.75.0``, ...); by default the newest in the table."""
     prebuilt: bool = False
     """Docker: copy the repository as built, the default without ``app`` (kept for the ``--prebuilt`` flag).
@@ -274,7 +276,7 @@ def generate(repository: str | Path, options: DeployOptions) -> DeployOutput:
 
 def _target(repository: str | Path, options: DeployOptions) -> _Target:
     info = read_repository(repository)
-    release = get_release(options.triton_version)
+    release = get_release(options.triton_release)
     apis = tuple(options.restrict)
     access_secret.check_release(release, apis)
     name = options.name or kubernetes.dns_name(info.path.resolve().name)

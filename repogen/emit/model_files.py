@@ -100,7 +100,7 @@ def network_config(network: NetworkSpec) -> bytes:
 
 
 def configs(spec: RepositorySpec) -> dict[str, bytes]:
-    """Model name -> ``config.pbtxt`` of every model and exported network (a ``--version`` merge's)."""
+    """Model name -> ``config.pbtxt`` of every model and exported network (a ``--model-version`` merge's)."""
     found = {model.name: config_text(model) for model in spec.models}
     return found | {network.name: network_config(network) for network in spec.networks}
 

@@ -1,4 +1,4 @@
-"""The model repository on disk: written atomically, merged by ``--version``, read, checked, reported on.
+"""The model repository on disk: written atomically, merged by ``--model-version``, read, checked, reported on.
 
 :mod:`~repogen.ondisk.writer` swaps a build into place under a lock and :mod:`~repogen.ondisk.merge`
 adds a version beside the others; :mod:`~repogen.ondisk.reader` is the one reader of a built

@@ -1,7 +1,7 @@
 """pytest fixtures that serve model repositories with a real, stock tritonserver.
 
 * ``triton_install`` (session): the serving pairing under test, installed once into
-  ``$REPOGEN_CACHE_DIR`` (default ``~/.cache/repogen``, the CLI's): tritonserver ``$REPOGEN_TRITON_VERSION``
+  ``$REPOGEN_CACHE_DIR`` (default ``~/.cache/repogen``, the CLI's): tritonserver ``$REPOGEN_TRITON_RELEASE``
   (default 2.51.0) and a numpy-only venv of Python ``$REPOGEN_SERVER_PYTHON`` (default: the
   release's NGC container Python, 3.10 up to 24.11). A missing interpreter is an error naming what
   to install, never a silent fallback to the Python running pytest (a pairing no container has).
@@ -82,7 +82,7 @@ class TritonInstallation:
 
         options = {"http_port": 0, "grpc_port": 0, "metrics_port": 0, **options}
         release, python = self.install.release, self.venv.python_version
-        return Serving(ServeOptions(str(target), triton_version=release, server_python=python, **options), echo)
+        return Serving(ServeOptions(str(target), triton_release=release, server_python=python, **options), echo)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,6 +1,6 @@
 """``repogen tune``: NVIDIA Model Analyzer on a built repository, its answer as ``ModelConfig`` arguments.
 
-:mod:`plan` writes Model Analyzer's config (the embedded server, its environment, inputs from each
+:mod:`analyzer_config` writes Model Analyzer's config (the embedded server, its environment, inputs from each
 model's config), :mod:`run` runs it and stops everything it started, :mod:`results` reads its
 ranking and turns the top config into what to write in app.py. Model Analyzer itself comes from PyPI
 on first use, into a venv of its own (:mod:`repogen.server.provision.model_analyzer`).
@@ -62,13 +62,13 @@ class TuneOptions:
         """Options that contradict each other, or a release tune cannot run, before anything is built."""
         if self.tritonserver and (self.release or self.server_python):
             raise UsageError(
-                "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+                "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python "
                 "select the embedded server. Pass one or the other."
             )
         release = self.release or DEFAULT_RELEASE
         if release not in EMBEDDED:
             raise UsageError(
-                f"--triton-version {release.tritonserver}: tune runs the embedded server, which ships only "
+                f"--triton-release {release.tritonserver}: tune runs the embedded server, which ships only "
                 f"{', '.join(r.tritonserver for r in EMBEDDED)}."
             )
 

@@ -41,7 +41,7 @@ SITE=$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()
 printf '%s\n%s\n' "$WORK/numpy126" "$FRAMEWORKS" >"$SITE/repogen-gpu.pth"
 "$WORK/venv/bin/python" -c 'import numpy, torch, cupy; print("numpy", numpy.__version__, "torch", torch.__version__,
 "cupy", cupy.__version__, "gpus", torch.cuda.device_count())' 2>&1 | tee "$OUT/server-python.txt"
-export REPOGEN_GPU_SERVER_VENV=$WORK/venv REPOGEN_TRITON_VERSION=2.51.0
+export REPOGEN_GPU_SERVER_VENV=$WORK/venv REPOGEN_TRITON_RELEASE=2.51.0
 
 log "the GPU suite"
 timeout "${SUITE_TIMEOUT_S:-330}" "$PY" -m pytest -q -rA -p no:cacheprovider tests/gpu \

@@ -251,7 +251,7 @@ def test_grammar_newer_than_a_target_python_fails_the_build(tmp_path, statement,
         in message
     )
     assert f"The oldest release that can serve it is {oldest}" in message
-    _build(tmp_path / "narrowed", source, target_triton="25.01")  # a 3.12 container compiles it
+    _build(tmp_path / "narrowed", source, triton_release="25.01")  # a 3.12 container compiles it
 
 
 _PLAIN_APP = """
@@ -275,7 +275,7 @@ def test_a_stdlib_module_a_target_python_lacks_fails_the_build(tmp_path, module,
     with pytest.raises(BuildError) as info:
         _build(tmp_path, source)
     assert f"uses the standard-library module '{module}' ({why})" in str(info.value)
-    _build(tmp_path / "narrowed", source, target_triton=fine_on)
+    _build(tmp_path / "narrowed", source, triton_release=fine_on)
 
 
 def test_function_local_imports_of_installed_packages_become_requirements(tmp_path):

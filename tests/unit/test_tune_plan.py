@@ -34,7 +34,7 @@ def test_tritonserver_and_the_embedded_choices_exclude_each_other(tmp_path):
     )
     assert result.exit_code == 2
     assert (
-        "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+        "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python "
         "select the embedded server. Pass one or the other." in " ".join(result.output.split())
     )
 

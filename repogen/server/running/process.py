@@ -110,7 +110,7 @@ def _server_python(release: Release, wanted: str | None) -> tuple[Path, str, str
         raise ServeError(
             f"--server-python {wanted}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs for "
             f"Python {', '.join(release.stub_pythons)}. Pick one of those (its NGC container runs "
-            f"{release.python}), or another --triton-version."
+            f"{release.python}), or another --triton-release."
         )
     try:
         return require_python(wanted), wanted, None
@@ -130,7 +130,7 @@ def embedded_server(
     release = get_release(release_key or DEFAULT_RELEASE)
     if release.wheel is None:
         raise ServeError(
-            f"--triton-version {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
+            f"--triton-release {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
             f"binary with --tritonserver PATH (e.g. inside {release.image})."
         )
     python, python_version, fallback = _server_python(release, server_python)
