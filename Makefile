@@ -78,7 +78,7 @@ define run_pairings
 		tests=(); [ "$$scope" = all ] || tests=($(SMOKE_ARGS)); \
 		echo "== $$scope tests on tritonserver $$release + Python $$python"; \
 		start=$$SECONDS; \
-		REPOGEN_TRITON_VERSION=$$release REPOGEN_SERVER_PYTHON=$$python \
+		REPOGEN_TRITON_RELEASE=$$release REPOGEN_SERVER_PYTHON=$$python \
 			$(PY) -m pytest $(PYTEST_ARGS) "$${tests[@]}" 2>&1 | tee "$$out"; rc=$${PIPESTATUS[0]}; \
 		label=$$(sed -n 's/^repogen served on: //p' "$$out" | tail -n 1); \
 		closing=$$(grep -v '^[[:space:]]*$$' "$$out" | tail -n 1 | sed 's/^[= ]*//; s/[= ]*$$//'); \
@@ -103,7 +103,7 @@ test-releases: check-pythons
 unit: install
 	$(PY) -m pytest -q -m "not integration"
 
-# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_framework_tensors.py).
+# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py).
 # 2.13.0 is the CPU build these machines keep on disk (PIP_FIND_LINKS); elsewhere pip downloads that release.
 TORCH ?= torch==2.13.0
 .PHONY: frameworks

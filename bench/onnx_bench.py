@@ -18,7 +18,7 @@ import tritonclient.http as httpclient
 from repogen.runtime.onnx_options import available_cores
 from repogen.server.provision.install import default_cache_dir
 from repogen.testing.builders import build_with, ensure_builder_venv
-from repogen.testing.packages import BUILDER_PACKAGES, builder_python
+from repogen.testing.packages_app import BUILDER_PACKAGES, builder_python
 
 BENCH = Path(__file__).resolve().parent
 APP = "bench/apps/onnx_app.py:models"

@@ -27,7 +27,7 @@ from repogen.server import TritonServer, ensure_server
 from repogen.server.provision.install import venv_info
 from repogen.server.provision.pythons import require_python
 from repogen.testing.builders import checkout_root, ensure_builder_venv
-from repogen.testing.packages import APP, BUILDER_PACKAGES, build_packages_app, builder_python
+from repogen.testing.packages_app import APP, BUILDER_PACKAGES, build_packages_app, builder_python
 
 PREINSTALLED = ("numpy==1.26.4", "scikit-learn==1.6.1", "scipy==1.15.3")
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, TypedDict
 
 from .dsl.repository import Repository
 from .emit import pickling
-from .emit.files import configs as emit_configs
+from .emit.assemble import emit_repository
+from .emit.model_files import configs as emit_configs
 from .emit.plan import Progress, plan_payloads
-from .emit.repository import emit_repository
 from .errors import RepogenWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower
@@ -63,8 +63,11 @@ class BuildOptions(TypedDict, total=False):
 
     force: bool
     """Replace an output holding files repogen did not write; with ``version``, also a changed config."""
+    triton_release: str | TritonTarget | Targets | None
+    """The one Triton release that will serve the repository (``"24.10"``, ``"2.51.0"``, any spelling): narrows
+    the checks to its container and records it."""
     target_triton: str | TritonTarget | Targets | None
-    """``"24.10"``, ``"2.51.0"``: narrows the checks to that container and records it."""
+    """Deprecated: ``triton_release``'s former name, still taken with a ``DeprecationWarning``."""
     pin_python: bool
     """Ship this interpreter's bytecode instead (only this Python minor loads it; with a target, a mismatched
     interpreter is refused)."""
@@ -95,13 +98,14 @@ def build_repository(
     unknown = sorted(set(options) - BuildOptions.__optional_keys__)
     if unknown:  # as a signature would: a misspelt option must not be dropped quietly
         raise TypeError(f"build_repository() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}")
+    _renamed(options, "build_repository")
     if options.get("sign") is not None:
         library()  # no signing extra: fail now, before the build's work, naming it
-    target_triton = options.get("target_triton")
+    release = options.get("triton_release")
     targets = (
-        target_triton
-        if isinstance(target_triton, Targets)
-        else resolve_targets(target_triton, pin_python=options.get("pin_python", False))
+        release
+        if isinstance(release, Targets)
+        else resolve_targets(release, pin_python=options.get("pin_python", False))
     )
     if roots:
         pickling.register_by_value(local_modules(Path(roots[0]).resolve()))
@@ -113,7 +117,7 @@ def build_repository(
     for left in plan.left_out:
         warnings.warn(
             f"not targeting {left.containers}: {left.reason}. The repository serves {left.serves}. Pass "
-            "--all-containers to make this an error, or --triton-version for one container",
+            "--all-containers to make this an error, or --triton-release for one container",
             ContainersLeftOutWarning,
             stacklevel=2,
         )
@@ -122,6 +126,18 @@ def build_repository(
     _warn_heavy(plan.packager)
     summary = plan.packager.summary() if plan.packager else None
     return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=plan.targets)
+
+
+def _renamed(options: BuildOptions, caller: str) -> None:
+    """``target_triton`` → ``triton_release``: the former name still builds, with a warning that names the new."""
+    if "target_triton" not in options:
+        return
+    if "triton_release" in options:
+        raise TypeError(f"{caller}() got both triton_release and target_triton (its former name): pass triton_release")
+    warnings.warn(
+        f"{caller}(target_triton=...) is deprecated; use triton_release=...", DeprecationWarning, stacklevel=3
+    )
+    options["triton_release"] = options.pop("target_triton")
 
 
 def _write(spec: RepositorySpec, files: Files, output: Path, packager: Packager | None, options: BuildOptions) -> None:
@@ -149,7 +165,7 @@ def _write(spec: RepositorySpec, files: Files, output: Path, packager: Packager 
 
 
 def _merged(output: Path, spec: RepositorySpec, files: Files, version: int, force: bool) -> WritePlan:
-    """``--version N``: the plan that merges the build into ``output``, made under the writer's lock from what is
+    """``--model-version N``: the plan that merges the build into ``output``, made under the writer's lock from what is
     there. Each model's declared version policy is bound to the versions present then (through the IR), and its
     config emitted for them."""
     names = [m.name for m in spec.models] + [n.name for n in spec.networks]
@@ -185,10 +201,11 @@ def build_app(
     The target is checked before the app is imported: a wrong interpreter fails in a second.
     ``all_containers`` fails the build when its packages cannot reach every container from 23.10.
     """
-    target_triton = options.get("target_triton")
-    if not isinstance(target_triton, Targets):
+    _renamed(options, "build_app")
+    release = options.get("triton_release")
+    if not isinstance(release, Targets):
         pin_python = options.get("pin_python", False)
-        options["target_triton"] = resolve_targets(target_triton, pin_python=pin_python, all_containers=all_containers)
+        options["triton_release"] = resolve_targets(release, pin_python=pin_python, all_containers=all_containers)
     if options.get("sign") is not None:
         library()  # no signing extra: fail before importing the app
     app = load_app(target, app_dir)

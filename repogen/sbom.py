@@ -30,7 +30,6 @@ from .runtime.records import CONFIG_FILE, METADATA_FILE, Metadata, is_version_na
 from .triton.proto import model_config_pb2 as mc
 from .version import __version__
 
-SPEC_VERSION = "1.6"
 PROPERTY = "repogen:"  # the namespace of the properties this SBOM adds
 _ZERO = uuid.UUID(int=0)
 

@@ -1,6 +1,6 @@
 import pytest
 
-from repogen.testing.payloads import bytecode_in_repository
+from repogen.testing.bytecode_scan import bytecode_in_repository
 
 pytest_plugins = ["repogen.testing.pytest_plugin"]
 

@@ -11,11 +11,11 @@ import click
 from ..build import build_app
 from ..errors import RepogenError
 from ..packages import MODES, PackageOptions
-from ..packages.targets import MACHINES
+from ..packages.wheel_targets import MACHINES
 from ..signing import SignWith
 from ..signing.oms import KEY_HELP
 from ..triton.releases import Release
-from .params import RELEASE_HELP, TritonRelease
+from .params import RELEASE_HELP, release_option, renamed_option
 
 
 @click.command()
@@ -29,13 +29,11 @@ from .params import RELEASE_HELP, TritonRelease
 @click.option(
     "--force",
     is_flag=True,
-    help="Replace OUTPUT even if it holds files repogen did not write; with --version, also replace a changed config.",
+    help="Replace OUTPUT even if it holds files repogen did not write; with --model-version, also replace a changed "
+    "config.",
 )
-@click.option(
-    "--triton-version",
+@release_option(
     "--target-triton",
-    "target_triton",
-    type=TritonRelease(),
     help=f"The one release that will serve the repository ({RELEASE_HELP}): sources and imports are checked "
     "against its container's Python only, and the target is recorded. Default: every NGC release from 23.10 "
     "(Python 3.10 and 3.12) that the shipped packages reach; the others are named in a warning.",
@@ -50,7 +48,7 @@ from .params import RELEASE_HELP, TritonRelease
     "--pin-python",
     is_flag=True,
     help="Ship this Python's bytecode instead of source (for code with no source file): the repository then loads "
-    "only on this Python minor; with --triton-version, a different container Python fails the build early.",
+    "only on this Python minor; with --triton-release, a different container Python fails the build early.",
 )
 @click.option(
     "--packages",
@@ -77,10 +75,12 @@ from .params import RELEASE_HELP, TritonRelease
     type=click.Choice(MACHINES),
     help="Linux machine(s) to ship packages for (default: x86_64; add aarch64 for the arm64 containers). Repeatable.",
 )
-@click.option(
-    "--version",
+@renamed_option(
+    "--model-version",
     "model_version",
+    ("--version",),
     type=click.IntRange(min=1),
+    metavar="N",
     help="Build every model as version N and add it beside the versions already in OUTPUT (replacing only N).",
 )
 @click.option(
@@ -103,7 +103,7 @@ def build(
     output: str,
     app_dir: str | None,
     force: bool,
-    target_triton: Release | None,
+    triton_release: Release | None,
     all_containers: bool,
     pin_python: bool,
     packages_mode: str,
@@ -115,9 +115,9 @@ def build(
     show_traceback: bool,
 ) -> None:
     """Build APP (path/to/app.py:attr or package.module:attr) into a model repository."""
-    if all_containers and target_triton is not None:
+    if all_containers and triton_release is not None:
         raise click.UsageError(
-            "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other."
+            "--all-containers requires every NGC release from 23.10, --triton-release names one: pass one or the other."
         )
     started = time.perf_counter()
     try:
@@ -126,7 +126,7 @@ def build(
             output,
             app_dir=app_dir,
             force=force,
-            target_triton=target_triton,
+            triton_release=triton_release,
             pin_python=pin_python,
             version=model_version,
             progress=_Progress(),

@@ -9,7 +9,7 @@ import click
 from ..deploy import DeployOptions, generate
 from ..packages.indexes import PackageIndexes
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
-from .params import RELEASE_HELP, TritonRelease, restrict_option
+from .params import RELEASE_HELP, release_option, restrict_option
 
 
 @click.command()
@@ -26,9 +26,7 @@ from .params import RELEASE_HELP, TritonRelease, restrict_option
 @click.option(
     "-o", "--output", type=click.Path(file_okay=False, path_type=Path), help="Directory to write (default: stdout)."
 )
-@click.option(
-    "--triton-version",
-    type=TritonRelease(),
+@release_option(
     default=NEWEST.ngc,
     show_default=True,
     help=f"The release of {IMAGE_REPOSITORY}:<release>-py3 to serve on: {RELEASE_HELP}. The default is the newest "

@@ -61,7 +61,7 @@ def diff(expected: str, actual: str, exclude: Sequence[str], update: bool, verif
 def _signatures(expected: str, actual: str, key: Path | None) -> bool:
     """Say whether each side is signed (and, with ``key``, verifies); False when a side fails the key."""
     from ..signing.oms import VerifyWith
-    from ..signing.repository import is_signed, signature_status
+    from ..signing.repository_signatures import is_signed, signature_status
 
     sides = {"EXPECTED": Path(expected), "ACTUAL": Path(actual)}
     if key is None and not any(is_signed(path) for path in sides.values()):

@@ -7,9 +7,9 @@ from typing import Any, TypeVar
 
 import click
 
-from ..server.client.access import ENV as ACCESS_ENV
+from ..server.client.access_key import ENV as ACCESS_ENV
 from ..server.client.infer import DEFAULT_URLS, URL_ENV, InferResult, format_json, format_pretty, run_infer
-from ..triton.access import HEADER
+from ..triton.restricted_apis import HEADER
 
 URL_HELP = (
     f"Server address HOST:PORT (default {DEFAULT_URLS['http']} for http, {DEFAULT_URLS['grpc']} for grpc; "

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
+from click.core import ParameterSource
 
 from ..errors import UnknownReleaseError
-from ..triton.access import DEFAULT_RESTRICTED, parse_apis
 from ..triton.releases import RELEASES, Release, get_release
+from ..triton.restricted_apis import DEFAULT_RESTRICTED, parse_apis
 
-__all__ = ["RELEASE_HELP", "RestrictedApis", "TritonRelease", "restrict_option"]
+__all__ = ["RELEASE_HELP", "RestrictedApis", "TritonRelease", "release_option", "renamed_option", "restrict_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,7 +24,7 @@ RELEASE_HELP = (
 
 
 class TritonRelease(click.ParamType):
-    """``--triton-version``: any spelling of a release in the table → its :class:`~repogen.triton.releases.Release`.
+    """``--triton-release``: any spelling of a release in the table → its :class:`~repogen.triton.releases.Release`.
 
     Every command accepts the same set; one that cannot act on a valid release says so itself
     (``serve`` embeds only the releases with a PyPI wheel).
@@ -66,3 +68,48 @@ def restrict_option(func: F) -> F:
         "inference, shared-memory, model-config, model-repository, statistics, trace, logging); "
         "'default,inference' adds one.",
     )(func)
+
+
+def renamed_option(name: str, dest: str, old_names: tuple[str, ...], **attrs: Any) -> Callable[[F], F]:
+    """The option ``name`` (the command's ``dest`` parameter), and the spellings it replaced, which keep working.
+
+    Each old spelling is a hidden option of its own, so that the command knows which one was typed: it warns on
+    stderr, naming the new spelling, and the command hears the value as ``dest``. Two spellings of the one option
+    on a command line are refused: which one should win is not for repogen to guess.
+    """
+    given_key = f"repogen.renamed.{dest}"  # in ctx.meta, which a command's context shares with its group's
+
+    def remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            ctx.meta.setdefault(given_key, {})[param.opts[0]] = value
+        return value
+
+    def decorate(func: F) -> F:
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            ctx = click.get_current_context()
+            given = [name] if ctx.get_parameter_source(dest) is ParameterSource.COMMANDLINE else []
+            for old, value in ctx.meta.get(given_key, {}).items():
+                click.echo(f"Warning: {old} is deprecated; use {name}", err=True)
+                given.append(old)
+                kwargs[dest] = value
+            if len(given) > 1:
+                raise click.UsageError(f"{' and '.join(given)} are one option: pass {name} only.")
+            return func(*args, **kwargs)
+
+        for old in old_names:
+            click.option(
+                old, type=attrs.get("type"), metavar=attrs.get("metavar"), hidden=True, expose_value=False,
+                callback=remember,
+            )(command)  # fmt: skip
+        return cast(F, click.option(name, dest, **attrs)(command))
+
+    return decorate
+
+
+def release_option(*old_names: str, **attrs: Any) -> Callable[[F], F]:
+    """``--triton-release RELEASE`` (the command's ``triton_release``: a :class:`~repogen.triton.releases.Release`);
+    ``old_names`` are the spellings a command took before (``--triton-version``), deprecated."""
+    return renamed_option(
+        "--triton-release", "triton_release", ("--triton-version", *old_names), type=TritonRelease(), **attrs
+    )

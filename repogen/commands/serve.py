@@ -12,7 +12,7 @@ from ..server.running.host import HOST
 from ..server.running.serving import ServeOptions, Serving
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED
-from .params import TritonRelease, restrict_option
+from .params import release_option, restrict_option
 
 _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
 
@@ -31,9 +31,7 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
               help="TARGET an app: the directory to build it into (default: a temporary one).")  # fmt: skip
 @click.option("--app-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="TARGET an app: the project directory its own modules come from, and --reload watches.")  # fmt: skip
-@click.option(
-    "--triton-version",
-    type=TritonRelease(),
+@release_option(
     help=f"Embedded tritonserver release; implies the embedded server. Any release name is understood, but only "
     f"{_EMBEDDED} ship in a PyPI wheel that can be embedded (others: --tritonserver PATH). "
     f"Default {DEFAULT_RELEASE.tritonserver}.",

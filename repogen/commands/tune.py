@@ -9,7 +9,7 @@ import click
 from ..server.client.perf import parse_shapes
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release
 from ..tuning import SearchBudget, TuneOptions, report_lines, tune_target
-from .params import TritonRelease, restrict_option
+from .params import release_option, restrict_option
 
 
 @click.command()
@@ -30,8 +30,8 @@ from .params import TritonRelease, restrict_option
               "(everything it started is stopped; nothing is recommended).")  # fmt: skip
 @click.option("--shape", "shapes", multiple=True, metavar="NAME:D1,D2",
               help="Dimensions of a variable-size input (no batch dimension); default 1 for each -1.")  # fmt: skip
-@click.option("--triton-version", type=TritonRelease(), help=f"Embedded tritonserver release (default "
-              f"{DEFAULT_RELEASE.tritonserver}; {', '.join(r.tritonserver for r in EMBEDDED)}).")  # fmt: skip
+@release_option(help=f"Embedded tritonserver release (default {DEFAULT_RELEASE.tritonserver}; "
+                f"{', '.join(r.tritonserver for r in EMBEDDED)}).")  # fmt: skip
 @click.option("--server-python", metavar="X.Y", help="Python the server runs models with (default: the release's "
               "NGC container Python).")  # fmt: skip
 @click.option("--tritonserver", "tritonserver_path", metavar="PATH", help="Run this tritonserver (e.g. "
@@ -41,7 +41,7 @@ from .params import TritonRelease, restrict_option
 def tune(
     target: str, models: tuple[str, ...], reports: Path, max_instances: int, max_batch_size: int,
     max_concurrency: int, search: str, timeout: int | None, shapes: tuple[str, ...],
-    triton_version: Release | None, server_python: str | None, tritonserver_path: str | None,
+    triton_release: Release | None, server_python: str | None, tritonserver_path: str | None,
     restrict: tuple[str, ...],
 ) -> None:  # fmt: skip
     """Tune instance counts and batching with NVIDIA Model Analyzer; print what to write in app.py.
@@ -54,7 +54,7 @@ def tune(
     """
     budget = SearchBudget(max_instances, max_batch_size, max_concurrency, search)
     options = TuneOptions(
-        triton_version, server_python, models, parse_shapes(shapes), budget, timeout, tritonserver_path, restrict
+        triton_release, server_python, models, parse_shapes(shapes), budget, timeout, tritonserver_path, restrict
     )
     for line in report_lines(tune_target(target, reports.resolve(), options, click.echo), reports):
         click.echo(line)

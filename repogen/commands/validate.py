@@ -4,26 +4,24 @@ from __future__ import annotations
 
 import click
 
-from ..ondisk.repository import read_manifest, require_directory
+from ..ondisk.reader import read_manifest, require_directory
 from ..ondisk.validate import checked_releases, validate_repository
 from ..triton.fields import SCHEMA_RELEASE
 from ..triton.releases import Release
-from .params import RELEASE_HELP, TritonRelease
+from .params import RELEASE_HELP, release_option
 
 
 @click.command()
 @click.argument("repository", type=click.Path(exists=True, file_okay=False))
-@click.option(
-    "--triton-version",
+@release_option(
     "--release",
-    "release",
-    type=TritonRelease(),
     help=f"The Triton release that must load the repository: {RELEASE_HELP}. Its container's Python, CUDA major, "
     "python_backend rules and config schema are checked. Default: every release the build recorded it serves "
     "(the newest release for a repository repogen did not build).",
 )
-def validate(repository: str, release: Release | None) -> None:
+def validate(repository: str, triton_release: Release | None) -> None:
     """Check REPOSITORY statically: configs parse, names, versions, ensembles, manifest hashes, target fit."""
+    release = triton_release
     problems = validate_repository(repository, release=release)
     for problem in problems:
         click.echo(f"{'Warning' if problem.warning else 'Error'}: {problem}", err=True)

@@ -7,7 +7,7 @@ the stock image of the release serves the repository from a read-only bind mount
 the service builds and runs the image of the Dockerfile `repogen deploy --docker` writes beside it.
 Ports are published on 127.0.0.1 unless ``TRITON_ADDRESS`` says otherwise; ``TRITON_IMAGE`` and the
 ``TRITON_*_PORT`` variables change the image and the host ports without editing the file. The command
-is the Dockerfile's ``CMD``: with restricted APIs (deploy/access.py) the key comes from
+is the Dockerfile's ``CMD``: with restricted APIs (deploy/access_secret.py) the key comes from
 ``$REPOGEN_ACCESS_TOKEN`` in the shell that runs compose, passed to the container, never written in the
 file, and the server does not start without it. Compose reads ``$`` as interpolation, so every ``$``
 of the command and the probe is written ``$$``. Checked by Debian's ``docker-compose`` 1.29 (the
@@ -20,11 +20,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
 from ..triton.shm import shm_size_bytes
-from . import access, probe
+from . import access_secret, probe
 from .kubernetes import MODEL_REPOSITORY, TRITON_UID, server_args
 
 __all__ = ["compose_file"]
@@ -42,7 +42,7 @@ def _relative(path: Path, start: Path) -> str:
 def _healthcheck(info: BuiltRepository, apis: tuple[str, ...]) -> dict[str, Any]:
     """The Dockerfile's HEALTHCHECK: every model answers one small request (repogen/deploy/probe.py)."""
     found = probe.probes(info)
-    check = probe.command(found, HTTP_PORT, access.probe_key_args(apis, "inference"))
+    check = probe.command(found, HTTP_PORT, access_secret.probe_key_args(apis, "inference"))
     return {
         "test": ["CMD", *(_escaped(part) for part in check)],
         "interval": f"{probe.PERIOD_S}s",
@@ -79,10 +79,10 @@ def compose_file(
             "dockerfile": os.path.relpath(Path(build["dockerfile"]).resolve(), context.resolve()),
             "args": {"TRITON_IMAGE": stock},
         }
-    command = access.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.gpu_server_args()))
+    command = access_secret.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.gpu_server_args()))
     service["command"] = [_escaped(part) for part in command]
     if apis:
-        service["environment"] = [access.ENV]  # its value from the shell that runs compose
+        service["environment"] = [access_secret.ENV]  # its value from the shell that runs compose
     service["user"] = f"{TRITON_UID}:{TRITON_UID}"
     service["shm_size"] = f"{shm_size_bytes(info.python_instances()) >> 20}m"
     service["ports"] = [

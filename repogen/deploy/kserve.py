@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import METRICS_PATH, METRICS_PORT
 from ..triton.releases import Release
 from .kubernetes import MODEL_REPOSITORY, Resources, security_context, server_args, shm_mount, shm_volume
@@ -149,7 +149,7 @@ def inference_service(
     for a baked-in repository; for a downloaded one, the model container itself (KServe's storage
     initializer runs after the pod's init containers) with the verifier copied from ``verifier_image``.
     ``server_extra``/``env``: tritonserver's arguments after the repository (the restriction flags, the CUDA
-    memory pool's size) and the key from a Secret (deploy/access.py); on the stock runtime KServe appends the
+    memory pool's size) and the key from a Secret (deploy/access_secret.py); on the stock runtime KServe appends the
     model's ``args`` to the runtime's and merges ``env`` by name.
     """
     access = {"env": env} if env else {}

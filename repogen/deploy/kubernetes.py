@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DeployError, UsageError
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from ..triton.shm import shm_size_bytes
 from .resources import GiB, MiB, format_quantity, parse_quantity
@@ -177,7 +177,7 @@ def deployment(
 ) -> dict[str, Any]:
     """``liveness``: the probe by inference (deploy/probe.py); without one, Triton's /v2/health/live.
 
-    ``server_extra``: tritonserver's arguments after the repository (the restriction flags, deploy/access.py;
+    ``server_extra``: tritonserver's arguments after the repository (the restriction flags, deploy/access_secret.py;
     the CUDA memory pool's size, deploy/resources.py); ``env``: the access key they read from a Secret;
     ``ready_check``: the startup/readiness ``exec`` where health needs the key. ``verify`` adds an init
     container that checks ``/models`` against its signatures before the server starts.

@@ -1,4 +1,4 @@
-"""Liveness by real inference: the probe the deployment files run, derived from each model's config (issue 23).
+"""Liveness by real inference: the probe the deployment files run, derived from each model's config.
 
 tritonserver 2.51 never restarts a dead backend stub and keeps ``/v2/health/live`` and
 ``/v2/health/ready`` at 200 (docs/known-issues.md), so probes on those endpoints never notice a model
@@ -24,11 +24,11 @@ from urllib.parse import quote
 
 from google.protobuf import json_format
 
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import HEALTH_READY
 from ..triton.python_backend import ready_detects_dead_stub
 from ..triton.releases import Release
-from .access import needs_key, probe_key_args
+from .access_secret import needs_key, probe_key_args
 from .probe_check import check
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def _source() -> str:
 
 def command(found: Iterable[dict[str, Any]], port: int, key: Sequence[str] = ()) -> list[str]:
     """The probe as an exec command: ``python3 -c <check> <base url> <probes> [<header> <env var>]``; exit
-    status 1 names each model. ``key`` (deploy/access.py): the header and variable of the access key, where
+    status 1 names each model. ``key`` (deploy/access_secret.py): the header and variable of the access key, where
     the requests it sends need it."""
     compact = json.dumps(list(found), separators=(",", ":"), sort_keys=True)
     return ["python3", "-c", _source(), f"http://127.0.0.1:{port}", compact, *key]

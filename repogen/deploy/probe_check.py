@@ -1,4 +1,4 @@
-"""The liveness check a deployed container runs: one small real inference per model (issue 23).
+"""The liveness check a deployed container runs: one small real inference per model.
 
 tritonserver 2.51 (NGC 24.10) never restarts a backend stub that died and keeps answering
 ``/v2/health/live`` and ``/v2/health/ready`` with 200, so a health check on those endpoints keeps a

@@ -10,7 +10,7 @@ import math
 import re
 
 from ..errors import UsageError
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 
 __all__ = ["GiB", "MiB", "docker_gpus", "format_quantity", "parse_quantity"]
 

@@ -25,6 +25,6 @@ def emit_included(spec: IncludedSpec, targets: Targets | None = None) -> dict[st
                 f"model '{spec.name}' (included from {spec.source}): its {CONFIG_FILE} sets "
                 f"{field.rsplit('.', 1)[-1]!r} ({field}), introduced in Triton {added}; the targeted NGC {oldest.ngc} "
                 f"(tritonserver {oldest.tritonserver}) rejects the whole model. Remove it, or build for newer "
-                f"containers only (--triton-version {added} or newer)"
+                f"containers only (--triton-release {added} or newer)"
             )
     return {f"{spec.name}/{relative}": FileCopy.of(source) for relative, source in spec.files}

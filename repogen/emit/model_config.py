@@ -9,10 +9,10 @@ from google.protobuf import text_format
 from ..ir.spec import (
     DynamicBatchingSpec,
     EnsembleSpec,
+    IOSpec,
     ModelSpec,
     QueuePolicySpec,
     SequenceBatchingSpec,
-    TensorSpec,
     WarmupSpec,
 )
 from ..triton.proto import model_config_pb2 as mc
@@ -84,7 +84,7 @@ def to_text(config: mc.ModelConfig) -> str:
     return head + zero.getvalue() + text[len(head) :]
 
 
-def _input(tensor: TensorSpec) -> mc.ModelInput:
+def _input(tensor: IOSpec) -> mc.ModelInput:
     message = mc.ModelInput(
         name=tensor.name,
         data_type=mc.DataType.Value(tensor.data_type),
@@ -102,7 +102,7 @@ def label_file(index: int) -> str:
     return f"labels_{index}.txt"
 
 
-def _output(tensor: TensorSpec, index: int) -> mc.ModelOutput:
+def _output(tensor: IOSpec, index: int) -> mc.ModelOutput:
     message = mc.ModelOutput(
         name=tensor.name,
         data_type=mc.DataType.Value(tensor.data_type),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import keyword
 
-from ..ir.spec import ModelSpec, SequenceBatchingSpec, TensorSpec, VersionSpec
+from ..ir.spec import IOSpec, ModelSpec, SequenceBatchingSpec, VersionSpec
 from ..runtime.request_decorators import specializable as batch_function
 from ..triton.dtypes import BF16, NUMPY_DTYPES
 from ..version import __version__
@@ -62,7 +62,7 @@ def writes_out(model: ModelSpec, version: VersionSpec) -> bool:
 
 
 class InputCode:
-    def __init__(self, index: int, tensor: TensorSpec, batched: bool):
+    def __init__(self, index: int, tensor: IOSpec, batched: bool):
         self.tensor = tensor
         self.var = f"in{index}"
         dims = tensor.reshape if tensor.reshape is not None else tensor.dims
@@ -130,7 +130,7 @@ def call_arguments(pairs: list[tuple[str, str]]) -> str:
 
 
 class OutputCode:
-    def __init__(self, index: int, tensor: TensorSpec, strict: bool, var: str = "", dtype_name: str = ""):
+    def __init__(self, index: int, tensor: IOSpec, strict: bool, var: str = "", dtype_name: str = ""):
         self.tensor = tensor
         self.var = var or f"out{index}"
         self.dtype_name = dtype_name or f"_DTYPE_{index}"

@@ -19,8 +19,8 @@ from ..errors import UnreachableContainersError
 from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
 from ..triton.targets import Targets
-from .files import model_units
-from .fused import fused_unit
+from .fused_model import fused_unit
+from .model_files import model_units
 from .payloads import LeftOut, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
 from .release_rules import check_release_rules
 
@@ -52,7 +52,7 @@ def plan_payloads(
 ) -> PayloadPlan:
     """Pickle every payload of ``spec`` once and settle the containers its packages reach.
 
-    ``targets`` (every NGC container from 23.10 unless ``--triton-version`` names one) decides what the
+    ``targets`` (every NGC container from 23.10 unless ``--triton-release`` names one) decides what the
     shipped sources and imports are checked against; ``packager`` (None: record requirements only) ships
     what payloads import. ``progress`` hears of each model and ensemble as it is planned (pickling dominates).
     """
@@ -109,7 +109,7 @@ def _narrowed(targets: Targets, exc: UnreachableContainersError) -> Targets:
     """``targets`` less the containers ``exc`` says the packages cannot reach; else ``exc`` itself.
 
     A default build serves what its packages reach (numpy, scipy and scikit-learn dropped Python 3.10
-    in 2025: today's packages reach only the 3.12 containers); naming a container (--triton-version)
+    in 2025: today's packages reach only the 3.12 containers); naming a container (--triton-release)
     or requiring every one (--all-containers) keeps the error.
     """
     left = targets.without(exc.containers) if targets.may_narrow and exc.containers else None

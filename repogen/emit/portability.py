@@ -61,7 +61,7 @@ def check_stdlib(modules: Iterable[str], targets: Targets, what: str) -> None:
             if why:
                 raise BuildError(
                     f"{what} uses the standard-library module '{module.split('.')[0]}' ({why}), which "
-                    f"{targets.describe(python)} cannot import. Use another module, or build with --triton-version "
+                    f"{targets.describe(python)} cannot import. Use another module, or build with --triton-release "
                     "for the one container you deploy to if its Python has it"
                 )
 
@@ -84,7 +84,7 @@ def _grammar_message(source: SourceFile, line: int, message: str, needs: str, py
     return (
         f"{source.origin}:{line}: {message}; this needs Python {needs}, but {targets.describe(python)} compiles the "
         f"shipped source. The oldest release that can serve it is {where}. Rewrite it for Python {python}, or build "
-        f"with --triton-version {oldest.ngc if oldest else '<release>'} (or newer) if you deploy only there"
+        f"with --triton-release {oldest.ngc if oldest else '<release>'} (or newer) if you deploy only there"
     )
 
 

@@ -47,7 +47,7 @@ def check_release_rules(spec: RepositorySpec, targets: Targets) -> None:
             raise BuildError(
                 f"model {model!r}: {method} answers the model's ready endpoint only from {first.label} on "
                 f"(python_backend r{first.ngc}); the targeted {ignoring[0].label} never asks it, so the model would "
-                f"report ready whatever it says. Target {first.ngc} or newer (--triton-version), or drop is_ready"
+                f"report ready whatever it says. Target {first.ngc} or newer (--triton-release), or drop is_ready"
             )
         warnings.warn(
             f"model {model!r}: {method} answers the model's ready endpoint from {first.label} on; "

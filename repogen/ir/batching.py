@@ -11,7 +11,7 @@ from typing import Any
 from ..dsl.config import DynamicBatcher, QueuePolicy, SequenceBatcher, TimeoutAction
 from ..errors import BuildError
 from ..triton.dtypes import triton_data_type
-from .spec import DynamicBatchingSpec, QueuePolicySpec, SequenceBatchingSpec, SequenceControlSpec, TensorSpec
+from .spec import DynamicBatchingSpec, IOSpec, QueuePolicySpec, SequenceBatchingSpec, SequenceControlSpec
 
 _CONTROLS = (
     ("start", "CONTROL_SEQUENCE_START"),
@@ -22,7 +22,7 @@ _CONTROLS = (
 
 
 def lower_scheduler(
-    where: str, batcher: Any, max_batch_size: int, inputs: Sequence[TensorSpec]
+    where: str, batcher: Any, max_batch_size: int, inputs: Sequence[IOSpec]
 ) -> DynamicBatchingSpec | SequenceBatchingSpec | None:
     """One scheduler at most: Triton's ``scheduling_choice`` oneof would silently drop the other."""
     if isinstance(batcher, SequenceBatcher):
@@ -92,7 +92,7 @@ def _lower_queue_policy(where: str, policy: QueuePolicy) -> QueuePolicySpec:
 
 
 def lower_sequence_batcher(
-    where: str, batcher: SequenceBatcher, max_batch_size: int, inputs: Sequence[TensorSpec]
+    where: str, batcher: SequenceBatcher, max_batch_size: int, inputs: Sequence[IOSpec]
 ) -> SequenceBatchingSpec:
     declared = {t.name for t in inputs}
     controls = []

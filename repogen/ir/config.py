@@ -14,7 +14,7 @@ from ..errors import BuildError
 from .batching import lower_scheduler
 from .instances import lower_instance_groups
 from .placement import lower_placement
-from .spec import DynamicBatchingSpec, InstanceGroupSpec, PlacementSpec, SequenceBatchingSpec, TensorSpec, WarmupSpec
+from .spec import DynamicBatchingSpec, InstanceGroupSpec, IOSpec, PlacementSpec, SequenceBatchingSpec, WarmupSpec
 from .warmup import lower_warmup
 
 
@@ -29,7 +29,7 @@ class LoweredConfig:
 
 
 def lower_config(
-    where: str, name: str, config: ModelConfig, inputs: tuple[TensorSpec, ...], batch: int, instances: int
+    where: str, name: str, config: ModelConfig, inputs: tuple[IOSpec, ...], batch: int, instances: int
 ) -> LoweredConfig:
     """``instances`` is the number of callables bound (one per instance when more than one)."""
     if not isinstance(config, ModelConfig):

@@ -19,7 +19,7 @@ from ..errors import BuildError
 from ..runtime.records import CONFIG_FILE, is_version_name
 from ..triton import fields
 from ..triton.proto import model_config_pb2 as mc
-from .spec import IncludedSpec, TensorSpec
+from .spec import IncludedSpec, IOSpec
 
 
 def lower_included(definition: IncludedDefinition) -> IncludedSpec:
@@ -90,9 +90,9 @@ def _version_dirs(root: Path) -> list[str]:
     return [p.name for p in root.iterdir() if p.is_dir() and is_version_name(p.name)]
 
 
-def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> TensorSpec:
+def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> IOSpec:
     reshape = tuple(tensor.reshape.shape) if tensor.HasField("reshape") else None
-    return TensorSpec(
+    return IOSpec(
         name=tensor.name,
         data_type=mc.DataType.Name(tensor.data_type),
         dims=tuple(tensor.dims),

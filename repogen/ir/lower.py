@@ -50,7 +50,7 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 def lower(repository: Repository, *, version: int | None = None) -> RepositorySpec:
     """Validate every declaration of ``repository`` and return its IR.
 
-    ``version`` (``repogen build --version N``) lowers one binding per model, numbered ``N``; its version
+    ``version`` (``repogen build --model-version N``) lowers one binding per model, numbered ``N``; its version
     policy, checked against the versions present once merged, is set aside (``declared_policies``).
     """
     if not isinstance(repository, Repository):
@@ -195,9 +195,6 @@ def _lower_included(repository: Repository, claimed: dict[str, _Claim]) -> tuple
         with declared_at(definition.site):
             found.append(lower_included(definition))
     return tuple(sorted(found, key=lambda spec: spec.name))
-
-
-PYTHON_ONNX = ("onnx", "python")  # (kind, backend) of a graph served by OnnxSession: a Python model
 
 
 def _exported(definition: NetworkDefinition) -> str:

@@ -20,7 +20,7 @@ from ..runtime.onnx_session import GRAPH_FILE, OnnxSession
 from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.onnx_graph import Graph, GraphTensor, read_graph
 from .config import lower_config
-from .spec import ModelSpec, NetworkSpec, TensorSpec, VersionSpec
+from .spec import IOSpec, ModelSpec, NetworkSpec, VersionSpec
 from .tensors import lower_tensors, max_batch_size
 from .versions import lower_version_policy
 
@@ -105,8 +105,8 @@ def network_model(
     where: str,
     name: str,
     config: ModelConfig,
-    inputs: tuple[TensorSpec, ...],
-    outputs: tuple[TensorSpec, ...],
+    inputs: tuple[IOSpec, ...],
+    outputs: tuple[IOSpec, ...],
     batch: int,
     versions: tuple[VersionSpec, ...],
     python: bool,
@@ -163,8 +163,8 @@ def check_definitions(where: str, definitions: Sequence[NetworkDefinition]) -> M
     return config
 
 
-def _describe(inputs: tuple[TensorSpec, ...], outputs: tuple[TensorSpec, ...]) -> str:
-    def one(tensors: tuple[TensorSpec, ...]) -> str:
+def _describe(inputs: tuple[IOSpec, ...], outputs: tuple[IOSpec, ...]) -> str:
+    def one(tensors: tuple[IOSpec, ...]) -> str:
         return ", ".join(f"'{t.name}' {t.data_type} {list(t.dims)}" for t in tensors)
 
     return f"inputs {one(inputs)} and outputs {one(outputs)}"
@@ -199,7 +199,7 @@ def _path(definitions: Sequence[NetworkDefinition], version: int) -> Path:
 
 def _tensors(
     where: str, kind: str, declared: Sequence[object] | None, graph: tuple[GraphTensor, ...], batch: int, source: str
-) -> tuple[TensorSpec, ...]:
+) -> tuple[IOSpec, ...]:
     """The config's tensors: the graph's (batch axis removed), or the declaration once it agrees with them."""
     by_name = {t.name: t for t in graph}
     if declared is None:
@@ -243,7 +243,7 @@ def _model_dims(
     return tensor.data_type, tensor.dims[1:]
 
 
-def _from_graph(where: str, kind: str, tensor: GraphTensor, batch: int, source: str) -> TensorSpec:
+def _from_graph(where: str, kind: str, tensor: GraphTensor, batch: int, source: str) -> IOSpec:
     """A graph tensor as Triton's config states it; a scalar (per sample) is dims [1] reshaped to []."""
     data_type, dims = _model_dims(where, kind, tensor, batch, source)
     if dims is None:
@@ -252,11 +252,11 @@ def _from_graph(where: str, kind: str, tensor: GraphTensor, batch: int, source: 
             f"{kind}s=[Tensor(name=..., dtype=..., shape=...)]"
         )
     if not dims:
-        return TensorSpec(tensor.name, data_type, (1,), reshape=())
-    return TensorSpec(tensor.name, data_type, dims)
+        return IOSpec(tensor.name, data_type, (1,), reshape=())
+    return IOSpec(tensor.name, data_type, dims)
 
 
-def _agree(where: str, kind: str, declared: TensorSpec, tensor: GraphTensor, batch: int, source: str) -> None:
+def _agree(where: str, kind: str, declared: IOSpec, tensor: GraphTensor, batch: int, source: str) -> None:
     """Same data type; the shape the model sees (``reshape`` if declared, else dims) fits the graph's."""
     data_type, dims = _model_dims(where, kind, tensor, batch, source)
     seen = declared.reshape if declared.reshape is not None else declared.dims

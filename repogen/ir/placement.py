@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import BuildError
 from ..runtime.dtypes import BF16
 from ..runtime.tensors import FORCE_CPU_ONLY_INPUT_TENSORS, NUMPY
-from .spec import InstanceGroupSpec, PlacementSpec, TensorSpec
+from .spec import InstanceGroupSpec, IOSpec, PlacementSpec
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _GPU_ONLY = ("cupy",)  # frameworks whose tensors live on a GPU only
@@ -26,7 +26,7 @@ _GPU_ONLY = ("cupy",)  # frameworks whose tensors live on a GPU only
 def lower_placement(
     where: str,
     tensors: Any,
-    inputs: tuple[TensorSpec, ...],
+    inputs: tuple[IOSpec, ...],
     groups: tuple[InstanceGroupSpec, ...],
     parameters: tuple[tuple[str, str], ...],
 ) -> tuple[PlacementSpec, tuple[tuple[str, str], ...]]:

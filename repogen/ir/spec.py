@@ -10,7 +10,11 @@ from ..dsl.site import Site
 
 
 @dataclasses.dataclass(frozen=True)
-class TensorSpec:
+class IOSpec:
+    """One input or output of a model or ensemble, as its ``config.pbtxt`` declares it (Triton's
+    ``ModelInput``/``ModelOutput``). The runtime's ``TensorSpec`` is PyTriton's view of the same declaration,
+    which a served callable reads from ``triton_context``."""
+
     name: str
     data_type: str  # Triton's enum name, e.g. "TYPE_FP32"
     dims: tuple[int, ...]
@@ -139,8 +143,8 @@ class VersionSpec:
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     name: str
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    inputs: tuple[IOSpec, ...]
+    outputs: tuple[IOSpec, ...]
     max_batch_size: int
     # One field for Triton's `scheduling_choice` oneof, so two schedulers cannot be set at once.
     scheduler: DynamicBatchingSpec | SequenceBatchingSpec | None
@@ -188,8 +192,8 @@ class IncludedSpec:
     name: str
     source: Path
     files: tuple[tuple[str, Path], ...]  # (POSIX path under the model directory, source), sorted
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    inputs: tuple[IOSpec, ...]
+    outputs: tuple[IOSpec, ...]
     max_batch_size: int
     decoupled: bool
     fields: tuple[str, ...]  # every config field it sets (Triton's full names), for the targets' check
@@ -206,8 +210,8 @@ class StepSpec:
 @dataclasses.dataclass(frozen=True)
 class EnsembleSpec:
     name: str
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    inputs: tuple[IOSpec, ...]
+    outputs: tuple[IOSpec, ...]
     max_batch_size: int
     steps: tuple[StepSpec, ...]  # in the order the body called them (a topological order)
 
@@ -233,7 +237,7 @@ class RepositorySpec:
     networks: tuple[NetworkSpec, ...] = ()  # exported networks on their own backends, sorted by name
     included: tuple[IncludedSpec, ...] = ()  # model directories taken in as they are, sorted by name
     declared_policies: tuple[tuple[str, Policy | None], ...] = ()
-    """``--version N``: each model's declared version policy, bound to the versions present once N is merged
+    """``--model-version N``: each model's declared version policy, bound to the versions present once N is merged
     into the repository (``versions.merged_versions``); its models' own ``version_policy`` is None until then."""
     sites: tuple[tuple[str, Site], ...] = dataclasses.field(default=(), compare=False)
     """Where each model was declared (``app.py:12``), for the errors emitting it may raise."""

@@ -12,7 +12,7 @@ from ..dsl.config import ModelConfig
 from ..dsl.tensor import Tensor
 from ..errors import BuildError
 from ..triton.dtypes import triton_data_type
-from .spec import TensorSpec
+from .spec import IOSpec
 
 # A tensor name travels in URLs and protobuf strings.
 TENSOR_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:/\-]{0,127}$")
@@ -27,9 +27,7 @@ def max_batch_size(where: str, config: ModelConfig) -> int:
     return size
 
 
-def lower_tensors(
-    where: str, kind: str, tensors: Sequence[Tensor], allow_optional: bool = True
-) -> tuple[TensorSpec, ...]:
+def lower_tensors(where: str, kind: str, tensors: Sequence[Tensor], allow_optional: bool = True) -> tuple[IOSpec, ...]:
     if kind == "output" and not tensors:
         raise BuildError(f"{where}: declares no outputs; a Triton model needs at least one output Tensor")
     specs = []
@@ -52,7 +50,7 @@ def lower_tensors(
         if tensor.labels is not None and kind != "output":
             raise BuildError(f"{label}: labels belong to outputs (Triton's classification extension), not inputs")
         specs.append(
-            TensorSpec(
+            IOSpec(
                 name=name,
                 data_type=triton_data_type(tensor.dtype, label),
                 dims=_lower_shape(label, tensor.shape),

@@ -1,7 +1,7 @@
-"""Lowering model versions and version policies, and choosing one version for ``--version N``.
+"""Lowering model versions and version policies, and choosing one version for ``--model-version N``.
 
 A version policy is checked on its own when declared, and against the versions a model holds: those
-bound, or for ``--version N`` those present once N is merged into the repository on disk.
+bound, or for ``--model-version N`` those present once N is merged into the repository on disk.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def bind_policy(where: str, declared: Policy | None, versions: Sequence[int]) ->
 
 
 def merged_versions(spec: RepositorySpec, present: Mapping[str, Collection[int]]) -> RepositorySpec:
-    """A ``--version N`` build merged into a repository whose models then hold ``present`` versions: each model's
+    """A ``--model-version N`` build merged into a repository whose models then hold ``present`` versions: each model's
     declared policy (``spec.declared_policies``) bound to those versions."""
     declared = dict(spec.declared_policies)
 
@@ -79,16 +79,16 @@ def merged_versions(spec: RepositorySpec, present: Mapping[str, Collection[int]]
 
 
 def select_version(name: str, definitions: list[Declared], version: int) -> tuple[Declared, Policy | None]:
-    """The one binding ``--version N`` builds, renumbered ``N``, and its declared version policy, set aside for
+    """The one binding ``--model-version N`` builds, renumbered ``N``, and its declared version policy, set aside for
     the merge (``merged_versions``), which binds it to every version present then."""
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise BuildError(f"--version must be an integer >= 1, found {version!r}")
+        raise BuildError(f"--model-version must be an integer >= 1, found {version!r}")
     matching = [d for d in definitions if d.version == version] if len(definitions) > 1 else definitions
     if len(matching) != 1:
         found = sorted(d.version for d in definitions)
         raise BuildError(
-            f"model '{name}' is bound as versions {found}; --version {version} needs one binding per model "
-            f"(or one with model_version={version}); build without --version to write every bound version"
+            f"model '{name}' is bound as versions {found}; --model-version {version} needs one binding per model "
+            f"(or one with model_version={version}); build without --model-version to write every bound version"
         )
     declared = declared_policy(f"model '{name}'", matching[0].config.version_policy)
     config = dataclasses.replace(matching[0].config, version_policy=None)

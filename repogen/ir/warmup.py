@@ -7,11 +7,11 @@ from typing import Any
 
 from ..dsl.config import Warmup
 from ..errors import BuildError
-from .spec import TensorSpec, WarmupSpec
+from .spec import IOSpec, WarmupSpec
 
 
 def lower_warmup(
-    where: str, warmups: Sequence[Warmup] | None, inputs: Sequence[TensorSpec], max_batch_size: int
+    where: str, warmups: Sequence[Warmup] | None, inputs: Sequence[IOSpec], max_batch_size: int
 ) -> tuple[WarmupSpec, ...]:
     specs = []
     for warmup in warmups or ():

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..triton.shapes import dims_compatible
-from .spec import EnsembleSpec, TensorSpec
+from .spec import EnsembleSpec, IOSpec
 
 
 @dataclasses.dataclass(frozen=True)
 class Interface:
     """What a step needs to know about the model it calls."""
 
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
+    inputs: tuple[IOSpec, ...]
+    outputs: tuple[IOSpec, ...]
     max_batch_size: int
     decoupled: bool = False
     on_gpu: bool = True  # whether its outputs may be made in GPU memory (unknown: True)
@@ -39,10 +39,10 @@ class Interface:
         on_gpu = groups is None or not groups or any(group.kind == "KIND_GPU" for group in groups)
         return cls(model.inputs, model.outputs, model.max_batch_size, model.decoupled, on_gpu)
 
-    def input(self, name: str) -> TensorSpec | None:
+    def input(self, name: str) -> IOSpec | None:
         return next((t for t in self.inputs if t.name == name), None)
 
-    def output(self, name: str) -> TensorSpec | None:
+    def output(self, name: str) -> IOSpec | None:
         return next((t for t in self.outputs if t.name == name), None)
 
 
@@ -51,7 +51,7 @@ class _Written:
     """Who writes an ensemble tensor, and what it is (None: not known, its model is broken)."""
 
     who: str
-    spec: TensorSpec | None
+    spec: IOSpec | None
 
 
 def wiring_problems(ensemble: EnsembleSpec, interfaces: Mapping[str, Interface | None]) -> list[str]:
@@ -59,7 +59,7 @@ def wiring_problems(ensemble: EnsembleSpec, interfaces: Mapping[str, Interface |
     could not be read (its own problem is reported elsewhere)."""
     problems: list[str] = []
     written: dict[str, _Written] = {t.name: _Written(f"ensemble input {t.name!r}", t) for t in ensemble.inputs}
-    reads: list[tuple[str, str, TensorSpec | None]] = []  # (tensor, reader, what the reader expects)
+    reads: list[tuple[str, str, IOSpec | None]] = []  # (tensor, reader, what the reader expects)
     for index, step in enumerate(ensemble.steps, start=1):
         label = f"step {index} ({step.model})"
         if step.model == ensemble.name:
@@ -107,7 +107,7 @@ def _inputs(
     model: str,
     mapped: dict[str, str],
     callee: Interface | None,
-    reads: list[tuple[str, str, TensorSpec | None]],
+    reads: list[tuple[str, str, IOSpec | None]],
 ) -> list[str]:
     problems = []
     for key, tensor in sorted(mapped.items()):
@@ -127,7 +127,7 @@ def _inputs(
     return problems
 
 
-def _agreement(tensor: str, reader: str, expected: TensorSpec | None, producer: _Written | None) -> list[str]:
+def _agreement(tensor: str, reader: str, expected: IOSpec | None, producer: _Written | None) -> list[str]:
     if producer is None:
         return [
             f"{reader} reads tensor {tensor!r}, which nothing produces (expected an ensemble input or a step's "

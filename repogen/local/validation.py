@@ -6,14 +6,14 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.spec import TensorSpec
+from ..ir.spec import IOSpec
 from ..runtime.errors import InferenceError
 from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.shapes import dims_match
 
 
 def prepare_inputs(
-    model: str, specs: tuple[TensorSpec, ...], max_batch_size: int, inputs: dict[str, Any]
+    model: str, specs: tuple[IOSpec, ...], max_batch_size: int, inputs: dict[str, Any]
 ) -> dict[str, np.ndarray]:
     """Arrays as a client would send them, with Triton's errors for what Triton would reject."""
     declared = {t.name: t for t in specs}
@@ -32,7 +32,7 @@ def prepare_inputs(
     return arrays
 
 
-def _as_array(value: Any, spec: TensorSpec) -> np.ndarray:
+def _as_array(value: Any, spec: IOSpec) -> np.ndarray:
     array = np.asarray(value)
     want = NUMPY_DTYPES[spec.data_type]
     if spec.data_type == "TYPE_STRING":
@@ -44,7 +44,7 @@ def _as_array(value: Any, spec: TensorSpec) -> np.ndarray:
     return array
 
 
-def _check_shape(model: str, spec: TensorSpec, shape: tuple[int, ...], max_batch_size: int) -> None:
+def _check_shape(model: str, spec: IOSpec, shape: tuple[int, ...], max_batch_size: int) -> None:
     dims = shape
     if max_batch_size:
         if not shape:

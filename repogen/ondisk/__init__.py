@@ -1,7 +1,7 @@
-"""The model repository on disk: written atomically, merged by ``--version``, read, checked, reported on.
+"""The model repository on disk: written atomically, merged by ``--model-version``, read, checked, reported on.
 
 :mod:`~repogen.ondisk.writer` swaps a build into place under a lock and :mod:`~repogen.ondisk.merge`
-adds a version beside the others; :mod:`~repogen.ondisk.repository` is the one reader of a built
+adds a version beside the others; :mod:`~repogen.ondisk.reader` is the one reader of a built
 repository (configs, versions, ``model.json``, the manifest), which ``serve`` and ``deploy`` read
 through too; :mod:`~repogen.ondisk.integrity` says whether it is still what the build wrote; and
 ``validate``, ``inspect`` (describe, mermaid) and ``diff`` report on it. The readers work on any

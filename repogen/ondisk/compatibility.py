@@ -1,6 +1,6 @@
 """Whether a built repository can load on one Triton release, from what the build recorded.
 
-``validate --triton-version R``, ``deploy --triton-version R`` and ``serve`` (which picks the
+``validate --triton-release R``, ``deploy --triton-release R`` and ``serve`` (which picks the
 embedded pairing) ask the same question, so it is answered here once. A build records the Pythons
 its sources were checked for (``pythons``), the bytecode Python of a ``--pin-python`` build, the
 package trees it ships per container Python and the CUDA major their native libraries need; the
@@ -17,7 +17,7 @@ from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
 from ..runtime.packages import abi_tag
 from ..triton import fields, python_backend
 from ..triton.releases import NEWEST, RELEASES, Release, newest_with_cuda
-from .repository import BuiltRepository, ModelDir
+from .reader import BuiltRepository, ModelDir
 
 
 @dataclass
@@ -60,21 +60,21 @@ def fit(info: BuiltRepository, release: Release, *, configs: bool = True) -> Fit
             found.errors.append(
                 f"{info.path} ships its packages for Python {', '.join(info.pythons)} only ({serves}), but {where} "
                 f"serves models with Python {release.python}, so its models would be refused at load. Deploy to "
-                f"{serves}, or rebuild with --triton-version {release.ngc} (its packages must have wheels for "
+                f"{serves}, or rebuild with --triton-release {release.ngc} (its packages must have wheels for "
                 f"Python {release.python})"
             )
         else:
             found.warnings.append(
                 f"{info.path} was checked for Python {', '.join(info.pythons)} only, but {where} serves models with "
-                f"Python {release.python}: its sources may not compile there. Rebuild without --triton-version "
-                f"(every container) or with --triton-version {release.ngc}"
+                f"Python {release.python}: its sources may not compile there. Rebuild without --triton-release "
+                f"(every container) or with --triton-release {release.ngc}"
             )
     for path, record in sorted(trees(info).items()):
         needs = [int(m) for m in record.get("cuda") or []]
         if any(m != release.cuda for m in needs):
             found.errors.append(
                 f"{path} holds packages built for CUDA {', '.join(map(str, needs))} (recorded at build), but "
-                f"{where} has CUDA {release.cuda}; rebuild with --triton-version {release.ngc} to be told which, "
+                f"{where} has CUDA {release.cuda}; rebuild with --triton-release {release.ngc} to be told which, "
                 "or deploy to a container with that CUDA"
             )
     found.errors.extend(_requirement_errors(info, release, where))
@@ -92,7 +92,7 @@ def _requirement_errors(info: BuiltRepository, release: Release, where: str) -> 
     for requirement in info.requirements:
         for major in (m for m in requirement_majors(requirement) if m != release.cuda):
             right = newest_with_cuda(major)
-            elsewhere = f", or deploy to a CUDA {major} release (--triton-version {right.ngc})" if right else ""
+            elsewhere = f", or deploy to a CUDA {major} release (--triton-release {right.ngc})" if right else ""
             evidence = cuda_evidence(requirement.partition("==")[2])
             errors.append(
                 f"{requirement}, which the image installs, is a CUDA {major} build ({evidence}), but "

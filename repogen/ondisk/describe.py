@@ -17,7 +17,7 @@ from ..errors import RepositoryError
 from ..runtime.records import CONFIG_FILE, SBOM_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .compatibility import serves
-from .repository import ModelDir, model_dirs, read_manifest
+from .reader import ModelDir, model_dirs, read_manifest
 
 
 def _tensor(tensor: mc.ModelInput | mc.ModelOutput) -> dict[str, Any]:
@@ -223,7 +223,7 @@ def read_sbom(repository: str | Path) -> tuple[bytes, bool]:
     from .. import sbom
     from ..hashing import sha256_file
     from ..runtime.records import CONFIG_FILE, METADATA_FILE
-    from .repository import files, require_directory
+    from .reader import files, require_directory
 
     root = require_directory(repository)
     if (root / SBOM_FILE).is_file():

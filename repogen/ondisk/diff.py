@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..errors import RepositoryError
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, is_version_name
 from .integrity import is_signature
-from .repository import files, read_manifest, sha256
+from .reader import files, read_manifest, sha256
 
 BINARY_SUFFIXES = (".pkl", ".pickle")
 PICKLE_SUFFIXES = (".pkl", ".pickle")

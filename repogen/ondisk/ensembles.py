@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..ir.spec import EnsembleSpec, StepSpec, TensorSpec
+from ..ir.spec import EnsembleSpec, IOSpec, StepSpec
 from ..ir.wiring import Interface, wiring_problems
 from ..runtime.records import CONFIG_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .problems import Problem
-from .repository import ModelDir
+from .reader import ModelDir
 
 
-def _tensors(tensors: object) -> tuple[TensorSpec, ...]:
+def _tensors(tensors: object) -> tuple[IOSpec, ...]:
     return tuple(
-        TensorSpec(t.name, mc.DataType.Name(t.data_type), tuple(t.dims), optional=getattr(t, "optional", False))
+        IOSpec(t.name, mc.DataType.Name(t.data_type), tuple(t.dims), optional=getattr(t, "optional", False))
         for t in tensors  # type: ignore[attr-defined]
     )
 

@@ -1,6 +1,6 @@
 """Is a repository on disk still the one the build wrote? The manifest's files and the package trees.
 
-The writer refuses to replace an output holding files it did not write, a ``--version`` merge
+The writer refuses to replace an output holding files it did not write, a ``--model-version`` merge
 refuses to carry a file that changed, ``repogen validate`` reports both, and the runtime refuses a
 changed package tree at load: one set of checks, here (the runtime's own copy of the tree digest is
 ``repogen.runtime.packages``, which this module uses).

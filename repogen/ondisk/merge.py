@@ -1,4 +1,4 @@
-"""``repogen build --version N``: add or replace version N beside the versions already built.
+"""``repogen build --model-version N``: add or replace version N beside the versions already built.
 
 Planned under the writer's lock, against the repository on disk at that moment; the writer then
 writes the plan. Every file the build does not replace is carried over unchanged (hard-linked into
@@ -65,7 +65,7 @@ def _check_intact(output: Path, listed: dict[str, str]) -> None:
         raise BuildError(
             f"refusing to add a version to {output}: {relative} has sha256 {found or 'nothing (the file is missing)'}, "
             f"but {MANIFEST_FILE} lists {expected}; restore that file, or rebuild the whole repository "
-            "(without --version)"
+            "(without --model-version)"
         )
 
 
@@ -74,7 +74,9 @@ def _without_policy(config: bytes, where: str) -> mc.ModelConfig:
     try:
         text_format.Parse(config.decode("utf-8"), message)
     except (text_format.ParseError, UnicodeDecodeError) as exc:
-        raise BuildError(f"{where} cannot be parsed ({exc}); rebuild the whole repository (without --version)") from exc
+        raise BuildError(
+            f"{where} cannot be parsed ({exc}); rebuild the whole repository (without --model-version)"
+        ) from exc
     message.ClearField("version_policy")
     return message
 
@@ -105,7 +107,7 @@ def _check_same_config(output: Path, model: str, new: dict[str, Entry], kept: se
         raise BuildError(
             f"model '{model}': {', '.join(changed)} differ from the repository's, which versions {sorted(kept)} were "
             "built against (versions share one config.pbtxt); build with the same config, rebuild every version "
-            "(without --version), or pass --force to replace the config for all versions"
+            "(without --model-version), or pass --force to replace the config for all versions"
         )
 
 
@@ -132,7 +134,7 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
         if differences is not None:
             raise BuildError(
                 f"refusing to add a version to {output}: the packages in {directory} are not the ones {MANIFEST_FILE} "
-                "records (a file was changed, removed or added); rebuild the whole repository (without --version)"
+                "records (a file was changed, removed or added); rebuild the whole repository (without --model-version)"
             )
         carried.update({f"{directory}/{p}": output / directory / p for p in found})  # hashed once, above
     return trees, carried

@@ -20,7 +20,7 @@ from . import compatibility
 from .ensembles import check_ensemble
 from .integrity import changed_files, is_signature, tree_problems
 from .problems import Problem
-from .repository import BuiltRepository, ModelDir, files, load_json, model_dirs, read_manifest, sha256
+from .reader import BuiltRepository, ModelDir, files, load_json, model_dirs, read_manifest, sha256
 
 
 def _server(release: str | Release) -> str:

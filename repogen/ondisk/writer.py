@@ -5,7 +5,7 @@ place with ``renameat2(RENAME_EXCHANGE)``, so a reader (or a build killed at any
 the old repository or the new one, never a mix. A lock on the output's parent directory (``flock``
 of the directory itself, so no lock file is created or left behind) serializes builds into it
 (:func:`locked`), and everything that reads the previous repository (the "files we did not write"
-check, the plan of a ``--version`` merge, which the build makes there) happens under that lock, so
+check, the plan of a ``--model-version`` merge, which the build makes there) happens under that lock, so
 concurrent builds cannot lose each other's work. The writer writes the plan it is given: it knows
 nothing of how a repository is compiled.
 
@@ -269,7 +269,7 @@ def write_repository(
 @contextlib.contextmanager
 def locked(output: Path, force: bool = False) -> Iterator[LockedOutput]:
     """``output`` held for one build: nobody else writes it until the block ends, so what the build reads
-    there (the versions a ``--version`` merge keeps) is still there when it writes.
+    there (the versions a ``--model-version`` merge keeps) is still there when it writes.
 
     An output holding files repogen did not write is refused unless ``force``. A file-system failure inside
     the block becomes one :class:`BuildError` naming the path, the cause and the fix.

@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from .options import canonical
 from .resolve import Pin
-from .targets import WheelTarget
+from .wheel_targets import WheelTarget
 
 _LONG = 120  # characters: a License field longer than this (or on several lines) is a license's text, not its name
 

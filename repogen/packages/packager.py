@@ -27,7 +27,7 @@ from .cuda import CudaNeeds, cuda_needs, requirement_majors
 from .indexes import cuda_evidence, cuda_labels
 from .options import PackageOptions, canonical
 from .resolve import Pin
-from .targets import WheelTarget, wheel_targets
+from .wheel_targets import WheelTarget, wheel_targets
 
 Log = Callable[[str], None]
 
@@ -276,9 +276,9 @@ class Packager:
 
 
 def _elsewhere(major: int, python: str | None = None) -> str:
-    """`` (--triton-version 26.11 or another CUDA 13 release)``: where a build for CUDA ``major`` loads."""
+    """`` (--triton-release 26.11 or another CUDA 13 release)``: where a build for CUDA ``major`` loads."""
     right = newest_with_cuda(major, python)
-    return f" (--triton-version {right.ngc} or another CUDA {major} release)" if right else ""
+    return f" (--triton-release {right.ngc} or another CUDA {major} release)" if right else ""
 
 
 def _paths(root: Path, index: Mapping[str, object]) -> dict[str, str]:

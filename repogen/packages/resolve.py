@@ -26,7 +26,7 @@ from ..errors import BuildError, UnreachableContainersError
 from ..hashing import sha256_bytes
 from .indexes import pytorch_index
 from .options import canonical
-from .targets import WheelTarget
+from .wheel_targets import WheelTarget
 
 _PIP = [sys.executable, "-m", "pip"]
 _QUIET = ["--no-input", "--disable-pip-version-check"]
@@ -186,7 +186,7 @@ def _failure(
         + ". pip said:\n"
         + "\n".join(lines)
         + (
-            "\nFix what pip names, build with --triton-version for the one container you deploy to, pass "
+            "\nFix what pip names, build with --triton-release for the one container you deploy to, pass "
             "--provided NAME for what your image already has, or --packages record to ship nothing"
         )
     ), None
@@ -224,12 +224,12 @@ def _no_wheel(name: str, version: str, available: list[str], target: WheelTarget
     head = f"{name} {version} (the version installed where the build runs) has no wheel for {target.describe()}"
     if close is None:
         return (
-            f"{head}, and no version of {name} has a wheel for it. Build with --triton-version for a container whose "
+            f"{head}, and no version of {name} has a wheel for it. Build with --triton-release for a container whose "
             f"Python it supports, or pass --provided {name} if your image has it"
         )
     return (
         f"{head}. The nearest version that has one is {close}: install {name}=={close} where you build (`pip install "
-        f"'{name}=={close}'`) and build again; or build with --triton-version for a container whose Python it "
+        f"'{name}=={close}'`) and build again; or build with --triton-release for a container whose Python it "
         f"supports, or pass --provided {name} if your image has it"
     )
 

@@ -32,7 +32,7 @@ from ..errors import BuildError
 from ..hashing import sha256_file
 from ..runtime.packages import abi_tag
 from .resolve import Pin
-from .targets import WheelTarget
+from .wheel_targets import WheelTarget
 
 _COMPILER = Path(__file__).with_name("compile_bytecode.py")
 _REVISION = ".2"

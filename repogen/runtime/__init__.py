@@ -48,4 +48,5 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = sorted(_HOMES)  # the same names as the TYPE_CHECKING imports above (tests/unit/test_public_names.py)
+# Exactly the names of the TYPE_CHECKING imports above, so a type checker and a lazy import see one set.
+__all__ = sorted(_HOMES)

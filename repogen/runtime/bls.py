@@ -91,7 +91,8 @@ class ModelClient:
         """Each response of a decoupled model as it arrives; the empty final response is skipped.
 
         The response iterator is drained to its end even when the caller stops early, then retired
-        (``streams.retire``), never simply dropped: dropped, it can kill the stub (issue 23).
+        (``streams.retire``), never simply dropped: the stub's own thread could then free its responses without the
+        GIL, which kills the stub on Python 3.12 (:mod:`repogen.runtime.streams` says when and why).
         """
         responses = self._request(inputs).exec(decoupled=True)
         try:

@@ -17,8 +17,8 @@ import numpy as np
 
 from .dtypes import element_name
 
-# DLPack's device types (dlpack.h): where a tensor's memory is
-KDL_CPU, KDL_CUDA, KDL_CUDA_HOST = 1, 2, 3
+# DLPack's device types (dlpack.h) whose memory host code can read; kDLCUDA (2), device memory, is not one
+KDL_CPU, KDL_CUDA_HOST = 1, 3
 
 
 def on_cpu(value: Any) -> bool:

@@ -20,7 +20,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-THREAD_PARAMETERS = ("intra_op_thread_count", "inter_op_thread_count")
 BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
 # optimization { graph { level } } -> onnxruntime's GraphOptimizationLevel member (0 or absent: all)
 GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}

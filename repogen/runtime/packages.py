@@ -117,7 +117,7 @@ def activate(meta: Mapping[str, Any], model: str, version_dir: str) -> str | Non
         raise PayloadError(
             f"model '{model}' ships its packages for {built}, but this server runs Python "
             f"{'{}.{}'.format(*sys.version_info[:2])} on {platform.machine()} ({tag}); rebuild without "
-            "--triton-version (every NGC container's Python), with the --triton-version of this container, or "
+            "--triton-release (every NGC container's Python), with the --triton-release of this container, or "
             "with --platform for this machine"
         )
     root = os.path.join(version_dir, PACKAGES_DIR, tag)

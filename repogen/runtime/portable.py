@@ -112,7 +112,7 @@ class Sources:
             serving = "{}.{}".format(*sys.version_info[:2])
             raise PayloadError(
                 f"model '{self._model}': {key}:{exc.lineno}: {exc.msg} — this server's Python {serving} cannot "
-                f"compile the shipped source. Rebuild with `repogen build --triton-version <this release>`, which "
+                f"compile the shipped source. Rebuild with `repogen build --triton-release <this release>`, which "
                 "checks every source against the serving Python's grammar, and rewrite what it names"
             ) from None
         text = data.decode("utf-8", errors="replace")

@@ -1,4 +1,4 @@
-"""Letting go of a BLS response stream in the one thread where that is safe (issue 23).
+"""Letting go of a BLS response stream in the one thread where that is safe.
 
 A decoupled BLS call (``InferenceRequest(...).exec(decoupled=True)``) returns a ``ResponseIterator``
 that two owners share: the Python object the caller iterates, and an entry in the stub's

@@ -6,7 +6,7 @@ module that imports the library, an optional extra (``triton-repogen[signing]``)
 """
 
 from .oms import EXTRA, INSTALL, SignWith, VerifyWith, library
-from .repository import Finding, Verification, is_signed, sign_repository, verify_repository
+from .repository_signatures import Finding, Verification, is_signed, sign_repository, verify_repository
 
 __all__ = [
     "EXTRA",

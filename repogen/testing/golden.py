@@ -50,7 +50,7 @@ from ..ondisk.diff import (
     excluded,
     update_expected,
 )
-from ..ondisk.repository import files, parse_config
+from ..ondisk.reader import files, parse_config
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
 
 #: Per-file cap on diff lines in the assertion message: the summary names every file anyway.

@@ -17,7 +17,7 @@ FRAMEWORKS = ("torch", "cupy", "onnxruntime")  # modules whose distributions the
 
 
 def build_arguments() -> list[str]:
-    """``--triton-version`` and a ``--provided`` for each framework's distribution here (cupy-cuda13x, ...)."""
+    """``--triton-release`` and a ``--provided`` for each framework's distribution here (cupy-cuda13x, ...)."""
     import torch
 
     major = int((torch.version.cuda or "13").split(".")[0])
@@ -28,4 +28,4 @@ def build_arguments() -> list[str]:
     provided = [
         arg for module in FRAMEWORKS for dist in distributions.get(module, [])[:1] for arg in ("--provided", dist)
     ]
-    return ["--triton-version", release.ngc, *provided]
+    return ["--triton-release", release.ngc, *provided]

@@ -1,7 +1,7 @@
 """pytest fixtures that serve model repositories with a real, stock tritonserver.
 
 * ``triton_install`` (session): the serving pairing under test, installed once into
-  ``$REPOGEN_CACHE_DIR`` (default ``~/.cache/repogen``, the CLI's): tritonserver ``$REPOGEN_TRITON_VERSION``
+  ``$REPOGEN_CACHE_DIR`` (default ``~/.cache/repogen``, the CLI's): tritonserver ``$REPOGEN_TRITON_RELEASE``
   (default 2.51.0) and a numpy-only venv of Python ``$REPOGEN_SERVER_PYTHON`` (default: the
   release's NGC container Python, 3.10 up to 24.11). A missing interpreter is an error naming what
   to install, never a silent fallback to the Python running pytest (a pairing no container has).
@@ -38,7 +38,7 @@ from repogen.server.provision.install import (
 from repogen.server.provision.pythons import find_python, require_python
 from repogen.server.running.docker import DockerError, Engine, engine
 from repogen.server.running.process import TritonServer
-from repogen.testing.releases import pairing_under_test
+from repogen.testing.server_under_test import pairing_under_test
 from repogen.testing.standin import StandInImage, ensure_standin, standin_for
 from repogen.triton.releases import Release, pairing_label
 
@@ -82,7 +82,7 @@ class TritonInstallation:
 
         options = {"http_port": 0, "grpc_port": 0, "metrics_port": 0, **options}
         release, python = self.install.release, self.venv.python_version
-        return Serving(ServeOptions(str(target), triton_version=release, server_python=python, **options), echo)
+        return Serving(ServeOptions(str(target), triton_release=release, server_python=python, **options), echo)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -31,7 +31,7 @@ Where each fact comes from (triton-inference-server/server, read at every tag v2
 
 :func:`get_release` accepts every spelling people paste (``24.10``, ``r24.10``, ``24.10-py3``,
 ``2.51.0``, ``2.51``, ``v2.51.0``, ``nvcr.io/nvidia/tritonserver:24.10-py3``); it is the one parser
-of a release name, behind every command's ``--triton-version``. A release newer than the table
+of a release name, behind every command's ``--triton-release``. A release newer than the table
 (next month's) is accepted with the newest row's facts and one :class:`ReleaseAssumedWarning`.
 """
 
@@ -211,7 +211,7 @@ EMBEDDED: tuple[Release, ...] = tuple(r for r in RELEASES if r.wheel is not None
 NEWEST: Release = RELEASES[-1]
 """The newest release in the table: what ``deploy`` writes by default."""
 
-DEFAULT_NGC, DEFAULT_TRITONSERVER = "24.10", "2.51.0"
+DEFAULT_NGC = "24.10"
 
 
 def _normalize(key: str) -> str:

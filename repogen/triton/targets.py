@@ -1,13 +1,13 @@
 """Which NGC containers a build must serve on, and the Python their backend stubs run.
 
 A portable build (the default) is checked against the Python of every container it targets: all
-of them from 23.10 (Python 3.10 and 3.12), or the one ``--triton-version`` (``--target-triton``)
-names. When the packages a default build ships cannot reach some containers (no wheel for their
-Python, a CUDA major they lack), the build narrows to the ones they reach and says so
-(:meth:`Targets.without`); ``--all-containers`` (``required``) makes that an error instead. A build
-pinned to its own Python (``--pin-python``) carries bytecode, which only loads under the Python minor
-that wrote it, so a named release then refuses a mismatched interpreter *before* any user code is
-imported. The target is recorded in every ``model.json`` and in the manifest.
+of them from 23.10 (Python 3.10 and 3.12), or the one ``--triton-release`` names. When the packages a
+default build ships cannot reach some containers (no wheel for their Python, a CUDA major they lack),
+the build narrows to the ones they reach and says so (:meth:`Targets.without`); ``--all-containers``
+(``required``) makes that an error instead. A build pinned to its own Python (``--pin-python``) carries
+bytecode, which only loads under the Python minor that wrote it, so a named release then refuses a
+mismatched interpreter *before* any user code is imported. The target is recorded in every
+``model.json`` and in the manifest.
 
 The facts about each container come from :mod:`repogen.triton.releases`, the one release table.
 """
@@ -58,7 +58,7 @@ def check_interpreter(target: Release, python: str | None = None) -> None:
     if python == target.python:
         return
     raise BuildError(
-        f"--triton-version {target.ngc} (tritonserver {target.tritonserver}, {target.image}) serves models with "
+        f"--triton-release {target.ngc} (tritonserver {target.tritonserver}, {target.image}) serves models with "
         f"Python {target.python}, but this --pin-python build runs on Python {python}; pinned code only loads on "
         f"the Python minor version that wrote it. Drop --pin-python (the default build ships source and serves on "
         f"any Python from 3.10), or build with a Python {target.python} interpreter (e.g. "
@@ -77,7 +77,7 @@ class Targets:
 
     containers: tuple[Release, ...]
     narrowed: bool = False
-    """True when ``--triton-version`` named one container (recorded in ``model.json`` as ``target``)."""
+    """True when ``--triton-release`` named one container (recorded in ``model.json`` as ``target``)."""
     pinned: str | None = None
     """The build's Python minor when payloads carry its bytecode (``--pin-python``) instead of source."""
     required: bool = False
@@ -127,22 +127,22 @@ class Targets:
 
 
 def resolve_targets(
-    target_triton: str | Release | None = None, *, pin_python: bool = False, all_containers: bool = False
+    release: str | Release | None = None, *, pin_python: bool = False, all_containers: bool = False
 ) -> Targets:
     """Every container from 23.10, or the one named; a pinned build must run on that container's Python.
 
     ``all_containers`` requires every container: packages that cannot reach one fail the build.
     """
     pinned = current_python() if pin_python else None
-    if target_triton is None:
+    if release is None:
         containers = tuple(t for t in TARGETS if not pinned or t.python == pinned)
         return Targets(containers, pinned=pinned, required=all_containers)
     if all_containers:
         raise BuildError(
-            "--all-containers requires every NGC container from 23.10, but --triton-version names one; pass one "
+            "--all-containers requires every NGC container from 23.10, but --triton-release names one; pass one "
             "or the other"
         )
-    target = get_target(target_triton)
+    target = get_target(release)
     if pin_python:
         check_interpreter(target)
     return Targets((target,), narrowed=True, pinned=pinned)

@@ -1,6 +1,6 @@
 """``repogen tune``: NVIDIA Model Analyzer on a built repository, its answer as ``ModelConfig`` arguments.
 
-:mod:`plan` writes Model Analyzer's config (the embedded server, its environment, inputs from each
+:mod:`analyzer_config` writes Model Analyzer's config (the embedded server, its environment, inputs from each
 model's config), :mod:`run` runs it and stops everything it started, :mod:`results` reads its
 ranking and turns the top config into what to write in app.py. Model Analyzer itself comes from PyPI
 on first use, into a venv of its own (:mod:`repogen.server.provision.model_analyzer`).
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import TuneError, UsageError
-from ..server.client.access import Access, new_token
+from ..server.client.access_key import Access, new_token
 from ..server.provision.install import ensure_server, ensure_server_venv, venv_info
 from ..server.provision.model_analyzer import VERSION as MA_VERSION
 from ..server.provision.model_analyzer import ensure_model_analyzer, model_analyzer_installed
@@ -25,9 +25,9 @@ from ..server.provision.pythons import container_python_or_current, require_pyth
 from ..server.running.external import find_tritonserver
 from ..server.running.pairing import pairing_for
 from ..server.running.target import clear_scratch, repository_for
-from ..triton.access import DEFAULT_RESTRICTED, PROTOCOL_NAMES
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, pairing_label
-from .plan import (
+from ..triton.restricted_apis import DEFAULT_RESTRICTED, PROTOCOL_NAMES
+from .analyzer_config import (
     MODEL_ANALYZER_OPEN,
     SearchBudget,
     ServerLaunch,
@@ -56,19 +56,19 @@ class TuneOptions:
     timeout_s: float | None = None
     tritonserver: str | Path | None = None  # a tritonserver of the user's instead of the embedded one
     restrict: tuple[str, ...] = DEFAULT_RESTRICTED
-    """The API groups to keep behind a key of the run's (less what Model Analyzer needs open: plan.py)."""
+    """The API groups to keep behind a key of the run's (less what Model Analyzer needs open: analyzer_config.py)."""
 
     def check(self) -> None:
         """Options that contradict each other, or a release tune cannot run, before anything is built."""
         if self.tritonserver and (self.release or self.server_python):
             raise UsageError(
-                "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+                "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python "
                 "select the embedded server. Pass one or the other."
             )
         release = self.release or DEFAULT_RELEASE
         if release not in EMBEDDED:
             raise UsageError(
-                f"--triton-version {release.tritonserver}: tune runs the embedded server, which ships only "
+                f"--triton-release {release.tritonserver}: tune runs the embedded server, which ships only "
                 f"{', '.join(r.tritonserver for r in EMBEDDED)}."
             )
 

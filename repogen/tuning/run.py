@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import TuneError
-from .plan import TunePlan
+from .analyzer_config import TunePlan
 
 __all__ = ["processes_naming", "run_model_analyzer", "stop_processes"]
 

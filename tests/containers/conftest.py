@@ -21,7 +21,7 @@ from runs import ROOT, YAML_PAIR, disk_usage, image_name, umask
 
 from repogen.server.running.docker import Engine, removing
 from repogen.testing.builders import checkout_root, ensure_builder_venv
-from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, builder_python, expected_answers
+from repogen.testing.packages_app import BUILDER_PACKAGES, build_packages_app, builder_python, expected_answers
 from repogen.testing.standin import StandInImage, standin_for
 from repogen.triton.releases import NEWEST
 

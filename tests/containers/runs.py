@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from repogen.ondisk.repository import read_repository
+from repogen.ondisk.reader import read_repository
 from repogen.server.running.docker import Container, Engine, unique_name
 from repogen.triton.shm import shm_size_bytes
 

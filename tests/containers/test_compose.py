@@ -1,4 +1,4 @@
-"""Issue 31, section 2, item 6: `repogen deploy --compose` writes a compose.yaml that Debian's docker-compose runs.
+"""`repogen deploy --compose` writes a compose.yaml that Debian's docker-compose runs.
 
 Both shapes, unchanged, on the app whose two models ship PyYAML: the stock image of the default
 release serving the repository from a read-only bind mount (``TRITON_IMAGE`` naming its stand-in),

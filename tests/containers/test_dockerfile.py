@@ -1,4 +1,4 @@
-"""Issue 31, section 2, item 3: the Dockerfiles `repogen deploy --docker` writes, built unchanged with `docker build`.
+"""The Dockerfiles `repogen deploy --docker` writes, built unchanged with `docker build`.
 
 Both modes, on an app whose two models ship PyYAML (tests/apps/containers/yaml_pair.py): the default
 copies the repository built here (``COPY model_repository /models``), ``--app`` rebuilds it in a build

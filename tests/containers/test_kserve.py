@@ -1,4 +1,4 @@
-"""Issue 31, section 2, item 5: repositories that survive how KServe copies them, served as KServe's Triton runtime.
+"""Repositories that survive how KServe copies them, served as KServe's Triton runtime.
 
 KServe's storage initializer (every ``storageUri`` but ``pvc://``) downloads a directory object by
 object: no hard links, no modes, no symlinks, files written by uid 1000, and its S3 and Azure downloads

@@ -1,4 +1,4 @@
-"""Issue 31, section 2, item 4: the Deployment `repogen deploy --k8s` writes, run as a pod runs it.
+"""The Deployment `repogen deploy --k8s` writes, run as a pod runs it.
 
 ``repogen.testing.pod`` reads the generated manifest (PyYAML) and runs its container with the
 ``docker run`` flags that do what the kubelet does (``args``, the ``securityContext``: uid/gid 1000,

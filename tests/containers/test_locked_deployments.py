@@ -1,4 +1,4 @@
-"""A generated deployment keeps the admin APIs behind the key on a stand-in of NGC 24.10 (issue 36).
+"""A generated deployment keeps the admin APIs behind the key on a stand-in of NGC 24.10.
 
 `repogen deploy --docker`'s Dockerfile is built FROM the stand-in and run as its header says: without
 `-e REPOGEN_ACCESS_TOKEN` the container exits before starting the server, with it each restricted API
@@ -25,8 +25,8 @@ import yaml
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE
 from repogen.server.running.docker import removing, unique_name
-from repogen.testing.access import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
-from repogen.triton.access import APIS, DEFAULT_RESTRICTED
+from repogen.testing.api_probes import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
+from repogen.triton.restricted_apis import APIS, DEFAULT_RESTRICTED
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = "24.10"
@@ -39,7 +39,7 @@ def image(standin_image, docker_engine, built, tmp_path_factory):
     context = tmp_path_factory.mktemp("context")
     repository = context / "model_repository"
     subprocess.run(["cp", "-r", str(built("examples/quickstart/app.py:models")), str(repository)], check=True)
-    files = generate(repository, DeployOptions(docker=True, k8s=True, triton_version=RELEASE, context=context)).files
+    files = generate(repository, DeployOptions(docker=True, k8s=True, triton_release=RELEASE, context=context)).files
     (context / DOCKERFILE).write_text(files[DOCKERFILE])
     (context / f"{DOCKERFILE}.dockerignore").write_text(files[DOCKERIGNORE])
     tag = f"{unique_name('repogen-i36-quickstart')}:1"
@@ -96,7 +96,7 @@ def test_the_kubernetes_container_with_every_api_restricted_passes_its_probes(im
     """The Deployment's container as the kubelet starts it, and its exec probes as it runs them."""
     tag, _ = image
     repository = built("examples/quickstart/app.py:models")
-    manifest = generate(repository, DeployOptions(k8s=True, triton_version=RELEASE, restrict=APIS)).files[K8S_FILE]
+    manifest = generate(repository, DeployOptions(k8s=True, triton_release=RELEASE, restrict=APIS)).files[K8S_FILE]
     (container,) = next(yaml.safe_load_all(manifest))["spec"]["template"]["spec"]["containers"]
     key = secrets.token_urlsafe(32)  # what `kubectl create secret generic ...` would hold
     env = {item["name"]: key for item in container["env"]}
@@ -130,7 +130,7 @@ KSERVE_RUNTIME_ARGS = ["tritonserver", "--model-store=/mnt/models", "--grpc-port
 def test_kserves_stock_runtime_with_the_inference_services_args_keeps_the_key(standin_image, docker_engine, built):
     """The stock image (no repogen image), the repository where KServe's storage initializer puts it."""
     repository = built("examples/quickstart/app.py:models")
-    isvc = generate(repository, DeployOptions(kserve=True, triton_version=RELEASE)).files[KSERVE_FILE]
+    isvc = generate(repository, DeployOptions(kserve=True, triton_release=RELEASE)).files[KSERVE_FILE]
     model = yaml.safe_load(isvc)["spec"]["predictor"]["model"]
     key = secrets.token_urlsafe(32)
     env = {item["name"]: key for item in model["env"]}

@@ -1,4 +1,4 @@
-"""Issue 34, section 3: a distribution the image provides (``--provided``) installs from where it comes from.
+"""A distribution the image provides (``--provided``) installs from where it comes from.
 
 ``tinylib==1.0+cpu`` plays ``torch==2.13.0+cpu``: a build with a local version label that no default
 index has. The test makes its wheel, serves it from a PEP 503 index on 127.0.0.1, installs it where
@@ -99,7 +99,7 @@ def context(index: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     done = subprocess.run(build, cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     deploy = [sys.executable, "-m", "repogen", "deploy", str(repository), "--docker", "-o", str(context / "deploy"),
-              "--context", str(context), "--triton-version", "24.10"]  # fmt: skip
+              "--context", str(context), "--triton-release", "24.10"]  # fmt: skip
     refused = subprocess.run(deploy, cwd=ROOT, capture_output=True, text=True)
     assert refused.returncode != 0 and "tinylib==1.0+cpu: a local version label" in refused.stderr, refused.stderr
     done = subprocess.run([*deploy, "--index-url", index], cwd=ROOT, capture_output=True, text=True)

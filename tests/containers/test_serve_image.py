@@ -1,4 +1,4 @@
-"""Issue 31, section 2, item 7: `repogen serve --image IMAGE` serves in a container instead of the embedded server.
+"""`repogen serve --image IMAGE` serves in a container instead of the embedded server.
 
 The user's own NGC image is what production runs; here its stand-in. `repogen serve` runs it as the
 deployment files do (the repository mounted read-only, uid 1000, ``--shm-size`` computed from the
@@ -144,7 +144,7 @@ def test_reload_rebuilds_the_app_and_reloads_it_in_the_running_container(standin
     assert code == 0, serve.lines[-20:]
 
 
-@pytest.mark.parametrize("flag", [["--embedded"], ["--triton-version", "24.10"], ["--tritonserver", "/bin/true"]])
+@pytest.mark.parametrize("flag", [["--embedded"], ["--triton-release", "24.10"], ["--tritonserver", "/bin/true"]])
 def test_image_and_a_local_server_are_one_or_the_other(flag):
     done = subprocess.run([sys.executable, "-m", "repogen", "serve", "examples/quickstart/app.py:models", "--image",
                            "x", *flag], cwd=ROOT, capture_output=True, text=True)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Issue 33: what `repogen deploy --verify-key` writes, run for real: a tampered repository never reaches tritonserver.
+"""What `repogen deploy --verify-key` writes, run for real: a tampered repository never reaches tritonserver.
 
 The quickstart, built with ``--sign-key`` (a P-256 key made here), and a copy with one ``config.pbtxt`` changed,
 on the 24.10 stand-in (``repogen.testing.standin``):
@@ -38,7 +38,7 @@ KSERVE_RUNTIME_ARGS = ["tritonserver", "--model-store=/mnt/models", "--grpc-port
 """The args of KServe's kserve-tritonserver runtime; KServe appends the InferenceService model's own args to them."""
 TAMPERED_FILE = "AddSub/config.pbtxt"
 ACCESS_KEY = "repogen-i33-access-key"
-"""What the access Secret (issue 36: the admin APIs need a key) holds in these runs."""
+"""What the access Secret (the admin APIs need a key) holds in these runs."""
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def _deploy(repository: Path, out: Path, *args: str) -> dict[str, str]:
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "repogen", "deploy", str(repository), "-o", str(out), "--triton-version", "24.10",
+    cmd = [sys.executable, "-m", "repogen", "deploy", str(repository), "-o", str(out), "--triton-release", "24.10",
            *args]  # fmt: skip
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

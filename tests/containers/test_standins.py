@@ -1,4 +1,4 @@
-"""Issue 31, section 1: the stand-ins for NGC's tritonserver images are what such an image gives a model.
+"""The stand-ins for NGC's tritonserver images are what such an image gives a model.
 
 Each stand-in (``repogen.testing.standin``) is checked from inside: its Python and nothing but numpy
 1.26.4 (and pip), ``tritonserver`` of its release on PATH with the stub for that Python, user

@@ -1,4 +1,4 @@
-"""Issue 31, section 2, items 1 and 2: the used-by line, run for real on a stand-in of NGC's image.
+"""The used-by line, run for real on a stand-in of NGC's image.
 
 ``docker run --shm-size=... -v <repo>:/models:ro -p 127.0.0.1:P:8000 IMAGE tritonserver
 --model-repository=/models`` serves, unchanged, the pipeline example (ensemble, BLS, async BLS, a

@@ -34,7 +34,7 @@ VENDORED_DIRS = ("cloudpickle", "repogen")
 APPS = {"quickstart": ROOT / "examples" / "quickstart" / "app.py"}
 #: Families whose app builds itself through the library API (``python app.py OUTPUT``), as a notebook would.
 LIBRARY_API = frozenset({"notebook"})
-#: One app built for several releases (``--triton-version``): family -> release; the app is
+#: One app built for several releases (``--triton-release``): family -> release; the app is
 #: tests/golden/targets/app.py and each build is tests/golden/targets/expected-<release>/.
 TARGETED = {f"targets-{release}": release for release in ("23.10", "24.11", "26.11")}
 
@@ -61,7 +61,7 @@ def build_command(family: str, output: Path, python: str = sys.executable) -> li
     """``repogen build APP:models -o OUTPUT``, or ``python app.py OUTPUT`` for a library-API family."""
     if family in LIBRARY_API:
         return [python, str(app(family)), str(output)]
-    target = ["--triton-version", TARGETED[family]] if family in TARGETED else []
+    target = ["--triton-release", TARGETED[family]] if family in TARGETED else []
     return [python, "-m", "repogen", "build", f"{app(family).relative_to(ROOT)}:models", "-o", str(output), *target]
 
 

@@ -26,7 +26,7 @@ from repogen.testing.gpu import build_arguments, gpu_names
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GPU_VENV = "REPOGEN_GPU_SERVER_VENV"
-RELEASE = os.environ.get("REPOGEN_TRITON_VERSION", "2.51.0")
+RELEASE = os.environ.get("REPOGEN_TRITON_RELEASE") or os.environ.get("REPOGEN_TRITON_VERSION") or "2.51.0"
 NO_GPU = "no NVIDIA GPU on this machine (nvidia-smi lists none): tests/gpu runs on a GPU machine (make test-gpu)"
 
 

@@ -47,7 +47,7 @@ for name in ("numpy", "torch", "cupy", "onnxruntime"):
     except Exception as exc:  # cupy 14 refuses numpy 1: the suite skips its models, saying so
         print(name, "does not import:", type(exc).__name__, exc)
 EOF
-export REPOGEN_GPU_SERVER_VENV=$WORK/venv REPOGEN_TRITON_VERSION=2.51.0
+export REPOGEN_GPU_SERVER_VENV=$WORK/venv REPOGEN_TRITON_RELEASE=2.51.0
 
 log "the GPU suite"
 timeout "${SUITE_TIMEOUT_S:-330}" "$PY" -m pytest -q -rA -p no:cacheprovider tests/gpu \

@@ -52,7 +52,7 @@ class ServeProcess:
         self.release, self.python = install.install.release.tritonserver, install.venv.python_version
         options, passthrough = (list(args), []) if "--" not in args else _split(args)
         cmd = [
-            sys.executable, "-m", "repogen", "serve", str(target), "--triton-version", self.release,
+            sys.executable, "-m", "repogen", "serve", str(target), "--triton-release", self.release,
             "--server-python", self.python, "--http-port", str(self.http), "--grpc-port", str(self.grpc),
             "--metrics-port", str(self.metrics), *options, *passthrough,
         ]  # fmt: skip

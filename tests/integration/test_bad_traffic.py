@@ -37,7 +37,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.releases import release_at_least
+from repogen.testing.server_under_test import release_at_least
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

@@ -1,4 +1,4 @@
-"""Every request the `repogen serve` banner prints works as printed (issue 25 item 3).
+"""Every request the `repogen serve` banner prints works as printed.
 
 The banner used to write each input as one scalar (`x=1.0`), which `repogen infer` refuses for a
 fixed-size `[-1, 3]` input. tests/apps/banner has a batched model with a fixed-size, a variable and a

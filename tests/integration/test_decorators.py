@@ -1,4 +1,4 @@
-"""Issue 3, PyTriton's decorators end to end: one model per decorator, served by stock tritonserver."""
+"""PyTriton's decorators end to end: one model per decorator, served by stock tritonserver."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Draining a decoupled model's stream through BLS, ours against hand-written code (issue 23).
+"""Draining a decoupled model's stream through BLS, ours against hand-written code.
 
 The oracle is tests/repos/decoupled_bls: ``Count`` iterates ``exec(decoupled=True)`` on ``Gen`` the
 way the Triton docs write it. Ours is the pipeline example's ``WordCount`` draining ``Spell``. Both
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from repogen.testing.client import infer
-from repogen.testing.releases import pairing_under_test
+from repogen.testing.server_under_test import pairing_under_test
 from repogen.triton.known_issues import BLS_STREAM_WITHOUT_GIL
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs

@@ -1,4 +1,4 @@
-"""Errors that point at the user (issue 25): a failing callable's answer names the exception and the
+"""Errors that point at the user: a failing callable's answer names the exception and the
 user's file:line, in words that say the model failed (not that the request was refused); the server
 log keeps the traceback readable, one record per line; a load failure names the user's frame, not
 repogen's runtime, and a misspelt shipped file gets the close match."""

@@ -1,4 +1,4 @@
-"""Failed requests are counted on every release (issue 25): 2.39/2.41 count a Python model's error
+"""Failed requests are counted on every release: 2.39/2.41 count a Python model's error
 response as a failure, 2.51 as a success (measured with a hand-written model: repogen.triton.known_issues),
 so the runtime counts its error responses in ``repogen_inference_request_failure`` on Triton's metrics
 endpoint, and ``repogen status`` adds it where the release does not count them itself."""

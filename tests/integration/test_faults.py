@@ -1,4 +1,4 @@
-"""Faults, tried as a hostile user would, on the real server (issue 13; docs/deployment.md, "Faults").
+"""Faults, tried as a hostile user would, on the real server (docs/deployment.md, "Faults").
 
 Every misbehaving callable gets a clear error over HTTP and gRPC and the model keeps serving; a
 SIGKILLed stub is restarted by 2.39/2.41 and never by 2.51 (whose probes stay green); rebuilding a
@@ -27,7 +27,7 @@ from faults_load import Load, record, shm_server, tmpfs
 
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.releases import release_at_least
+from repogen.testing.server_under_test import release_at_least
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

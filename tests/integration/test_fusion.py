@@ -1,4 +1,4 @@
-"""Issue 11: ``fuse=True`` answers exactly as the ensemble Triton schedules, served side by side."""
+"""``fuse=True`` answers exactly as the ensemble Triton schedules, served side by side."""
 
 from __future__ import annotations
 

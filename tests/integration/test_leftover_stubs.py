@@ -1,4 +1,4 @@
-"""A backend stub that outlives its tritonserver is found and ended by the next server's start (issue 23).
+"""A backend stub that outlives its tritonserver is found and ended by the next server's start.
 
 A stub watches its server only once its model has loaded: a server killed while a model is still in
 ``initialize`` leaves that stub running, holding memory and its /dev/shm region. ``TritonServer.start``

@@ -1,4 +1,4 @@
-"""The deployment files' liveness check fails when a model's stub is gone, and `repogen status` names it (issue 23).
+"""The deployment files' liveness check fails when a model's stub is gone, and `repogen status` names it.
 
 tritonserver 2.51 never restarts a dead stub and keeps /v2/health/ready at 200, so the Docker
 HEALTHCHECK and the Kubernetes/KServe livenessProbe send each model a small real request
@@ -24,7 +24,7 @@ import yaml
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE, K8S_FILE
 from repogen.deploy.probe import FAILURES
-from repogen.testing.releases import pairing_under_test, release_at_least
+from repogen.testing.server_under_test import pairing_under_test, release_at_least
 from repogen.triton.known_issues import BLS_STREAM_UNANSWERED
 
 pytestmark = pytest.mark.integration

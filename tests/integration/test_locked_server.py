@@ -1,4 +1,4 @@
-"""Locked by default (issue 36): the admin APIs answer only requests carrying the access key, on the real server.
+"""Locked by default: the admin APIs answer only requests carrying the access key, on the real server.
 
 A server started as `repogen serve` starts it (PyTriton 0.7's set behind a key, explicit model control so
 that load/unload exist) refuses each restricted API without the key with Triton's own status (HTTP 403,
@@ -23,14 +23,14 @@ from serve_cli import ServeProcess, cli_env, repogen
 
 from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import K8S_FILE
-from repogen.server.client.access import Access, runs_root
+from repogen.server.client.access_key import Access, runs_root
 from repogen.server.running.external import help_restricts
-from repogen.server.running.options import explicit_arguments
 from repogen.server.running.process import TritonServer
-from repogen.testing.access import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
+from repogen.server.running.serve_options import explicit_arguments
+from repogen.testing.api_probes import GRPC_CALLS, HTTP_CALLS, ask_grpc, ask_http
 from repogen.testing.pytest_plugin import TritonInstallation
-from repogen.testing.releases import release_at_least
-from repogen.triton.access import APIS, DEFAULT_RESTRICTED, restricts_grpc, restricts_http
+from repogen.testing.server_under_test import release_at_least
+from repogen.triton.restricted_apis import APIS, DEFAULT_RESTRICTED, restricts_grpc, restricts_http
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

@@ -1,4 +1,4 @@
-"""`repogen load` / `repogen unload` against `repogen serve --model-control-mode explicit` (issue 25 item 8).
+"""`repogen load` / `repogen unload` against `repogen serve --model-control-mode explicit`.
 
 Over HTTP and gRPC: an unloaded model is UNAVAILABLE and refuses requests, a loaded one is READY and
 answers. A name the repository lacks gets its close match, a model that fails to load gets the server's

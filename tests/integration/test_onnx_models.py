@@ -24,7 +24,7 @@ from serve_cli import ServeProcess
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.packages import BUILDER_PACKAGES, build_packages_app, builder_python
+from repogen.testing.packages_app import BUILDER_PACKAGES, build_packages_app, builder_python
 
 pytestmark = pytest.mark.integration
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from repogen.testing.client import PROTOCOLS, infer
-from repogen.testing.packages import build_packages_app, expected_answers
+from repogen.testing.packages_app import build_packages_app, expected_answers
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

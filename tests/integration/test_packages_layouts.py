@@ -21,7 +21,7 @@ import pytest
 
 from repogen.testing.builders import BuildWithError
 from repogen.testing.client import infer
-from repogen.testing.packages import TOO_NEW, build_packages_app
+from repogen.testing.packages_app import TOO_NEW, build_packages_app
 from repogen.testing.prerequisites import CAP_SYS_ADMIN, require_capability
 from repogen.triton.releases import RELEASES
 

@@ -1,5 +1,5 @@
-"""Issue 3 features on the real server: instances, class models with files and labels, async and
-streaming callables, request parameters and forwarded headers, version policies."""
+"""PyTriton's features, and Triton's beyond them, on the real server: instances, class models with files and
+labels, async and streaming callables, request parameters and forwarded headers, version policies."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.releases import requires_release
+from repogen.testing.server_under_test import requires_release
 
 pytestmark = pytest.mark.integration
 

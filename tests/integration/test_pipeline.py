@@ -1,4 +1,4 @@
-"""Issue 4 end to end: the pipeline example as an ensemble and as BLS, served by tritonserver,
+"""The pipeline example end to end as an ensemble and as BLS, served by tritonserver,
 answering exactly what the in-process run answers; streaming and async BLS."""
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from repogen.loader import load_app
-from repogen.ondisk.repository import files
+from repogen.ondisk.reader import files
+from repogen.testing.bytecode_scan import bytecode_in_repository
 from repogen.testing.client import PROTOCOLS, infer, stream
-from repogen.testing.payloads import bytecode_in_repository
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 

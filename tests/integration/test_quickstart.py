@@ -1,4 +1,4 @@
-"""Issue 2, end to end: `repogen build` the quickstart, serve it with stock tritonserver from a
+"""End to end: `repogen build` the quickstart, serve it with stock tritonserver from a
 numpy-only venv, and check every model's answers over HTTP and gRPC."""
 
 from __future__ import annotations

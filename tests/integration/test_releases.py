@@ -1,7 +1,7 @@
 """What differs between the supported tritonserver releases, proven on whichever pairing is under test.
 
 CI runs this module on tritonserver 2.39.0, 2.41.0 and 2.51.0 with Python 3.10 and on 2.51.0 with
-Python 3.12 (``REPOGEN_TRITON_VERSION``, ``REPOGEN_SERVER_PYTHON``). Measured:
+Python 3.12 (``REPOGEN_TRITON_RELEASE``, ``REPOGEN_SERVER_PYTHON``). Measured:
 
 * All three Python backends have ``InferenceRequest.parameters()`` and forward the headers that
   match ``--http/grpc-header-forward-pattern`` (2.39.0 included), so int, bool and string
@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, make_client
-from repogen.testing.releases import pairing_under_test, release_at_least, requires_release
+from repogen.testing.server_under_test import pairing_under_test, release_at_least, requires_release
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
@@ -63,7 +63,7 @@ def python_info(serve, tmp_path_factory):
 
 
 def test_the_server_is_the_pairing_under_test(python_info, triton_install):
-    """Guards CI: REPOGEN_TRITON_VERSION/REPOGEN_SERVER_PYTHON really selected the binary and the Python that answer.
+    """Guards CI: REPOGEN_TRITON_RELEASE/REPOGEN_SERVER_PYTHON really selected the binary and the Python that answer.
 
     The stub's libpython is the server venv interpreter's own (LIBDIR first on LD_LIBRARY_PATH), not the
     system's, and its numpy is the container's.

@@ -1,4 +1,4 @@
-"""Ctrl+C on `repogen serve` (issue 25 item 6): every instance's ``finalize`` runs, exit status 0, no process of the
+"""Ctrl+C on `repogen serve`: every instance's ``finalize`` runs, exit status 0, no process of the
 server's group and no ``/dev/shm`` region of its stubs left, in about 1.2 s with no client connected.
 
 Where the time goes (2.51/3.10, strace and ``--log-verbose=1``, docs/deployment.md): the server starts unloading

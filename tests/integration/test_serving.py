@@ -15,7 +15,7 @@ import pytest
 from serve_cli import ROOT, group_pids
 
 from repogen.errors import RepogenError, ServeError, UsageError
-from repogen.server.client.access import runs_root
+from repogen.server.client.access_key import runs_root
 from repogen.testing.client import infer
 from repogen.testing.pytest_plugin import TritonInstallation
 

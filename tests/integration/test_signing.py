@@ -1,10 +1,10 @@
-"""Signed repositories (issue 33): repogen's signatures are OpenSSF Model Signing's, checked by both verifiers.
+"""Signed repositories: repogen's signatures are OpenSSF Model Signing's, checked by both verifiers.
 
 Three apps are built signed (``repogen build --sign-key``, a P-256 key made here): the quickstart, the
 pipeline example (ensembles, BLS, decoupled) and an app shipping PyYAML. Untouched, each passes ``repogen
 verify`` and upstream's ``model_signing verify key`` on the root and on every model directory alone. Each
 tamper of ``repogen.testing.signing.TAMPERS`` is then applied to a copy: ``repogen verify`` exits 1 naming
-the file, and upstream's CLI refuses it too. Also: ``--version N`` re-signs what it writes, a missing
+the file, and upstream's CLI refuses it too. Also: ``--model-version N`` re-signs what it writes, a missing
 signing extra is an error naming it before any work, a symlinked root verifies and a symlink inside is
 refused, and ``repogen serve --verify-key`` serves a verified repository and refuses a tampered one before
 the server starts.
@@ -114,12 +114,12 @@ def test_every_tamper_is_refused_by_both_verifiers(app, tamper, signed, keys, ot
 def test_a_version_build_re_signs_what_it_writes(keys, tmp_path):
     app, signer = f"{APPS['quickstart'][0]}:models", keys["signer"]
     _build(APPS["quickstart"][0], tmp_path / "repo", "--sign-key", str(signer.private))
-    _build(APPS["quickstart"][0], tmp_path / "repo", "--version", "2", "--sign-key", str(signer.private))
+    _build(APPS["quickstart"][0], tmp_path / "repo", "--model-version", "2", "--sign-key", str(signer.private))
     assert (tmp_path / "repo" / "AddSub" / "2" / "model.pkl").is_file()
     assert verify_repository(tmp_path / "repo", VerifyWith(key=signer.public)).ok
     assert upstream_verify(tmp_path / "repo", signer.public).returncode == 0
     assert upstream_verify(tmp_path / "repo" / "AddSub", signer.public).returncode == 0
-    unsigned = repogen("build", app, "-o", str(tmp_path / "repo"), "--version", "3")
+    unsigned = repogen("build", app, "-o", str(tmp_path / "repo"), "--model-version", "3")
     assert unsigned.returncode == 0, unsigned.stderr
     assert "was signed and this build is not" in unsigned.stderr
     refused = repogen("verify", str(tmp_path / "repo"), "--key", str(signer.public))

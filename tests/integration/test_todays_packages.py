@@ -1,4 +1,4 @@
-"""Today's packages on today's containers (issue 32), as a new user meets them, on the real server.
+"""Today's packages on today's containers, as a new user meets them, on the real server.
 
 * A fresh venv with scikit-learn 1.9.1 (no Python 3.10 wheel): `repogen build` with defaults succeeds for
   the containers it can reach (24.11+, Python 3.12) with one warning, `repogen serve` picks the embedded
@@ -26,7 +26,7 @@ import pytest
 from repogen.server.running.process import free_ports
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import infer
-from repogen.testing.packages import builder_python
+from repogen.testing.packages_app import builder_python
 from repogen.testing.prerequisites import require_tool
 from repogen.triton.releases import NEWEST, RELEASES
 
@@ -191,7 +191,7 @@ def test_a_cuda_12_library_leaves_the_cuda_13_containers_out_and_serves_on_the_o
         "Probe/1/packages/cp310-x86_64": [12], "Probe/1/packages/cp312-x86_64": [12]
     }  # fmt: skip
 
-    named = _run(venv, repogen_cache_dir, "build", app, "-o", str(tmp_path / "named"), "--triton-version",
+    named = _run(venv, repogen_cache_dir, "build", app, "-o", str(tmp_path / "named"), "--triton-release",
                  cuda13[0].ngc, env=env)  # fmt: skip
     assert named.returncode == 1 and not (tmp_path / "named").exists()
     app_file = app.split(":")[0]
@@ -200,7 +200,7 @@ def test_a_cuda_12_library_leaves_the_cuda_13_containers_out_and_serves_on_the_o
             f"cudaprobe/libprobe_cuda.so): built for CUDA 12, but {cuda13[0].label} has CUDA 13") in named.stderr, \
         named.stderr  # fmt: skip
 
-    validate = _run(venv, repogen_cache_dir, "validate", str(tmp_path / "repo"), "--triton-version", NEWEST.ngc)
+    validate = _run(venv, repogen_cache_dir, "validate", str(tmp_path / "repo"), "--triton-release", NEWEST.ngc)
     assert validate.returncode == 1 and "packages built for CUDA 12 (recorded at build)" in validate.stderr
     deploy = _run(venv, repogen_cache_dir, "deploy", str(tmp_path / "repo"), "--docker", "--context", str(tmp_path))
     assert deploy.returncode == 1, deploy.stdout  # the newest release by default: CUDA 13

@@ -1,4 +1,4 @@
-"""`repogen tune` (issue 24): Model Analyzer on the embedded server with a tiny search; its answer is one
+"""`repogen tune`: Model Analyzer on the embedded server with a tiny search; its answer is one
 of the configs it measured, printed as ModelConfig arguments that rebuild into that config; Ctrl+C
 leaves no server, stub or perf_analyzer behind."""
 
@@ -20,10 +20,10 @@ from serve_cli import ROOT, cli_env
 from repogen.server.provision.install import default_cache_dir, ensure_server, ensure_server_venv, venv_info
 from repogen.server.provision.model_analyzer import ensure_model_analyzer
 from repogen.server.provision.pythons import require_python
-from repogen.testing.releases import pairing_under_test, release_at_least
+from repogen.testing.server_under_test import pairing_under_test, release_at_least
 from repogen.triton.proto import model_config_pb2 as mc
 from repogen.tuning import SearchBudget, TuneOptions, tune
-from repogen.tuning.plan import embedded_launch
+from repogen.tuning.analyzer_config import embedded_launch
 from repogen.tuning.run import processes_naming
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, c
 
 
 def _assert_restricted(reports: Path, lines: list[str]) -> None:
-    """Model Analyzer's server kept what it can do without behind the run's key (issue 36), which perf_analyzer
+    """Model Analyzer's server kept what it can do without behind the run's key, which perf_analyzer
     sent: without it perf_analyzer's statistics calls are refused and it measures nothing. The kept config and
     logs hold no key."""
     config = yaml.safe_load((reports / "model-analyzer.yaml").read_text())
@@ -122,7 +122,7 @@ def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server):
     """Profiling starts only once Model Analyzer's server has loaded the model: with --tritonserver, the user's."""
     pairing = pairing_under_test()
     if server == "embedded":
-        choice = ["--triton-version", pairing.release.tritonserver, "--server-python", pairing.python]
+        choice = ["--triton-release", pairing.release.tritonserver, "--server-python", pairing.python]
     else:
         choice = ["--tritonserver", str(_container_tritonserver(tmp_path / "container"))]
     cmd = [sys.executable, "-m", "repogen", "tune", APP, "--max-instances", "2", "--max-batch-size", "2",

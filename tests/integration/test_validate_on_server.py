@@ -108,7 +108,7 @@ def test_validate_flags_exactly_the_broken_models(repository: Path, triton_insta
     assert flagged == set(BROKEN)
     for model, message in BROKEN.items():
         assert any(message in str(p) for p in problems if f"/{model}/" in p.path), (model, problems)
-    result = CliRunner().invoke(cli, ["validate", str(repository), "--triton-version", release.tritonserver])
+    result = CliRunner().invoke(cli, ["validate", str(repository), "--triton-release", release.tritonserver])
     assert result.exit_code == 1
 
 

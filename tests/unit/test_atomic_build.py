@@ -1,4 +1,4 @@
-"""Builds are atomic and serialized: SIGKILL at any moment, concurrent builds, ``--version`` merges.
+"""Builds are atomic and serialized: SIGKILL at any moment, concurrent builds, ``--model-version`` merges.
 
 The kill trials run the real CLI on a 30-model repository (tests/apps/integrity/many.py) whose
 payloads change with INTEGRITY_GENERATION, so after every kill the repository on disk must be,
@@ -190,7 +190,7 @@ def test_stale_staging_cleanup_removes_only_our_directories(tmp_path):
     assert (tmp_path / ".repo.repogen-file0000").is_file() and (tmp_path / ".repo.repogen-link0000").is_symlink()
 
 
-# -- --version N ------------------------------------------------------------------------------------
+# -- --model-version N ------------------------------------------------------------------------------------
 
 
 def _repository(factor: float, max_batch_size: int = 8, policy: VersionPolicy | None = None, names=("A", "B")):
@@ -290,7 +290,7 @@ def test_version_needs_one_binding_per_model():
         model_version=2,
         config=ModelConfig(max_batch_size=8),
     )
-    with pytest.raises(BuildError, match=r"model 'A' is bound as versions \[1, 2\]; --version 3"):
+    with pytest.raises(BuildError, match=r"model 'A' is bound as versions \[1, 2\]; --model-version 3"):
         build_repository(models, "/nonexistent/never-written", version=3)
 
 
@@ -298,5 +298,5 @@ def test_cli_version_option(tmp_path):
     repo = tmp_path / "repo"
     args = [sys.executable, "-m", "repogen", "build", "examples/quickstart/app.py:models", "-o", str(repo)]
     subprocess.run(args, cwd=ROOT, check=True, capture_output=True)
-    subprocess.run([*args, "--version", "2"], cwd=ROOT, check=True, capture_output=True)
+    subprocess.run([*args, "--model-version", "2"], cwd=ROOT, check=True, capture_output=True)
     assert _versions(repo, "AddSub") == [1, 2] and validate_repository(repo) == []

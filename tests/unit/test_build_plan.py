@@ -1,4 +1,4 @@
-"""A build plans before it writes: which containers its packages reach, each model pickled once, and a --version
+"""A build plans before it writes: which containers its packages reach, each model pickled once, and a --model-version
 merge's version policies, bound through the IR.
 
 The packages a payload imports are resolved for every targeted container Python; one that cannot reach
@@ -86,7 +86,7 @@ def test_a_package_that_cannot_reach_python_3_10_narrows_the_build_and_each_mode
     message = str(left_out[0].message)
     assert message.startswith(f"not targeting NGC 23.10-24.10 (Python 3.10): {REASON}. The repository serves ")
     assert message.endswith(
-        "(Python 3.12). Pass --all-containers to make this an error, or --triton-version for one container"
+        "(Python 3.12). Pass --all-containers to make this an error, or --triton-release for one container"
     )
     assert counted["pickled"] == 2  # A and B, once each
     assert result.targets is not None and result.targets.pythons == ("3.12",)
@@ -102,7 +102,7 @@ def test_a_build_that_requires_every_container_fails_before_anything_is_written(
 ) -> None:
     output = tmp_path / "repo"
     with pytest.raises(UnreachableContainersError) as caught:
-        build_repository(_repository(), output, target_triton=resolve_targets(None, all_containers=True))
+        build_repository(_repository(), output, triton_release=resolve_targets(None, all_containers=True))
     assert caught.value.reason == REASON
     assert str(caught.value).endswith("model 'A' needs PyYAML, which cannot ship for Python 3.10")
     assert caught.value.site is not None  # where model A was declared, in front of the message
@@ -110,7 +110,7 @@ def test_a_build_that_requires_every_container_fails_before_anything_is_written(
 
 
 def test_a_version_build_binds_the_declared_policy_to_the_versions_present_through_the_ir() -> None:
-    """``--version N`` sets the policy aside in the IR; the merge binds it to what the repository holds then."""
+    """``--model-version N`` sets the policy aside in the IR; the merge binds it to what the repository holds then."""
     models = Repository()
     models.bind(
         model_name="A",

@@ -1,4 +1,4 @@
-"""One error root, one exit-code rule, and one ``--triton-version`` for every command that takes a release.
+"""One error root, one exit-code rule, and one ``--triton-release`` for every command that takes a release.
 
 Usage errors (a missing argument, a release no table row matches, options that contradict each other:
 tests/unit/test_usage_errors.py) are click's: exit status 2. Every other ``RepogenError`` is printed once by
@@ -53,18 +53,18 @@ def test_every_error_type_has_one_root() -> None:
     [
         ("build",),  # missing APP
         ("build", "no_colon_here", "-o", "{repo}/out"),  # malformed APP (repogen.loader)
-        ("deploy", "{repo}", "--k8s", "--triton-version", "latest"),
-        ("validate", "{repo}", "--triton-version", "26.13"),
-        ("serve", "{repo}", "--triton-version", "2.38.0"),
-        ("build", "x.py:models", "-o", "{repo}/out", "--triton-version", "23.09"),
+        ("deploy", "{repo}", "--k8s", "--triton-release", "latest"),
+        ("validate", "{repo}", "--triton-release", "26.13"),
+        ("serve", "{repo}", "--triton-release", "2.38.0"),
+        ("build", "x.py:models", "-o", "{repo}/out", "--triton-release", "23.09"),
     ],
 )
 def test_usage_errors_exit_2(repo: Path, args: tuple[str, ...]) -> None:
     result = run(*(a.format(repo=repo) for a in args))
     assert result.exit_code == 2, result.output
     assert "Usage: repogen" in result.stderr
-    if "--triton-version" in args:
-        assert "Invalid value for '--triton-version'" in result.stderr
+    if "--triton-release" in args:
+        assert "Invalid value for '--triton-release'" in result.stderr
         assert f"expected an NGC release from 23.10 on (the table reaches {NEWEST.ngc}" in result.stderr
 
 
@@ -83,7 +83,7 @@ def test_domain_errors_exit_1_with_one_error_line(tmp_path: Path) -> None:
 
 
 def test_serve_says_which_releases_it_can_embed(tmp_path: Path) -> None:
-    result = run("serve", str(tmp_path), "--triton-version", "24.11", *NO_PORTS)
+    result = run("serve", str(tmp_path), "--triton-release", "24.11", *NO_PORTS)
     assert result.exit_code == 1
     message = result.stderr
     assert "tritonserver 2.52.0 (NGC 24.11) ships in no PyPI wheel" in message
@@ -104,30 +104,33 @@ def _command(name: str) -> click.Command:
 
 def test_every_command_takes_the_same_option() -> None:
     names = {}
-    for command in ("build", "serve", "deploy", "validate"):
-        (option,) = [p for p in _command(command).params if "--triton-version" in p.opts]
+    for command in ("build", "serve", "deploy", "validate", "tune"):
+        params = _command(command).params
+        (option,) = [p for p in params if "--triton-release" in p.opts]
         assert isinstance(option.type, TritonRelease), command
-        names[command] = option.opts
-    assert names["build"] == ["--triton-version", "--target-triton"]  # the old names keep working
-    assert names["validate"] == ["--triton-version", "--release"]
-    assert names["serve"] == names["deploy"] == ["--triton-version"]
+        names[command] = sorted(
+            o for p in params if getattr(p, "hidden", False) and isinstance(p.type, TritonRelease) for o in p.opts
+        )
+    assert names["build"] == ["--target-triton", "--triton-version"]  # the old names keep working, hidden
+    assert names["validate"] == ["--release", "--triton-version"]
+    assert names["serve"] == names["deploy"] == names["tune"] == ["--triton-version"]
 
 
 @pytest.mark.parametrize("command", ["build", "serve", "deploy", "validate"])
 def test_help_names_the_releases(command: str) -> None:
     result = run(command, "--help")
     assert result.exit_code == 0, result.output
-    assert "--triton-version" in result.stdout and "RELEASE" in result.stdout
+    assert "--triton-release" in result.stdout and "RELEASE" in result.stdout
 
 
 def test_each_command_acts_on_the_release_it_was_given(repo: Path, tmp_path: Path) -> None:
-    result = run("validate", str(repo), "--triton-version", "nvcr.io/nvidia/tritonserver:23.12-py3")
+    result = run("validate", str(repo), "--triton-release", "nvcr.io/nvidia/tritonserver:23.12-py3")
     assert result.exit_code == 0 and "checked against Triton 23.12" in result.stdout
-    result = run("deploy", str(repo), "--kserve", "--storage-uri", "s3://b/x", "--triton-version", "v2.57")
+    result = run("deploy", str(repo), "--kserve", "--storage-uri", "s3://b/x", "--triton-release", "v2.57")
     assert yaml.safe_load(result.stdout)["spec"]["predictor"]["model"]["runtimeVersion"] == "25.04-py3"
-    result = run("build", QUICKSTART, "-o", str(tmp_path / "out"), "--target-triton", "r25.01")
+    result = run("build", QUICKSTART, "-o", str(tmp_path / "out"), "--triton-release", "r25.01")
     assert result.exit_code == 0, result.output
     target = json.loads((tmp_path / "out" / "AddSub" / "1" / "model.json").read_text())["target"]
     assert (target["ngc"], target["tritonserver"], target["python"]) == ("25.01", "2.54.0", "3.12")
-    result = run("serve", str(repo), "--triton-version", "24.10-py3", "--tritonserver", "/bin/true", *NO_PORTS)
+    result = run("serve", str(repo), "--triton-release", "24.10-py3", "--tritonserver", "/bin/true", *NO_PORTS)
     assert result.exit_code == 2 and "Pass one or the other" in result.stderr  # accepted, then refused the mix

@@ -148,6 +148,6 @@ def test_the_containers_a_build_serves_head_the_text(tmp_path: Path) -> None:
     assert invoke(str(tmp_path / "all"))[1].startswith(
         "Serves NGC 23.10-24.10 (Python 3.10), NGC 24.11+ (Python 3.12)\n"
     )
-    build_app(app, tmp_path / "one", target_triton="24.11")
+    build_app(app, tmp_path / "one", triton_release="24.11")
     assert invoke(str(tmp_path / "one"))[1].startswith("Serves tritonserver 2.52.0 (NGC 24.11) only, Python 3.12\n")
     assert json.loads(invoke(str(tmp_path / "one"), "--json")[1])["serves"].startswith("tritonserver 2.52.0")

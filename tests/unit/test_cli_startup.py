@@ -1,7 +1,7 @@
 """`repogen NAME` loads one command module, and `repogen infer` over HTTP loads no compiler, protobuf or gRPC.
 
 Timing a command is noisy on a loaded machine; which modules it imports is not, and is what made
-`repogen infer` take ~0.5 s (issue 25): the CLI imported every command, hence the compiler.
+`repogen infer` take ~0.5 s: the CLI imported every command, hence the compiler.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def test_field_from_a_newer_release_names_field_release_file_and_line(tmp_path: 
     config = PYTHON_MODEL.format(name="M") + "model_metrics { }\n"
     write(tmp_path, python_model("M", config))
     assert run(str(tmp_path))[0] == 0  # a hand-written repository is checked against the newest release
-    code, out, err = run(str(tmp_path), "--triton-version", "24.10")
+    code, out, err = run(str(tmp_path), "--triton-release", "24.10")
     assert code == 1
     lines = err.splitlines()
     assert len(lines) == 1, err
@@ -98,8 +98,8 @@ def test_field_from_a_newer_release_names_field_release_file_and_line(tmp_path: 
 def test_nested_field_from_a_newer_release(tmp_path: Path) -> None:
     ensemble = ENSEMBLE.replace("ensemble_scheduling {", "ensemble_scheduling {\n  max_inflight_requests: 4")
     ensemble_repo(tmp_path, ensemble)
-    assert run(str(tmp_path), "--triton-version", "25.11")[0] == 0
-    code, _, err = run(str(tmp_path), "--triton-version", "25.10")
+    assert run(str(tmp_path), "--triton-release", "25.11")[0] == 0
+    code, _, err = run(str(tmp_path), "--triton-release", "25.10")
     assert code == 1
     assert "Pipeline/config.pbtxt:7: sets 'max_inflight_requests'" in err
     assert "(inference.ModelEnsembling.max_inflight_requests), introduced in Triton 25.11" in err
@@ -124,7 +124,7 @@ def test_other_syntax_errors_keep_protobufs_message(tmp_path: Path) -> None:
 def test_release_option_flags_fields_an_older_server_rejects(tmp_path: Path) -> None:
     write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + 'runtime: "model.py"\n'))
     assert run(str(tmp_path))[0] == 0
-    code, _, err = run(str(tmp_path), "--release", "23.12")
+    code, _, err = run(str(tmp_path), "--triton-release", "23.12")
     assert code == 1
     assert "config.pbtxt:7: sets 'runtime' (inference.ModelConfig.runtime), introduced in Triton 24.01" in err
     assert "23.12 (tritonserver 2.41.0) rejects" in err
@@ -132,15 +132,15 @@ def test_release_option_flags_fields_an_older_server_rejects(tmp_path: Path) -> 
 
 def test_every_release_of_the_table_knows_the_schema(tmp_path: Path) -> None:
     write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + 'runtime: "model.py"\nmodel_metrics { }\n'))
-    code, out, err = run(str(tmp_path), "--triton-version", NEWEST.ngc)
+    code, out, err = run(str(tmp_path), "--triton-release", NEWEST.ngc)
     assert (code, err) == (0, "")
     assert f"checked against Triton {NEWEST.ngc}; config schema r26.07" in out
 
 
 def test_a_field_newer_than_the_schema_is_a_warning_for_a_release_newer_than_the_table(tmp_path: Path) -> None:
     write(tmp_path, python_model("M", PYTHON_MODEL.format(name="M") + "model_priority: 2\n"))
-    assert run(str(tmp_path), "--triton-version", NEWEST.ngc)[0] == 1  # unknown to every release repogen knows
-    code, out, err = run(str(tmp_path), "--triton-version", "27.01")
+    assert run(str(tmp_path), "--triton-release", NEWEST.ngc)[0] == 1  # unknown to every release repogen knows
+    code, out, err = run(str(tmp_path), "--triton-release", "27.01")
     assert code == 0, err
     lines = err.splitlines()
     assert lines[0].startswith("Warning: tritonserver 2.77.0 (NGC 27.01) is newer than repogen's release table")

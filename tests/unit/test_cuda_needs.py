@@ -1,5 +1,5 @@
 """Which CUDA major a shipped tree needs (repogen/packages/cuda.py), read from real ELF files built here, and
-the build's answer when a targeted container has another (issue 32: CUDA 13 from 25.08)."""
+the build's answer when a targeted container has another (CUDA 13 from 25.08)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from repogen.errors import UnreachableContainersError
 from repogen.packages import PackageOptions, Packager
 from repogen.packages.cuda import cuda_needs, elf_needed
-from repogen.packages.targets import WheelTarget
+from repogen.packages.wheel_targets import WheelTarget
 from repogen.testing.prerequisites import require_tool
 from repogen.triton.releases import RELEASES
 from repogen.triton.targets import resolve_targets
@@ -85,7 +85,7 @@ def test_containers_of_another_cuda_major_are_unreachable_named_with_the_fix(tmp
     message = str(caught.value)
     assert message.startswith("model 'Detect' ships onnxruntime-gpu 1.22.0 (libcudart.so.12 in capi/libort_cuda.so): "
                               f"built for CUDA 12, but {cuda13[0].label} has CUDA 13 (libcudart.so.13)")  # fmt: skip
-    assert f"target a container with CUDA 12 (--triton-version {last12.ngc} or another CUDA 12 release)" in message
+    assert f"target a container with CUDA 12 (--triton-release {last12.ngc} or another CUDA 12 release)" in message
     assert "pass --provided NAME if your image has it" in message
     assert caught.value.reason == "onnxruntime-gpu 1.22.0 (libcudart.so.12 in capi/libort_cuda.so) needs CUDA 12"
     narrowed = targets.without(caught.value.containers)

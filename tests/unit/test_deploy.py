@@ -25,15 +25,15 @@ from repogen.deploy.files import DOCKERFILE, DOCKERIGNORE, K8S_FILE, KSERVE_FILE
 from repogen.deploy.resources import MiB
 from repogen.deploy.wheel import wheel_bytes
 from repogen.errors import RepositoryError, UnknownReleaseError, UsageError
-from repogen.ondisk.repository import read_repository
-from repogen.triton.access import DEFAULT_RESTRICTED
+from repogen.ondisk.reader import read_repository
 from repogen.triton.releases import get_release
+from repogen.triton.restricted_apis import DEFAULT_RESTRICTED
 from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "examples/quickstart/app.py:models"
 _APIS = "shared-memory,model-repository,statistics,trace,logging"
-# The server's command, keeping PyTriton 0.7's set of APIs behind the key `docker run -e` gives (issue 36).
+# The server's command, keeping PyTriton 0.7's set of APIs behind the key `docker run -e` gives.
 RESTRICTED_CMD = (
     'CMD ["/bin/sh", "-c", ": \\"${REPOGEN_ACCESS_TOKEN:?the restricted APIs need a key: docker run -e '
     'REPOGEN_ACCESS_TOKEN=KEY ... (repogen deploy --restrict none: every API open)}\\"; exec tritonserver '
@@ -153,7 +153,7 @@ def test_k8s_deployment_probes_ports_shm_and_image(repo: Path) -> None:
         "prometheus.io/path": "/metrics",
     }
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8000}
-    liveness = container["livenessProbe"]  # a real inference per model: deploy/probe.py (issue 23)
+    liveness = container["livenessProbe"]  # a real inference per model: deploy/probe.py
     assert liveness["exec"]["command"][:2] == ["python3", "-c"] and liveness["periodSeconds"] == 10
     assert liveness["exec"]["command"][3] == "http://127.0.0.1:8000"
     probed = {p["model"] for p in json.loads(liveness["exec"]["command"][4])}
@@ -198,7 +198,8 @@ def test_k8s_memory_limit_must_hold_shm(repo: Path) -> None:
 
 
 def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
-    from repogen.deploy import access, kubernetes, probe
+    from repogen.deploy import access_secret as access
+    from repogen.deploy import kubernetes, probe
 
     first = generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
     assert first == generate(repo, DeployOptions(k8s=True)).files[K8S_FILE]
@@ -222,7 +223,7 @@ def test_k8s_yaml_is_deterministic_and_equals_the_dicts(repo: Path) -> None:
 
 
 def test_kserve_storage_uri_uses_the_triton_runtime(repo: Path) -> None:
-    out = generate(repo, DeployOptions(kserve=True, storage_uri="s3://bucket/qs", triton_version="2.51.0"))
+    out = generate(repo, DeployOptions(kserve=True, storage_uri="s3://bucket/qs", triton_release="2.51.0"))
     isvc = yaml.safe_load(out.files[KSERVE_FILE])
     assert isvc["apiVersion"] == "serving.kserve.io/v1beta1"
     assert isvc["kind"] == "InferenceService"
@@ -298,7 +299,7 @@ def _dockerfile(repo: Path, **options: object) -> str:
 )
 def test_dockerfile_from_line_per_release(repo: Path, version: str, tag: str) -> None:
     restrict = () if tag == "23.10" else DEFAULT_RESTRICTED  # 2.39 cannot restrict HTTP: test_restricted_apis.py
-    text = _dockerfile(repo, app=QUICKSTART, triton_version=version, restrict=restrict)
+    text = _dockerfile(repo, app=QUICKSTART, triton_release=version, restrict=restrict)
     assert f"ARG TRITON_IMAGE=nvcr.io/nvidia/tritonserver:{tag}-py3\n" in text
     assert re.findall(r"^FROM .*$", text, flags=re.MULTILINE) == [
         "FROM ${TRITON_IMAGE} AS build",
@@ -382,7 +383,7 @@ def test_dockerfile_errors(repo: Path, tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="repository .* is outside the Docker build context"):
         _dockerfile(repo, context=tmp_path)
     with pytest.raises(UnknownReleaseError, match="NGC release"):
-        _dockerfile(repo, app=QUICKSTART, triton_version="latest")
+        _dockerfile(repo, app=QUICKSTART, triton_release="latest")
 
 
 def _manifest_says(repo: Path, copy: Path, **fields: object) -> Path:
@@ -395,14 +396,14 @@ def _manifest_says(repo: Path, copy: Path, **fields: object) -> Path:
 
 def test_prebuilt_warns_where_python_may_not_load_and_refuses_where_it_cannot(repo: Path, tmp_path: Path) -> None:
     def warnings(repository: Path, release: str = "24.10") -> tuple[str, ...]:
-        options = DeployOptions(docker=True, context=repository.parent, triton_version=release)
+        options = DeployOptions(docker=True, context=repository.parent, triton_release=release)
         return generate(repository, options).warnings
 
     assert read_repository(repo).portable and warnings(repo) == warnings(repo, "25.01") == ()
     narrowed = _manifest_says(repo, tmp_path / "narrowed", pythons=["3.12"])
     (message,) = warnings(narrowed)
     assert "was checked for Python 3.12 only, but tritonserver 2.51.0 (NGC 24.10)" in message
-    assert "serves models with Python 3.10" in message and "--triton-version 24.10" in message
+    assert "serves models with Python 3.10" in message and "--triton-release 24.10" in message
     assert warnings(narrowed, "25.01") == ()
     pinned = _manifest_says(repo, tmp_path / "pinned", portable=False, build={"python": "3.11"})
     with pytest.raises(DeployError) as error:  # cannot load there: nothing is written

@@ -1,4 +1,4 @@
-"""`repogen deploy --compose` (issue 31, item 6): the file's shape; tests/containers/test_compose.py runs it."""
+"""`repogen deploy --compose`: the file's shape; tests/containers/test_compose.py runs it."""
 
 from __future__ import annotations
 

@@ -75,7 +75,7 @@ def written(
         "built": _deploy(repo, ROOT / "build" / "deploy-lint", "--docker", "--k8s", "--app", QUICKSTART,
                          "--storage-uri", "s3://b/q", "--kserve"),  # under the context: the wheel is written there
         "prebuilt": _deploy(repo, base / "prebuilt", "--docker", "--prebuilt", "--context", str(repo.parent),
-                            "--triton-version", "25.01"),
+                            "--triton-release", "25.01"),
         "scaled": _deploy(repo, base / "scaled", "--k8s", "--kserve", "--image", "registry.example.com/q:1",
                           "--replicas", "2", "--max-replicas", "5", "--gpus", "1", "--name", "quickstart"),
         "verified": _deploy(repository, repository.parent / "deploy", "--docker", "--k8s", "--kserve", "--context",

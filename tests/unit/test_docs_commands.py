@@ -16,7 +16,7 @@ import click
 import pytest
 
 from repogen.cli import cli
-from repogen.ondisk.repository import read_repository
+from repogen.ondisk.reader import read_repository
 from repogen.triton.releases import IMAGE_REPOSITORY, NEWEST
 from repogen.triton.shm import shm_size_bytes
 

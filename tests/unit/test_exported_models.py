@@ -12,7 +12,7 @@ import pytest
 
 from repogen import BuildError, ModelConfig, Repository, Tensor, build_repository
 from repogen.ir import lower
-from repogen.ir.spec import TensorSpec
+from repogen.ir.spec import IOSpec
 from repogen.ondisk.validate import validate_repository
 
 IMAGE = Tensor(dtype=np.float32, shape=(3, 8, 8))
@@ -35,8 +35,8 @@ def test_torchscript_tensors_take_triton_s_positional_names(module: Path, tmp_pa
     assert (network.platform, network.backend, network.filename) == ("pytorch_libtorch", "", "model.pt")
     assert [t.name for t in network.model.inputs] == ["INPUT__0", "INPUT__1"]
     assert network.model.outputs == (
-        TensorSpec("logits", "TYPE_FP32", (10,)),
-        TensorSpec("OUTPUT__1", "TYPE_FP32", (10,)),
+        IOSpec("logits", "TYPE_FP32", (10,)),
+        IOSpec("OUTPUT__1", "TYPE_FP32", (10,)),
     )
     out = tmp_path / "repo"
     build_repository(repo, out)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from repogen.emit.model_source import INDENT, OutputCode
-from repogen.ir.spec import TensorSpec
+from repogen.ir.spec import IOSpec
 from repogen.runtime.conversion import OutputPlan
 
 TENSORS = [
-    TensorSpec("y", "TYPE_FP32", (3,)),
-    TensorSpec("y", "TYPE_FP32", (-1,)),
-    TensorSpec("y", "TYPE_INT64", (2, -1)),
+    IOSpec("y", "TYPE_FP32", (3,)),
+    IOSpec("y", "TYPE_FP32", (-1,)),
+    IOSpec("y", "TYPE_INT64", (2, -1)),
 ]
 VALUES = [
     np.zeros((2, 3), np.float32),

@@ -13,7 +13,7 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.errors import ServeError
 from repogen.ondisk import validate as validate_module
-from repogen.ondisk.repository import model_dirs
+from repogen.ondisk.reader import model_dirs
 from repogen.ondisk.validate import validate_repository
 from repogen.server.running import serving
 from repogen.triton.devices import gpu_shortfall

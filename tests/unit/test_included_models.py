@@ -64,21 +64,21 @@ def test_a_field_the_targeted_releases_do_not_know_is_named(handmade: Path, tmp_
     assert caught.value.site is not None and str(caught.value) == f"{caught.value.site}: " + (
         f"model 'Handmade' (included from {handmade}): its config.pbtxt sets 'runtime' (inference.ModelConfig."
         "runtime), introduced in Triton 24.01; the targeted NGC 23.10 (tritonserver 2.39.0) rejects the whole "
-        "model. Remove it, or build for newer containers only (--triton-version 24.01 or newer)"
+        "model. Remove it, or build for newer containers only (--triton-release 24.01 or newer)"
     )
-    build_repository(models, tmp_path / "newer", target_triton="24.10")  # a 24.10 container knows it
+    build_repository(models, tmp_path / "newer", triton_release="24.10")  # a 24.10 container knows it
 
 
 def test_a_field_newer_than_the_target_is_refused_naming_both(handmade: Path, tmp_path: Path) -> None:
     models = Repository()
     models.include("Handmade", _with_config(handmade, "model_metrics {\n}\n"))
     with pytest.raises(BuildError) as caught:
-        build_repository(models, tmp_path / "old", target_triton="24.10")
+        build_repository(models, tmp_path / "old", triton_release="24.10")
     assert (
         "sets 'model_metrics' (inference.ModelConfig.model_metrics), introduced in Triton 24.11; the targeted "
         "NGC 24.10 (tritonserver 2.51.0) rejects the whole model" in str(caught.value)
     )
-    build_repository(models, tmp_path / "new", target_triton="26.11")  # a 26.11 container knows it
+    build_repository(models, tmp_path / "new", triton_release="26.11")  # a 26.11 container knows it
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""`repogen deploy --kserve` says how to upload the repository, and what each way stores (issue 31, item 5).
+"""`repogen deploy --kserve` says how to upload the repository, and what each way stores.
 
 KServe's storage initializer copies a directory file by file (every hard link a copy) and unpacks one
 ``.tar`` with its links; the manifest's header gives both sizes and the ``tar`` command. The tar size

@@ -1,4 +1,4 @@
-"""server/leftovers.py tells a stub whose server is gone from one whose server still runs (issue 23)."""
+"""server/leftovers.py tells a stub whose server is gone from one whose server still runs."""
 
 from __future__ import annotations
 

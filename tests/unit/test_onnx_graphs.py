@@ -20,7 +20,7 @@ from repogen.cli import cli
 from repogen.errors import GraphMismatchError
 from repogen.ir import lower
 from repogen.ir import networks as networks_module
-from repogen.ir.spec import NetworkSpec, TensorSpec
+from repogen.ir.spec import IOSpec, NetworkSpec
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.onnx_graphs import FLOAT, INT64, STRING, write_graph
 
@@ -45,8 +45,8 @@ def test_tensors_come_from_the_graph_and_the_leading_symbolic_dim_is_the_batch_a
     repo.onnx("text_detection", detection, config=ModelConfig(max_batch_size=4))
     model = _network(repo).model
     assert model.max_batch_size == 4
-    assert model.inputs == (TensorSpec("input_images:0", "TYPE_FP32", (-1, -1, 3)),)  # W is a weight
-    assert model.outputs == (TensorSpec("scores", "TYPE_FP32", (-1, -1, 1)), TensorSpec("boxes", "TYPE_FP32", (-1, 5)))
+    assert model.inputs == (IOSpec("input_images:0", "TYPE_FP32", (-1, -1, 3)),)  # W is a weight
+    assert model.outputs == (IOSpec("scores", "TYPE_FP32", (-1, -1, 1)), IOSpec("boxes", "TYPE_FP32", (-1, 5)))
     assert model.instance_groups == ()  # Triton's default: one instance per GPU, CPU when none
 
 
@@ -55,8 +55,8 @@ def test_without_batching_every_dim_stays_and_a_scalar_is_dims_1_reshaped(tmp_pa
     repo = Repository()
     repo.onnx("M", path, config=ModelConfig(max_batch_size=0))
     model = _network(repo).model
-    assert model.inputs == (TensorSpec("x", "TYPE_INT64", (2, -1)), TensorSpec("k", "TYPE_INT64", (1,), reshape=()))
-    assert model.outputs == (TensorSpec("y", "TYPE_STRING", (-1,)),)
+    assert model.inputs == (IOSpec("x", "TYPE_INT64", (2, -1)), IOSpec("k", "TYPE_INT64", (1,), reshape=()))
+    assert model.outputs == (IOSpec("y", "TYPE_STRING", (-1,)),)
 
 
 def test_the_build_writes_triton_s_layout_and_hashes_the_graph(detection: Path, tmp_path: Path) -> None:
@@ -107,7 +107,7 @@ def test_declared_tensors_that_agree_are_the_config(detection: Path) -> None:
         config=ModelConfig(max_batch_size=2),
     )
     model = _network(repo).model
-    assert model.inputs == (TensorSpec("input_images:0", "TYPE_FP32", (480, 640, 3)),)
+    assert model.inputs == (IOSpec("input_images:0", "TYPE_FP32", (480, 640, 3)),)
     assert [t.name for t in model.outputs] == ["scores"]
 
 
@@ -183,7 +183,7 @@ def test_a_tensor_without_shape_or_tensor_type_is_named(tmp_path: Path) -> None:
     repo = Repository()  # declared, the shape is the declaration's
     repo.onnx("Shapeless", shapeless, outputs=[Tensor(name="y", dtype=np.float32, shape=(4,))],
               config=ModelConfig(max_batch_size=0))  # fmt: skip
-    assert _network(repo).model.outputs == (TensorSpec("y", "TYPE_FP32", (4,)),)
+    assert _network(repo).model.outputs == (IOSpec("y", "TYPE_FP32", (4,)),)
     sequence = write_graph(tmp_path / "sequence.onnx", [("x", FLOAT, [4])], [("y", None, None)])
     repo = Repository()
     repo.onnx("Sequence", sequence, config=ModelConfig(max_batch_size=0))
@@ -252,7 +252,7 @@ def test_the_python_backend_needs_onnxruntime_where_the_build_runs(detection: Pa
     (model,) = lower(repo).models  # a Python model whose callable opens <version>/model.onnx
     (version,) = model.versions
     assert version.files == (("model.onnx", detection),) and version.imports == ("onnxruntime",)
-    assert model.inputs == (TensorSpec("input_images:0", "TYPE_FP32", (-1, -1, 3)),)
+    assert model.inputs == (IOSpec("input_images:0", "TYPE_FP32", (-1, -1, 3)),)
     assert [g.kind for g in model.instance_groups] == ["KIND_CPU"]
 
 
@@ -261,7 +261,7 @@ def test_build_version_n_merges_a_graph_beside_the_others(detection: Path, tmp_p
     repo.onnx("text_detection", detection, config=ModelConfig(max_batch_size=4))
     out = tmp_path / "repo"
     build_repository(repo, out)
-    build_repository(repo, out, version=3)  # `repogen build --version 3`: the next version, beside 1
+    build_repository(repo, out, version=3)  # `repogen build --model-version 3`: the next version, beside 1
     assert sorted(p.name for p in (out / "text_detection").iterdir() if p.is_dir()) == ["1", "3"]
     assert (out / "text_detection" / "3" / "model.onnx").read_bytes() == detection.read_bytes()
     config_text = (out / "text_detection" / "config.pbtxt").read_text()

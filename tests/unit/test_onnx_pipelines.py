@@ -84,7 +84,7 @@ def test_fuse_refuses_an_onnx_step_on_triton_s_backend_naming_it(tmp_path: Path)
 def test_fuse_runs_a_python_backend_onnx_step_in_process(tmp_path: Path, monkeypatch) -> None:
     """Its graph ships under the fused model's steps/, and onnxruntime (the session imports it) with the payload."""
     from repogen.emit import requirements
-    from repogen.emit.fused import emit_fused
+    from repogen.emit.fused_model import emit_fused
     from repogen.emit.plan import plan_payloads
     from repogen.ir import networks
 

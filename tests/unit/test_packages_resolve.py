@@ -7,7 +7,7 @@ import pytest
 from repogen.errors import BuildError
 from repogen.packages import resolve
 from repogen.packages.options import PackageOptions
-from repogen.packages.targets import WheelTarget, wheel_targets
+from repogen.packages.wheel_targets import WheelTarget, wheel_targets
 from repogen.triton.targets import resolve_targets
 
 PY310 = WheelTarget("3.10", "x86_64", "2.35", "NGC 23.10-24.10 (Python 3.10)")
@@ -35,7 +35,7 @@ def test_a_version_without_a_wheel_names_the_nearest_one_that_has_one():
     assert message.startswith("model 'Graph' needs networkx==3.5, which cannot ship for Python 3.10 on linux x86_64")
     assert "networkx 3.5 (the version installed where the build runs) has no wheel for Python 3.10" in message
     assert "The nearest version that has one is 3.4.2" in message and "pip install 'networkx==3.4.2'" in message
-    assert "--triton-version" in message and "--provided networkx" in message
+    assert "--triton-release" in message and "--provided networkx" in message
 
 
 def test_a_distribution_needing_numpy_2_is_refused_naming_the_containers_numpy():

@@ -23,7 +23,7 @@ from repogen.errors import BuildError
 from repogen.runtime.errors import PayloadError
 from repogen.runtime.payload import load_payload
 from repogen.testing.builders import BuildWithError, build_with
-from repogen.testing.payloads import bytecode_in_pickle, bytecode_in_repository
+from repogen.testing.bytecode_scan import bytecode_in_pickle, bytecode_in_repository
 from repogen.triton.releases import RELEASES, first_with_python
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
@@ -268,7 +268,7 @@ def test_grammar_newer_than_a_target_python_fails_the_build(tmp_path, statement,
         in message
     )
     assert f"The oldest release that can serve it is {oldest}" in message
-    _build(tmp_path / "narrowed", source, target_triton="25.01")  # a 3.12 container compiles it
+    _build(tmp_path / "narrowed", source, triton_release="25.01")  # a 3.12 container compiles it
 
 
 _PLAIN_APP = """
@@ -295,7 +295,7 @@ def test_a_stdlib_module_a_target_python_lacks_fails_the_build(
         with pytest.raises(BuildError) as info:
             _build(tmp_path, source)
         assert message in str(info.value)
-        _build(tmp_path / "narrowed", source, target_triton=fine_on)
+        _build(tmp_path / "narrowed", source, triton_release=fine_on)
         return
     # this Python has no such module to import: a builder venv of one that has it builds the app
     app = tmp_path / "app.py"
@@ -303,7 +303,7 @@ def test_a_stdlib_module_a_target_python_lacks_fails_the_build(
     with pytest.raises(BuildWithError) as failed:
         build_with(has_it, f"{app}:models", tmp_path / "repo", cache_dir=repogen_cache_dir)
     assert message in str(failed.value)
-    build_with(has_it, f"{app}:models", tmp_path / "narrowed", "--triton-version", fine_on, cache_dir=repogen_cache_dir)
+    build_with(has_it, f"{app}:models", tmp_path / "narrowed", "--triton-release", fine_on, cache_dir=repogen_cache_dir)
 
 
 def test_function_local_imports_of_installed_packages_become_requirements(tmp_path):

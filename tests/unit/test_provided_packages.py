@@ -20,7 +20,7 @@ from repogen.deploy import DeployError, DeployOptions, generate
 from repogen.deploy.files import DOCKERFILE
 from repogen.errors import UnreachableContainersError, UsageError
 from repogen.ondisk import compatibility
-from repogen.ondisk.repository import read_repository
+from repogen.ondisk.reader import read_repository
 from repogen.packages import resolve, wheels
 from repogen.packages.indexes import PackageIndexes, is_cpu_build, local_label, pytorch_index, unindexed
 from repogen.packages.options import PackageOptions
@@ -120,15 +120,15 @@ def test_a_label_no_index_publishes_is_refused(built: Path, tmp_path: Path) -> N
 def test_a_cuda_build_must_match_the_target_s_cuda(built: Path, tmp_path: Path) -> None:
     repository = _with(built, tmp_path, {"torch": "torch==2.13.0+cu126"})
     with pytest.raises(DeployError) as caught:
-        _run_line(repository, triton_version="26.11")
+        _run_line(repository, triton_release="26.11")
     message = str(caught.value)
     assert message.startswith(
         "torch==2.13.0+cu126, which the image installs, is a CUDA 12 build (its version's +cu126), but tritonserver "
         "2.75.0 (NGC 26.11) (nvcr.io/nvidia/tritonserver:26.11-py3) has CUDA 13, where it fails on the GPU. Install "
         "its CUDA 13 build where you build (torch==<version>+cu130 from https://download.pytorch.org/whl/cu130) and "
-        "build again, or deploy to a CUDA 12 release (--triton-version 25.07)."
+        "build again, or deploy to a CUDA 12 release (--triton-release 25.07)."
     ), message
-    assert "--extra-index-url https://download.pytorch.org/whl/cu126" in _run_line(repository, triton_version="25.07")
+    assert "--extra-index-url https://download.pytorch.org/whl/cu126" in _run_line(repository, triton_release="25.07")
     fit = compatibility.fit(read_repository(repository), get_release("26.11"))  # validate asks the same
     assert len(fit.errors) == 1 and "CUDA 12" in fit.errors[0]
     assert compatibility.fit(read_repository(repository), get_release("25.07")).errors == []
@@ -159,7 +159,7 @@ def test_the_build_leaves_out_the_containers_a_provided_cuda_build_cannot_serve(
         "model 'M' imports torch==2.13.0+cu130, which your image provides (--provided): a CUDA 13 build (its "
         "version's +cu130), but tritonserver 2.39.0 (NGC 23.10) has CUDA 12, so it fails there on the GPU. Install its "
         "CUDA 12 build where you build (torch==<version>+cu129 from https://download.pytorch.org/whl/cu129), or target "
-        "a container with CUDA 13 (--triton-version 26.11 or another CUDA 13 release)"
+        "a container with CUDA 13 (--triton-release 26.11 or another CUDA 13 release)"
     )
     assert packager("26.11").ship("model 'M'", requirements) == {}  # provided: nothing ships, CUDA 13 matches
     assert packager("26.11").ship("model 'M'", {"torch": "torch==2.13.0+cpu"}) == {}

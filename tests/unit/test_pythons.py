@@ -20,7 +20,7 @@ from repogen.server.provision.pythons import (
     require_python,
 )
 from repogen.testing import builders
-from repogen.testing.releases import PYTHON_ENV, RELEASE_ENV, pairing_under_test
+from repogen.testing.server_under_test import PYTHON_ENV, RELEASE_ENV, pairing_under_test
 from repogen.triton.releases import DEFAULT_RELEASE, RELEASES, get_release, pairing_label
 
 
@@ -166,7 +166,7 @@ def _serve(tmp_path: Path, *args: str) -> tuple[int, str]:
 
 
 def test_serve_server_python_must_have_a_stub_and_be_installed(tmp_path: Path, no_pythons: Path) -> None:
-    code, output = _serve(tmp_path, "--triton-version", "2.39.0", "--server-python", "3.12")
+    code, output = _serve(tmp_path, "--triton-release", "2.39.0", "--server-python", "3.12")
     assert code == 1 and "--server-python 3.12: tritonserver 2.39.0 (NGC 23.10) has backend stubs for" in output
     code, output = _serve(tmp_path, "--server-python", "3.12")
     assert code == 1 and "--server-python 3.12: Python 3.12 not found" in output and "pyenv install 3.12" in output

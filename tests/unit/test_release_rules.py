@@ -1,4 +1,4 @@
-"""What newer python_backends change for a generated model (issue 32 section 4): model names r25.08 refuses,
+"""What newer python_backends change for a generated model: model names r25.08 refuses,
 a class model's ``is_ready`` (r26.03) as the stub asks it and as ``models.local()`` does, and the releases named."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_every_character_python_backend_refuses_is_named(bad: str) -> None:
 
 def test_a_name_python_backend_refuses_fails_the_build_naming_character_and_release(tmp_path: Path) -> None:
     with pytest.raises(BuildError) as refused:
-        build_repository(_echo_models("Scale(x2)"), tmp_path / "all", target_triton="24.10")
+        build_repository(_echo_models("Scale(x2)"), tmp_path / "all", triton_release="24.10")
     message = str(refused.value)
     assert message.startswith(f"{refused.value.site}: model name 'Scale(x2)' is not a valid Triton model name")
     assert (
@@ -98,15 +98,15 @@ def _class_models(cls: type, name: str = "Warm") -> Repository:
 def test_is_ready_is_refused_for_a_release_that_never_asks_it(tmp_path: Path) -> None:
     first = get_release(python_backend.IS_READY_FROM)
     with pytest.raises(BuildError) as refused:
-        build_repository(_class_models(Warming), tmp_path / "old", target_triton="24.10", roots=HERE)
+        build_repository(_class_models(Warming), tmp_path / "old", triton_release="24.10", roots=HERE)
     message = str(refused.value)
     assert f"model 'Warm': Warming.is_ready answers the model's ready endpoint only from {first.label} on" in message
     assert "the targeted tritonserver 2.51.0 (NGC 24.10) never asks it" in message
-    assert f"Target {first.ngc} or newer (--triton-version), or drop is_ready" in message
+    assert f"Target {first.ngc} or newer (--triton-release), or drop is_ready" in message
     with pytest.warns(ReleaseRuleWarning, match=r"model 'Warm': Warming\.is_ready answers .*; NGC 23\.10-"):
         build_repository(_class_models(Warming), tmp_path / "all", roots=HERE)
     build_repository(
-        _class_models(Warming), tmp_path / "new", target_triton=NEWEST.ngc, roots=HERE
+        _class_models(Warming), tmp_path / "new", triton_release=NEWEST.ngc, roots=HERE
     )  # no warning needed
 
 
@@ -126,8 +126,8 @@ def _loaded(repository: Path, name: str = "Warm"):
 
 
 def test_the_stub_finds_is_ready_only_on_models_that_define_it(tmp_path: Path) -> None:
-    build_repository(_class_models(Warming), tmp_path / "ready", target_triton=NEWEST.ngc, roots=HERE)
-    build_repository(_echo_models("Warm"), tmp_path / "plain", target_triton=NEWEST.ngc)
+    build_repository(_class_models(Warming), tmp_path / "ready", triton_release=NEWEST.ngc, roots=HERE)
+    build_repository(_echo_models("Warm"), tmp_path / "plain", triton_release=NEWEST.ngc)
     ready = _loaded(tmp_path / "ready")
     answer = ready.is_ready()
     assert answer is True  # a Python bool, as the stub requires (the user's numpy bool converted)

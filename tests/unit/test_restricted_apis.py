@@ -1,4 +1,4 @@
-"""The access key (issue 36): which APIs need it, how servers get it and clients find it, what deployments write.
+"""The access key: which APIs need it, how servers get it and clients find it, what deployments write.
 
 The real server's answers are tests/integration/test_locked_server.py's; here what repogen writes and decides.
 """
@@ -20,12 +20,12 @@ from repogen.deploy import DeployOptions, generate
 from repogen.deploy import probe_check as check_module
 from repogen.deploy.files import DOCKERFILE, K8S_FILE, KSERVE_FILE
 from repogen.errors import UsageError
-from repogen.server.client.access import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
+from repogen.server.client.access_key import Access, KeyedClient, find_token, forget_run, record_run, runs_dir
 from repogen.server.client.perf import PerfOptions, perf_command
 from repogen.server.running.banner import sample_curl
 from repogen.server.running.external import help_restricts
-from repogen.server.running.options import check_passthrough
-from repogen.triton import access
+from repogen.server.running.serve_options import check_passthrough
+from repogen.triton import restricted_apis as access
 from repogen.triton.releases import RELEASES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -272,20 +272,20 @@ def test_kserve_passes_flags_and_secret_on_the_stock_runtime_and_an_image(repo: 
 
 
 def test_a_release_without_http_restriction_is_refused_unless_asked_open(repo: Path, tmp_path: Path) -> None:
-    with pytest.raises(UsageError) as refused:  # --restrict (default) and --triton-version 23.10 contradict
-        _files(repo, docker=True, triton_version="23.10")
+    with pytest.raises(UsageError) as refused:  # --restrict (default) and --triton-release 23.10 contradict
+        _files(repo, docker=True, triton_release="23.10")
     assert str(refused.value) == (
         "tritonserver 2.39.0 (NGC 23.10) cannot keep its HTTP APIs behind a key (--http-restricted-api came with "
         f"tritonserver 2.40.0 (NGC 23.11)), so {DEFAULT.replace(',', ', ')} would answer anyone over HTTP; nothing was "
-        "written. Deploy on --triton-version 23.11 or later, or pass --restrict none to deploy with every API open."
+        "written. Deploy on --triton-release 23.11 or later, or pass --restrict none to deploy with every API open."
     )
-    opened = _files(repo, docker=True, k8s=True, triton_version="23.10", restrict=())
+    opened = _files(repo, docker=True, k8s=True, triton_release="23.10", restrict=())
     assert "# Nothing is restricted (--restrict none)" in opened[DOCKERFILE]
     assert "-restricted-" not in opened[K8S_FILE] and "env" not in _container(opened[K8S_FILE])
     for release in ("23.11", "2.41.0"):
-        args = _files(repo, k8s=True, triton_version=release)[K8S_FILE]
+        args = _files(repo, k8s=True, triton_release=release)[K8S_FILE]
         assert "--http-restricted-api=" in args and "--grpc-restricted-protocol=" in args, release
-    result = CliRunner().invoke(cli, ["deploy", str(repo), "--k8s", "--triton-version", "23.10", "-o", str(tmp_path)])
+    result = CliRunner().invoke(cli, ["deploy", str(repo), "--k8s", "--triton-release", "23.10", "-o", str(tmp_path)])
     assert result.exit_code == 2 and not list(tmp_path.iterdir())
 
 

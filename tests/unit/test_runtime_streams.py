@@ -1,4 +1,4 @@
-"""runtime.streams and ModelClient.stream: a drained BLS iterator is released only behind a barrier (issue 23)."""
+"""runtime.streams and ModelClient.stream: a drained BLS iterator is released only behind a barrier."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The `repogen serve` banner's `repogen infer` example is accepted by `repogen infer`'s own parsing, for every
-kind of input (issue 25 item 3); the real-server check is tests/integration/test_banner_examples.py."""
+kind of input; the real-server check is tests/integration/test_banner_examples.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which embedded pairing `repogen serve` picks for a repository, from what its build recorded (issue 32)."""
+"""Which embedded pairing `repogen serve` picks for a repository, from what its build recorded."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
-from repogen.emit.repository import emit_repository
+from repogen.emit.assemble import emit_repository
 from repogen.errors import BuildError
 from repogen.hashing import FileCopy, sha256_file
 from repogen.ir import lower

@@ -1,4 +1,4 @@
-"""The release table, ``--triton-version`` (``--target-triton``) on build, the early interpreter check and
+"""The release table, ``--triton-release`` on build, the early interpreter check and
 what the build records."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def test_a_build_for_a_future_release_warns_once_and_targets_its_assumed_python(
         "models.bind('M', infer_func=lambda rs: rs, inputs=X, outputs=X, config=ModelConfig(batching=False))\n"
     )
     name = _ahead(2)
-    result = CliRunner().invoke(cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--triton-version", name])
+    result = CliRunner().invoke(cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--triton-release", name])
     assert result.exit_code == 0, result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
     assert len(warnings) == 1 and f"(NGC {name}) is newer than repogen's release table" in warnings[0], result.stderr
@@ -144,7 +144,7 @@ def test_interpreter_mismatch_says_what_to_do():
         check_interpreter(get_target("24.10"), python="3.11")
     message = str(info.value)
     for part in (
-        "--triton-version 24.10",
+        "--triton-release 24.10",
         "tritonserver 2.51.0",
         "Python 3.10",
         "this --pin-python build runs on Python 3.11",
@@ -162,7 +162,7 @@ def test_cli_fails_before_importing_the_app(tmp_path, monkeypatch):
     app = tmp_path / "app.py"
     app.write_text("raise SystemExit('the app must not be imported')\nmodels = None\n")
     result = CliRunner().invoke(
-        cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--target-triton", "24.10", "--pin-python"]
+        cli, ["build", f"{app}:models", "-o", str(tmp_path / "out"), "--triton-release", "24.10", "--pin-python"]
     )
     assert result.exit_code == 1, result.output
     assert "serves models with Python 3.10, but this --pin-python build runs on Python 3.9" in result.output
@@ -188,7 +188,7 @@ def _models() -> Repository:
 def test_target_is_recorded_in_model_json_and_manifest(tmp_path):
     target = dataclasses.replace(get_release("24.10"), python=current_python())  # a container matching this Python
     repo = tmp_path / "repo"
-    build_repository(_models(), repo, target_triton=target)
+    build_repository(_models(), repo, triton_release=target)
     record = {
         "cuda": 12,
         "glibc": "2.35",
@@ -214,9 +214,9 @@ def test_library_refuses_a_mismatched_target_for_a_pinned_build(tmp_path):
     other = "3.10" if current_python() != "3.10" else "3.12"
     target = dataclasses.replace(get_release("24.10"), python=other)
     with pytest.raises(BuildError, match=f"this --pin-python build runs on Python {current_python()}"):
-        build_repository(_models(), tmp_path / "repo", target_triton=target, pin_python=True)
+        build_repository(_models(), tmp_path / "repo", triton_release=target, pin_python=True)
     assert not (tmp_path / "repo").exists()
-    build_repository(_models(), tmp_path / "repo", target_triton=target)  # portable: any builder Python
+    build_repository(_models(), tmp_path / "repo", triton_release=target)  # portable: any builder Python
     meta = json.loads((tmp_path / "repo" / "Double" / "1" / "model.json").read_text())
     assert (meta["portable"], meta["pythons"], meta["target"]["python"]) == (True, [other], other)
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from repogen.cli import cli
 from repogen.server.provision.perf_analyzer import PerfAnalyzer
-from repogen.tuning.plan import SearchBudget, given_launch, plan_tuning
+from repogen.tuning.analyzer_config import SearchBudget, given_launch, plan_tuning
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "golden" / "quickstart" / "expected"
 
@@ -34,7 +34,7 @@ def test_tritonserver_and_the_embedded_choices_exclude_each_other(tmp_path):
     )
     assert result.exit_code == 2
     assert (
-        "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python "
+        "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python "
         "select the embedded server. Pass one or the other." in " ".join(result.output.split())
     )
 

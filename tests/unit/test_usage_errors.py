@@ -21,9 +21,9 @@ NO_PORTS = ("--http-port", "0", "--grpc-port", "0", "--metrics-port", "0")
 URL = ("--url", "127.0.0.1:1")
 
 CONFLICTS = {
-    "build --all-containers --triton-version": (
-        ("build", APP, "-o", "{context}/out", "--all-containers", "--triton-version", "24.10"),
-        "--all-containers requires every NGC release from 23.10, --triton-version names one: pass one or the other.",
+    "build --all-containers --triton-release": (
+        ("build", APP, "-o", "{context}/out", "--all-containers", "--triton-release", "24.10"),
+        "--all-containers requires every NGC release from 23.10, --triton-release names one: pass one or the other.",
     ),
     "serve --reload on a directory": (
         ("serve", "{repo}", "--reload"),
@@ -48,7 +48,7 @@ CONFLICTS = {
     ),
     "serve --tritonserver --embedded": (
         ("serve", "{repo}", "--tritonserver", "/bin/true", "--embedded", *NO_PORTS),
-        "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
+        "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python/"
         "--embedded select the embedded server. Pass one or the other.",
     ),
     "serve --verify-key on an app": (
@@ -74,14 +74,14 @@ CONFLICTS = {
         ("verify", "{repo}"),
         "expected one of --key PUB.pem, --certificate-chain CA.pem, --sigstore-identity ID",
     ),
-    "tune --tritonserver --triton-version": (
-        ("tune", "{repo}", "--tritonserver", "/bin/true", "--triton-version", "24.10"),
-        "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python select "
+    "tune --tritonserver --triton-release": (
+        ("tune", "{repo}", "--tritonserver", "/bin/true", "--triton-release", "24.10"),
+        "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python select "
         "the embedded server. Pass one or the other.",
     ),
     "tune a release it cannot embed": (
-        ("tune", "{repo}", "--triton-version", "24.11"),
-        "--triton-version 2.52.0: tune runs the embedded server, which ships only 2.39.0, 2.41.0, 2.51.0.",
+        ("tune", "{repo}", "--triton-release", "24.11"),
+        "--triton-release 2.52.0: tune runs the embedded server, which ships only 2.39.0, 2.41.0, 2.51.0.",
     ),
     "tune a malformed --shape": (
         ("tune", "{repo}", "--shape", "x"),
@@ -118,7 +118,7 @@ CONFLICTS = {
         "--image and --storage-uri both given for --kserve; expected one",
     ),
     "deploy --restrict on a release that cannot": (
-        ("deploy", "{repo}", "--k8s", "--triton-version", "23.10"),
+        ("deploy", "{repo}", "--k8s", "--triton-release", "23.10"),
         "tritonserver 2.39.0 (NGC 23.10) cannot keep its HTTP APIs behind a key",
     ),
     "deploy --max-replicas below --replicas": (

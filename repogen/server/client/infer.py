@@ -19,7 +19,7 @@ import numpy as np
 
 from ...errors import UsageError
 from ...triton.endpoints import GRPC_PORT, HTTP_PORT
-from .access import KeyedClient, find_token, headers, refusal_error, refused
+from .access_key import KeyedClient, find_token, headers, refusal_error, refused
 from .values import InferError, parse_input, parse_inputs, sample_value, to_array
 
 __all__ = [
@@ -72,7 +72,7 @@ class ModelClient:
     """The bits of tritonclient ``infer``, ``perf`` and ``status`` need, the same over HTTP and gRPC.
 
     Every call carries the access key when one is found (``token``, else ``$REPOGEN_ACCESS_TOKEN``, else
-    the ``repogen serve`` run on that port: :mod:`repogen.server.client.access`).
+    the ``repogen serve`` run on that port: :mod:`repogen.server.client.access_key`).
     """
 
     def __init__(self, protocol: str, url: str | None = None, token: str | None = None) -> None:

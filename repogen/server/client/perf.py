@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import UsageError
-from .access import ENV as ACCESS_ENV
-from .access import find_token, headers, refusal_error, refused
+from .access_key import ENV as ACCESS_ENV
+from .access_key import find_token, headers, refusal_error, refused
 from .infer import DEFAULT_URLS, ModelClient, is_decoupled, prepare
 from .values import InferError, sample_value
 

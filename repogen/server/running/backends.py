@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ...errors import ServeError
-from ...ondisk.repository import ModelDir, model_dirs
-from .options import explicit_arguments, without_model_control
+from ...ondisk.reader import ModelDir, model_dirs
+from .serve_options import explicit_arguments, without_model_control
 from .server_process import ServerProcess
 
 # A config may name its backend through ``platform`` only (Triton maps these to backends).

@@ -6,9 +6,9 @@ import json
 import shlex
 from typing import Any
 
-from ...triton.access import HEADER, PROTOCOL_NAMES, first_http_release
 from ...triton.endpoints import HTTP_PORT, infer_path
-from ..client.access import ENV, runs_root
+from ...triton.restricted_apis import HEADER, PROTOCOL_NAMES, first_http_release
+from ..client.access_key import ENV, runs_root
 from ..client.infer import sample_value
 from ..client.states import model_states
 from .server_process import ServerProcess
@@ -114,7 +114,7 @@ def _inference_headers(server: ServerProcess) -> dict[str, str]:
 def access_lines(server: ServerProcess, version: str, recorded: bool = True) -> list[str]:
     """What needs the key, the key (printed here once), and what tritonserver ``version`` leaves open.
 
-    ``recorded``: the run's file holds the key, where repogen's commands find it (server/client/access.py)."""
+    ``recorded``: the run's file holds the key, where repogen's commands find it (server/client/access_key.py)."""
     access = server.access
     if access is None:
         return ["  access   nothing restricted (--restrict none): every API answers whoever reaches these ports"]

@@ -16,9 +16,9 @@ from ...triton.endpoints import DEFAULT_PORTS
 from .container import container_server
 from .external import ExternalTritonServer, find_tritonserver
 from .host import HOST, free_ports
-from .options import ServeOptions
 from .pairing import pairing_for
 from .process import TritonServer, embedded_server
+from .serve_options import ServeOptions
 from .server_process import ServerProcess
 
 __all__ = ["choose_ports", "choose_server", "port_is_free"]
@@ -76,10 +76,10 @@ def choose_server(
     ``settings``: the server's other :class:`ServerProcess` options (log, arguments, access). With ``--image``
     and ``--reload``, the container mounts the repository's parent, where a rebuild swaps the repository.
     """
-    embedded = options.embedded or bool(options.triton_version) or bool(options.server_python)
+    embedded = options.embedded or bool(options.triton_release) or bool(options.server_python)
     if options.tritonserver_path and embedded:
         raise UsageError(
-            "--tritonserver runs the binary you name (with its own Python); --triton-version/--server-python/"
+            "--tritonserver runs the binary you name (with its own Python); --triton-release/--server-python/"
             "--embedded select the embedded server. Pass one or the other."
         )
     settings = dict(settings, http_port=ports[0], grpc_port=ports[1], metrics_port=ports[2])
@@ -91,7 +91,7 @@ def choose_server(
     if external is not None:
         echo(f"Using {external}")
         return ExternalTritonServer(external, repository, **settings), str(external)
-    release, python = options.triton_version, options.server_python
+    release, python = options.triton_release, options.server_python
     if release is None and python is None and (pick := pairing_for(repository)) is not None:
         echo(f"{pick.why}, so the embedded server runs it on Python {pick.python} (tritonserver "
              f"{pick.release.tritonserver}).")  # fmt: skip

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import DockerError, ServeError
-from ...ondisk.repository import read_repository
-from ...triton.access import GRPC_FLAG, HTTP_FLAG, restricts_grpc, restricts_http
+from ...ondisk.reader import read_repository
 from ...triton.endpoints import DEFAULT_PORTS
 from ...triton.releases import version_tuple
+from ...triton.restricted_apis import GRPC_FLAG, HTTP_FLAG, restricts_grpc, restricts_http
 from ...triton.shm import shm_size_bytes
 from .docker import Engine, engine, unique_name
 from .host import HOST

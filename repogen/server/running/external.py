@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ServeError
-from ...triton.access import GRPC_FLAG, HTTP_FLAG
+from ...triton.restricted_apis import GRPC_FLAG, HTTP_FLAG
 from .server_process import ServerProcess
 
 __all__ = ["ExternalTritonServer", "find_tritonserver", "help_restricts"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ...errors import ServeError
 from ...ondisk.compatibility import serving
-from ...ondisk.repository import read_manifest
+from ...ondisk.reader import read_manifest
 from ...triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, get_release, pairing_label
 
 

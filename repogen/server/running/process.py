@@ -25,9 +25,9 @@ from repogen.server.provision.install import (
 )
 from repogen.server.provision.progress import DownloadProgress, progress
 from repogen.server.provision.pythons import PythonNotFoundError, container_python_or_current, require_python
-from repogen.triton.access import restricts_grpc, restricts_http
 from repogen.triton.python_backend import region_prefix_args
 from repogen.triton.releases import DEFAULT_RELEASE, Release, get_release, no_wheel, pairing_label
+from repogen.triton.restricted_apis import restricts_grpc, restricts_http
 
 from .host import free_ports, http_client, is_ready, pid_alive
 from .server_process import ServerProcess
@@ -110,7 +110,7 @@ def _server_python(release: Release, wanted: str | None) -> tuple[Path, str, str
         raise ServeError(
             f"--server-python {wanted}: tritonserver {release.tritonserver} (NGC {release.ngc}) has backend stubs for "
             f"Python {', '.join(release.stub_pythons)}. Pick one of those (its NGC container runs "
-            f"{release.python}), or another --triton-version."
+            f"{release.python}), or another --triton-release."
         )
     try:
         return require_python(wanted), wanted, None
@@ -130,7 +130,7 @@ def embedded_server(
     release = get_release(release_key or DEFAULT_RELEASE)
     if release.wheel is None:
         raise ServeError(
-            f"--triton-version {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
+            f"--triton-release {release.ngc}: {no_wheel(release)}. Pass one of those, or run {release.label}'s own "
             f"binary with --tritonserver PATH (e.g. inside {release.image})."
         )
     python, python_version, fallback = _server_python(release, server_python)

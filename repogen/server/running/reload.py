@@ -23,8 +23,8 @@ from typing import Any
 
 from ...errors import RepogenError
 from ...hashing import sha256_file
-from ...ondisk.repository import files as repository_files
-from ...ondisk.repository import model_dirs, read_manifest
+from ...ondisk.reader import files as repository_files
+from ...ondisk.reader import model_dirs, read_manifest
 from ...relaunch import pinned_environment, repogen_command
 from ..client.states import reason_line
 from .server_process import ServerProcess

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from repogen.errors import TritonServerError
 from repogen.runtime.stub import current
-from repogen.server.client.access import Access, KeyedClient
+from repogen.server.client.access_key import Access, KeyedClient
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH
 

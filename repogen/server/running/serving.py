@@ -20,17 +20,17 @@ from types import TracebackType
 from typing import TextIO
 
 from ...errors import RepogenError, ServeError, UsageError
-from ...ondisk.repository import model_dirs, read_repository
+from ...ondisk.reader import model_dirs, read_repository
 from ...triton.devices import visible_gpus
-from ..client.access import Access, forget_run, record_run
+from ..client.access_key import Access, forget_run, record_run
 from ..client.states import ModelState, model_states
 from ..provision.install import ServerInstallError
 from .backends import serve_without, unservable
 from .banner import ready_banner
 from .choice import choose_ports, choose_server
 from .foreground import LogPump, check_loaded, exited, stop_gracefully, stopped_by_signals, wait_started
-from .options import ServeOptions
 from .reload import AppBuild, Reloader, check_models
+from .serve_options import ServeOptions
 from .server_process import ServerProcess, TritonServerError
 from .target import clear_scratch, repository_for
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ...errors import ServeError
-from ...ondisk.repository import require_directory
+from ...ondisk.reader import require_directory
 from .reload import AppBuild
 
 __all__ = ["clear_scratch", "is_app", "repository_for"]

@@ -1,6 +1,6 @@
 """Measure the /dev/shm one Python model instance really uses (docs/deployment.md, "Shared memory").
 
-    .venv/bin/python tests/apps/faults/measure_shm.py [--release 2.51.0] [--python 3.10]
+    .venv/bin/python tests/apps/faults/measure_shm.py [--triton-release 2.51.0] [--python 3.10]
 
 Builds ``shm.py`` (an echo model with dynamic batching up to 16 and the same model without
 batching), serves it with the embedded stock tritonserver, sends 16-float and 4 MB requests at
@@ -71,7 +71,7 @@ def load(server: TritonServer, model: str, floats: int, clients: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--release", default="2.51.0")
+    parser.add_argument("--triton-release", "--release", dest="release", default="2.51.0")
     parser.add_argument("--python", default="3.10")
     options = parser.parse_args()
     release = get_release(options.release)

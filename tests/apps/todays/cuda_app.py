@@ -1,6 +1,6 @@
 """A model shipping a package whose native library links CUDA 12's runtime (cudaprobe, a wheel the test makes).
 
-NGC 25.08 and later carry CUDA 13: a default build leaves them out with a warning, --triton-version 25.08
+NGC 25.08 and later carry CUDA 13: a default build leaves them out with a warning, --triton-release 25.08
 fails naming the library, and the repository serves on the CUDA 12 containers. cudaprobe's Python code
 never loads the library, so the model answers on a CPU-only server.
 """

@@ -1,4 +1,4 @@
-"""Ask each of Triton's API groups, over HTTP and gRPC, with or without the access key (issue 36).
+"""Ask each of Triton's API groups, over HTTP and gRPC, with or without the access key.
 
 The integration tests (the embedded server) and the container tests (a generated deployment on a
 stand-in image) send the same requests: one per group and protocol, against the quickstart's AddSub.
@@ -16,7 +16,7 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-from ..triton.access import grpc_header
+from ..triton.restricted_apis import grpc_header
 
 __all__ = ["GRPC_CALLS", "HTTP_CALLS", "ask_grpc", "ask_http"]
 

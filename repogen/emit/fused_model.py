@@ -18,9 +18,9 @@ from ..ir.spec import ClientSpec, FusedSpec
 from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
 from ..runtime.records import Metadata
 from ..runtime.tensors import NUMPY
-from .files import model_files, shipped, version_files
 from .fused_model_source import fused_model_py
 from .model_config import model_config
+from .model_files import model_files, shipped, version_files
 from .payloads import PayloadPlan, PayloadUnit
 
 

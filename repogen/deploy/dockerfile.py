@@ -19,14 +19,14 @@ from typing import Any
 
 from ..emit.templates import render
 from ..errors import DeployError, UsageError
-from ..ondisk.repository import BuiltRepository
+from ..ondisk.reader import BuiltRepository
 from ..packages.indexes import PackageIndexes, unindexed
 from ..runtime.records import METADATA_FILE
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
 from ..triton.shm import SHM_PER_INSTANCE, shm_size_bytes
 from ..version import __version__
-from . import access
+from . import access_secret
 from .probe import dead_stub_note, healthcheck
 from .resources import format_quantity
 from .verify import VERIFIER_DIR, VerifyDeploy
@@ -147,7 +147,7 @@ def dockerfile(
 
     ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
     signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
-    server keeps behind the key ``docker run -e`` gives it (deploy/access.py). ``run_gpus``: ``docker run``'s
+    server keeps behind the key ``docker run -e`` gives it (deploy/access_secret.py). ``run_gpus``: ``docker run``'s
     ``--gpus`` for a repository with GPU models (deploy/resources.py).
     """
     common = _common(info, target, context, dockerfile_path, tag, gpus, indexes, apis)
@@ -198,9 +198,9 @@ def _common(
         "healthcheck": healthcheck(info, HTTP_PORT, apis),
         "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info, indexes=indexes, context=context),
-        "access_note": access.docker_note(apis),
-        "server_cmd": f"CMD {json.dumps(access.docker_cmd(target, apis, [*_SERVER, *info.gpu_server_args()]))}",
-        "run_env": f"-e {access.ENV} " if apis else "",
+        "access_note": access_secret.docker_note(apis),
+        "server_cmd": f"CMD {json.dumps(access_secret.docker_cmd(target, apis, [*_SERVER, *info.gpu_server_args()]))}",
+        "run_env": f"-e {access_secret.ENV} " if apis else "",
     }
 
 

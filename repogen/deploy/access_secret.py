@@ -4,7 +4,7 @@ The server reads the key from ``$REPOGEN_ACCESS_TOKEN``, which the container is 
 ``docker run -e``, or a Kubernetes Secret the Deployment (or KServe predictor) references. tritonserver
 takes the key only on its command line, so the command expands the variable where the container starts:
 ``sh -c`` in the Dockerfile's ``CMD`` (refusing to start without it), ``$(VAR)`` in Kubernetes ``args``
-(a missing Secret keeps the pod from starting). Which flags a release has is :mod:`repogen.triton.access`'s.
+(a missing Secret keeps the pod from starting). Which flags a release has is :mod:`repogen.triton.restricted_apis`'s.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import textwrap
 from typing import Any
 
 from ..errors import UsageError
-from ..server.client.access import ENV
-from ..triton.access import HEADER, first_http_release, restriction_args, restricts_http
+from ..server.client.access_key import ENV
 from ..triton.releases import Release
+from ..triton.restricted_apis import HEADER, first_http_release, restriction_args, restricts_http
 
 __all__ = [
     "ENV",
@@ -47,7 +47,7 @@ def check_release(target: Release, apis: tuple[str, ...]) -> None:
         first = first_http_release()
         raise UsageError(
             f"{target.label} cannot keep its HTTP APIs behind a key (--http-restricted-api came with {first.label}), "
-            f"so {', '.join(apis)} would answer anyone over HTTP; nothing was written. Deploy on --triton-version "
+            f"so {', '.join(apis)} would answer anyone over HTTP; nothing was written. Deploy on --triton-release "
             f"{first.ngc} or later, or pass --restrict none to deploy with every API open."
         )
 

@@ -2,13 +2,14 @@
 
 A *pairing* is a tritonserver release plus the Python its backend stub runs: production is an NGC
 container, and each container fixes both (2.39/2.41/2.51 + Python 3.10 are NGC 23.10/23.12/24.10;
-2.51 + Python 3.12 stands in for 24.11+). ``REPOGEN_TRITON_VERSION`` picks the release (default
-2.51.0) and ``REPOGEN_SERVER_PYTHON`` the Python (default: the release's container Python).
+2.51 + Python 3.12 stands in for 24.11+). ``REPOGEN_TRITON_RELEASE`` picks the release (default
+2.51.0; its former name ``REPOGEN_TRITON_VERSION`` still does, with a warning) and ``REPOGEN_SERVER_PYTHON``
+the Python (default: the release's container Python).
 
 A test that needs a newer server skips with a reason that names the release it needs, so a run on
 2.39 reports *why* it did less instead of failing::
 
-    from repogen.testing.releases import requires_release
+    from repogen.testing.server_under_test import requires_release
 
     @requires_release("2.41.0", "request parameters() arrived in the 2.41 Python backend")
     def test_parameters(server): ...
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from repogen.triton.releases import DEFAULT_RELEASE, EMBEDDED, Release, get_release, pairing_label, version_tuple
 
 __all__ = [
+    "FORMER_RELEASE_ENV",
     "PYTHON_ENV",
     "RELEASE_ENV",
     "Pairing",
@@ -37,7 +40,9 @@ __all__ = [
     "version_tuple",
 ]
 
-RELEASE_ENV = "REPOGEN_TRITON_VERSION"
+RELEASE_ENV = "REPOGEN_TRITON_RELEASE"
+FORMER_RELEASE_ENV = "REPOGEN_TRITON_VERSION"
+"""``RELEASE_ENV``'s name before a Triton release was called a release everywhere: still read, with a warning."""
 PYTHON_ENV = "REPOGEN_SERVER_PYTHON"
 
 
@@ -55,16 +60,26 @@ class Pairing:
 
 
 def release_under_test() -> Release:
-    """The release ``$REPOGEN_TRITON_VERSION`` names (any spelling ``get_release`` accepts), else the default.
+    """The release ``$REPOGEN_TRITON_RELEASE`` names (any spelling ``get_release`` accepts), else the default.
 
     Raises ``ValueError`` for a release no PyPI wheel ships (the tests can only install those).
     """
-    wanted = os.environ.get(RELEASE_ENV, "").strip()
+    wanted = _wanted_release()
     release = get_release(wanted) if wanted else DEFAULT_RELEASE
     if release.wheel is None:
         embedded = " or ".join(r.tritonserver for r in EMBEDDED)
         raise ValueError(f"{RELEASE_ENV}={wanted}: {release.label} has no PyPI wheel to test with; use {embedded}")
     return release
+
+
+def _wanted_release() -> str:
+    """``$REPOGEN_TRITON_RELEASE``, else its former name's value (with a ``DeprecationWarning``), else ``""``."""
+    wanted = os.environ.get(RELEASE_ENV, "").strip()
+    former = os.environ.get(FORMER_RELEASE_ENV, "").strip()
+    if former and not wanted:
+        warnings.warn(f"${FORMER_RELEASE_ENV} is deprecated; use ${RELEASE_ENV}", DeprecationWarning, stacklevel=3)
+        return former
+    return wanted
 
 
 def pairing_under_test() -> Pairing:

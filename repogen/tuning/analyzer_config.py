@@ -21,9 +21,9 @@ import yaml
 from google.protobuf import json_format
 
 from ..errors import InferError, TuneError
-from ..ondisk.repository import ModelDir, model_dirs, parse_config
+from ..ondisk.reader import ModelDir, model_dirs, parse_config
 from ..runtime.records import Metadata
-from ..server.client.access import Access
+from ..server.client.access_key import Access
 from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo
 from ..server.provision.perf_analyzer import PerfAnalyzer

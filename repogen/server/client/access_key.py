@@ -1,6 +1,6 @@
 """The access key: how a server repogen starts gets one, and how repogen's own clients find it.
 
-A server restricts some API groups (:mod:`repogen.triton.access`) to requests carrying a key. The key
+A server restricts some API groups (:mod:`repogen.triton.restricted_apis`) to requests carrying a key. The key
 comes from, in this order: ``--access-token``, ``$REPOGEN_ACCESS_TOKEN``, or the file a running
 ``repogen serve`` of this user keeps for its ports (mode 0600 in a directory of this user's alone,
 :func:`runs_dir`; removed when it stops), so ``repogen infer``/``status``/``load``/``perf`` against it
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...triton.access import DEFAULT_RESTRICTED, GRPC_REFUSAL, HTTP_REFUSAL, header_for, restriction_args
+from ...triton.restricted_apis import DEFAULT_RESTRICTED, GRPC_REFUSAL, HTTP_REFUSAL, header_for, restriction_args
 
 __all__ = [
     "ENV",

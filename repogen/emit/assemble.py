@@ -19,9 +19,9 @@ from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, SBOM_FILE, Manifest, dumps
 from ..version import __version__
-from .files import emit_ensemble, emit_model, emit_network
-from .fused import emit_fused
+from .fused_model import emit_fused
 from .included import emit_included
+from .model_files import emit_ensemble, emit_model, emit_network
 from .payloads import PayloadPlan, build_environment
 from .plan import Progress, emission_order, plan_payloads
 

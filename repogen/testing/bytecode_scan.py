@@ -5,7 +5,7 @@ reaches it as ``_builtin_type("CodeType")``), ``marshal.loads``, or ``compile``/
 Scanning the opcodes for those references, and for bytecode-carrying cloudpickle helpers, is
 enough to tell; nothing is unpickled, so a hostile payload cannot run.
 
-    from repogen.testing.payloads import bytecode_in_repository
+    from repogen.testing.bytecode_scan import bytecode_in_repository
     assert bytecode_in_repository("model_repository") == {}
 """
 

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...deprecated import renamed_fields
 from ...errors import UsageError
-from ...triton.access import GRPC_FLAG, HTTP_FLAG, parse_apis
 from ...triton.releases import Release
+from ...triton.restricted_apis import GRPC_FLAG, HTTP_FLAG, parse_apis
 from .host import HOST
 from .target import is_app
 
@@ -71,6 +72,7 @@ def check_passthrough(args: Sequence[str], explicit: bool) -> None:
             )
 
 
+@renamed_fields(triton_version="triton_release")
 @dataclass(frozen=True)
 class ServeOptions:
     """``repogen serve``'s options, by the names its parameters have; the defaults are the command's.
@@ -87,7 +89,7 @@ class ServeOptions:
     control: str | None = None
     output: Path | None = None
     app_dir: Path | None = None
-    triton_version: Release | None = None
+    triton_release: Release | None = None
     server_python: str | None = None
     http_port: int | None = None
     grpc_port: int | None = None
@@ -128,10 +130,10 @@ class ServeOptions:
             )
         if self.control == "none" and (self.reload or self.models):
             raise UsageError("--reload and --model load models explicitly; drop --model-control-mode none.")
-        if self.image and (self.embedded or self.tritonserver_path or self.triton_version or self.server_python):
+        if self.image and (self.embedded or self.tritonserver_path or self.triton_release or self.server_python):
             raise UsageError(
                 "--image serves in that container image, with its own tritonserver and Python; --tritonserver, "
-                "--triton-version, --server-python and --embedded pick a server on this machine. Pass one or the "
+                "--triton-release, --server-python and --embedded pick a server on this machine. Pass one or the "
                 "other."
             )
         check_passthrough(self.tritonserver_args, self.explicit)

@@ -1,7 +1,7 @@
 """The files of one model or ensemble (relative path → entry), and the pieces fused models reuse.
 
 Generated files are bytes; a file of the user's (a network, a shipped file) is a :class:`FileCopy`,
-hashed here in chunks and copied by the writer, never read whole. ``repository.py`` assembles these
+hashed here in chunks and copied by the writer, never read whole. ``assemble.py`` assembles these
 maps with the manifest; the writer makes the build atomic.
 """
 
@@ -100,7 +100,7 @@ def network_config(network: NetworkSpec) -> bytes:
 
 
 def configs(spec: RepositorySpec) -> dict[str, bytes]:
-    """Model name -> ``config.pbtxt`` of every model and exported network (a ``--version`` merge's)."""
+    """Model name -> ``config.pbtxt`` of every model and exported network (a ``--model-version`` merge's)."""
     found = {model.name: config_text(model) for model in spec.models}
     return found | {network.name: network_config(network) for network in spec.networks}
 
