@@ -19,10 +19,16 @@ from .params import RELEASE_HELP, release_option
     "python_backend rules and config schema are checked. Default: every release the build recorded it serves "
     "(the newest release for a repository repogen did not build).",
 )
-def validate(repository: str, triton_release: Release | None) -> None:
+@click.option(
+    "--gpus",
+    type=click.IntRange(min=0),
+    help="The NVIDIA GPUs the server will have: a model whose KIND_GPU instances need more is an error (it would "
+    "fail to load there). Default: not checked.",
+)
+def validate(repository: str, triton_release: Release | None, gpus: int | None) -> None:
     """Check REPOSITORY statically: configs parse, names, versions, ensembles, manifest hashes, target fit."""
     release = triton_release
-    problems = validate_repository(repository, release=release)
+    problems = validate_repository(repository, release=release, gpus=gpus)
     for problem in problems:
         click.echo(f"{'Warning' if problem.warning else 'Error'}: {problem}", err=True)
     if any(not p.warning for p in problems):

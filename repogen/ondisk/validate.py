@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import RepositoryError
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, MODEL_FILE
 from ..triton import fields
-from ..triton.devices import gpu_shortfall, visible_gpus
+from ..triton.devices import gpu_shortfall
 from ..triton.releases import NEWEST, Release, first_with_python, get_release
 from . import compatibility
 from .ensembles import check_ensemble
@@ -231,15 +231,17 @@ def _check_manifest(repository: Path, models: list[ModelDir]) -> list[Problem]:
     return problems
 
 
-def _check_gpus(models: list[ModelDir]) -> list[Problem]:
-    """A warning per model that needs more GPUs than this machine has: a server here would fail to load it."""
-    needing = [m for m in models if m.gpus_needed]
-    visible = len(visible_gpus()) if needing else 0
-    found = [(m, gpu_shortfall(m.name, m.gpus_needed, m.gpu_groups, visible)) for m in needing]
-    return [Problem.at(model.path / CONFIG_FILE, message, warning=True) for model, message in found if message]
+def _check_gpus(models: list[ModelDir], gpus: int | None) -> list[Problem]:
+    """An error per model that needs more GPUs than the server's ``gpus``: it would fail to load there."""
+    if gpus is None:
+        return []
+    found = [(m, gpu_shortfall(m.name, m.gpus_needed, m.gpu_groups, gpus)) for m in models if m.gpus_needed]
+    return [Problem.at(model.path / CONFIG_FILE, message) for model, message in found if message]
 
 
-def validate_repository(repository: str | Path, release: str | Release | None = None) -> list[Problem]:
+def validate_repository(
+    repository: str | Path, release: str | Release | None = None, gpus: int | None = None
+) -> list[Problem]:
     """Every problem found in ``repository``, in a stable order; an empty list means clean.
 
     ``release`` (any release of the table, in any spelling) is the one that must load it: a field it
@@ -247,6 +249,7 @@ def validate_repository(repository: str | Path, release: str | Release | None = 
     does not meet is an error. Without it, every release the build recorded it serves is checked
     (:func:`checked_releases`). A field newer than repogen's schema is a warning for a release newer
     than the schema (``Problem.warning``): the server may load it, but the rest of that config goes unchecked.
+    ``gpus``: the NVIDIA GPUs the server will have; a model needing more is an error (None: not checked).
     """
     repo = Path(repository)
     if not repo.is_dir():
@@ -264,7 +267,7 @@ def validate_repository(repository: str | Path, release: str | Release | None = 
         if model.is_ensemble:
             problems.extend(check_ensemble(model, by_name))
     problems.extend(_check_manifest(repo, models))
-    problems.extend(_check_gpus(models))
+    problems.extend(_check_gpus(models, gpus))
     info = BuiltRepository(repo, tuple(m for m in models if m.config is not None), manifest)
     for each in releases:
         found = compatibility.fit(info, each, configs=False)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from repogen.ondisk.reader import files
 
 from repogen.cli import cli
 from repogen.ondisk.diff import excluded, pickle_listing
+from repogen.ondisk.reader import files
 from repogen.testing.golden import assert_repository_matches, update_golden
 
 ROOT = Path(__file__).resolve().parents[2]

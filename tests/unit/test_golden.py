@@ -22,9 +22,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from repogen.ondisk.reader import files
 
 from repogen.hashing import sha256_file
+from repogen.ondisk.reader import files
 from repogen.testing.builders import ensure_builder_venv
 from repogen.testing.golden import assert_repository_matches
 

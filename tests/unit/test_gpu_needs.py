@@ -1,5 +1,6 @@
-"""A repository's KIND_GPU models against the GPUs this machine has: validate warns where a server here would fail
-to load them (a GPU machine's count is stood in for: none here)."""
+"""A repository's KIND_GPU models against the GPUs a server has: validate --gpus N names each model a server of N
+GPUs would fail to load, serve refuses to start one this machine's GPUs cannot load (a GPU machine's count is
+stood in for: none here)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.errors import ServeError
-from repogen.ondisk import validate as validate_module
 from repogen.ondisk.reader import model_dirs
 from repogen.ondisk.validate import validate_repository
 from repogen.server.running import serving
@@ -44,12 +44,19 @@ def test_each_model_says_how_many_gpus_it_needs(repo):
 
 
 @pytest.mark.parametrize(("gpus", "short"), [(0, ["AnyGpu", "SecondGpu"]), (1, ["SecondGpu"]), (2, [])])
-def test_validate_warns_where_this_machine_has_too_few(repo, monkeypatch, gpus, short):
-    monkeypatch.setattr(validate_module, "visible_gpus", lambda: [f"GPU {i}: NVIDIA H100" for i in range(gpus)])
-    problems = validate_repository(repo)
-    assert all(p.warning for p in problems)
+def test_validate_names_each_model_a_server_of_that_many_gpus_cannot_load(repo, gpus, short):
+    problems = validate_repository(repo, gpus=gpus)
+    assert not any(p.warning for p in problems)
     assert [p.message.split("'")[1] for p in problems] == short
     assert [p.path for p in problems] == [str(repo / name / "config.pbtxt") for name in short]
+    assert validate_repository(repo) == []  # without --gpus nothing is said of GPUs
+
+
+def test_the_cli_takes_the_count_and_fails_naming_the_model(repo):
+    command = [sys.executable, "-m", "repogen", "validate", str(repo), "--gpus", "1"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: {repo / 'SecondGpu' / 'config.pbtxt'}: model 'SecondGpu' runs KIND_GPU ")
 
 
 def test_the_message_names_the_groups_the_count_and_the_fixes():

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TextIO
 
-from ...errors import RepogenError, ServeError, UsageError
+from ...errors import RepogenError, RepositoryError, ServeError, UsageError
 from ...ondisk.reader import model_dirs, read_repository
 from ...triton.devices import visible_gpus
 from ..client.access_key import Access, forget_run, record_run
@@ -50,8 +50,12 @@ def _quiet(line: str) -> None:
 
 def gpu_arguments(repository: Path, given: Sequence[str]) -> list[str]:
     """The CUDA memory pool a repository's GPU models need (unless the arguments after ``--`` size it); a
-    :class:`ServeError` naming each model that needs more GPUs than this machine has, before any server starts."""
-    info = read_repository(repository)
+    :class:`ServeError` naming each model that needs more GPUs than this machine has, before any server starts.
+    A directory that is no repository is left to the checks that name what is wrong with it."""
+    try:
+        info = read_repository(repository)
+    except RepositoryError:
+        return []
     if not info.uses_gpu:
         return []
     shortfalls = info.gpu_shortfalls(len(visible_gpus()))
