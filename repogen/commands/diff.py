@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..ondisk.diff import diff_repositories, update_expected
+from ..ondisk.golden_diff import compare
 
 
 @click.command()
@@ -41,51 +41,10 @@ def diff(expected: str, actual: str, exclude: Sequence[str], update: bool, verif
     with the sha256 that side's manifest records, so goldens may leave it out. Signatures (model.sig)
     are left out; when a side has them, a line says whether it verifies.
     """
-    if update:
-        _update(expected, actual, exclude)
-        return
-    try:
-        result = diff_repositories(expected, actual, exclude=exclude)
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from exc
-    if result.clean:
-        click.echo(result.summary())
-        if not _signatures(expected, actual, verify_key):
-            raise click.ClickException("a side does not verify against --verify-key")
-        return
-    click.echo(result.render(summary=False), nl=False)
-    _signatures(expected, actual, verify_key)
-    raise click.ClickException(f"{result.summary()}; if ACTUAL is right, rerun with --update")
-
-
-def _signatures(expected: str, actual: str, key: Path | None) -> bool:
-    """Say whether each side is signed (and, with ``key``, verifies); False when a side fails the key."""
-    from ..signing.oms import VerifyWith
-    from ..signing.repository_signatures import is_signed, signature_status
-
-    sides = {"EXPECTED": Path(expected), "ACTUAL": Path(actual)}
-    if key is None and not any(is_signed(path) for path in sides.values()):
-        return True
-    method = VerifyWith(key=key) if key is not None else None
-    trusted = True
-    for label, path in sides.items():
-        status, ok = signature_status(path, method)
-        click.echo(f"{label} {path}: {status}")
-        trusted = trusted and ok
-    return trusted
-
-
-def _update(expected: str, actual: str, exclude: Sequence[str]) -> None:
-    before = diff_repositories(expected, actual, exclude=exclude) if Path(expected).is_dir() else None
-    if before is not None and before.clean:
-        click.echo(f"{expected} already matches {actual}; nothing to update")
-        return
-    try:
-        update_expected(expected, actual, exclude=exclude)
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    change = f" ({before.summary()})" if before is not None else " (created)"
-    click.echo(f"Updated {expected} from {actual}{change}")
+    outcome = compare(expected, actual, exclude, update, verify_key)
+    click.echo(outcome.text, nl=False)
+    if outcome.failure is not None:
+        raise click.ClickException(outcome.failure)
 
 
 COMMANDS = [diff]
