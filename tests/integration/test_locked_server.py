@@ -169,10 +169,10 @@ def test_serve_prints_its_key_once_and_the_commands_find_it(
 ) -> None:
     env = cli_env(REPOGEN_ACCESS_TOKEN="")
     serve = ServeProcess(quickstart, triton_install, env=env)
-    run_file = runs_root() / f"serve-{serve.proc.pid}.json"  # this run's: other runs on the machine have their own
     try:
         key = serve.wait_for(r"^  access   (.*) need the header triton-access-token: (\S+)$")
-        assert run_file.is_file()
+        # this run's file (serve-<serve's pid>-<its server's pid>.json): other runs on the machine have their own
+        (run_file,) = runs_root().glob(f"serve-{serve.proc.pid}-*.json")
         assert key[1] == ", ".join(DEFAULT_RESTRICTED)
         assert serve.output().count(key[2]) == 1  # printed once
         if not release_at_least("2.40.0"):
@@ -185,7 +185,7 @@ def test_serve_prints_its_key_once_and_the_commands_find_it(
         assert elsewhere.returncode == 1 and "none was sent" in elsewhere.stderr
     finally:
         assert serve.stop() == 0
-    assert not run_file.exists()  # its file is gone with the run
+    assert not list(runs_root().glob(f"serve-{serve.proc.pid}-*.json"))  # its file is gone with the run
 
 
 def test_serve_restrict_none_leaves_every_api_open(quickstart: Path, triton_install: TritonInstallation) -> None:
