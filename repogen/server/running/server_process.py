@@ -224,7 +224,9 @@ class ServerProcess:
 
     def _unload_all(self, stubs: dict[int, str], timeout: float) -> None:
         """Ask the server to unload every ready model (each on its own thread, should an answer wait for the
-        unload), then wait until ``stubs`` have exited, each after its ``finalize``, or ``timeout`` s."""
+        unload), then wait until ``stubs`` have exited, each after its ``finalize``, and the index shows no
+        model still unloading, or ``timeout`` s. A stub exits before its model's unload is over: the server
+        logs "successfully unloaded" and only then marks the model UNAVAILABLE (model_lifecycle.cc)."""
         try:
             names = [m["name"] for m in self.models_status() if m.get("state") == "READY"]
         except Exception:  # no answer: the SIGINT unloads them
@@ -235,6 +237,16 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while any(pid_alive(pid) for pid in stubs) and time.monotonic() < deadline and self.is_running():
             time.sleep(0.02)
+        while time.monotonic() < deadline and self.is_running() and self._still_unloading(names):
+            time.sleep(0.02)
+
+    def _still_unloading(self, names: list[str]) -> bool:
+        """Whether any of ``names`` is still READY or UNLOADING in the index (False once it cannot be read)."""
+        try:
+            index = self.models_status()
+        except Exception:  # no answer: the SIGINT ends what is left
+            return False
+        return any(m["name"] in names and m.get("state") in ("READY", "UNLOADING") for m in index)
 
     def _unload(self, name: str, timeout: float) -> None:
         from tritonclient.utils import InferenceServerException
