@@ -52,6 +52,10 @@ FULL_PAIRING ?= 2.51.0+3.10
 SMOKE_PAIRINGS ?= 2.39.0+3.10 2.41.0+3.10 2.51.0+3.12
 # The smoke subset is the tests marked `smoke` (pytestmark in each file); SMOKE_ARGS narrows or replaces it.
 SMOKE_ARGS ?= -m smoke
+# After the full run, a smoke pairing with the full pairing's Python changes only the release: test_portability
+# serves there the 3.13 build alone, the full run having served every builder's on that Python (~1 min each).
+SAME_PYTHON_ARGS ?= -k "not built-by or built-by-3.13"
+FULL_PYTHON := $(lastword $(subst +, ,$(FULL_PAIRING)))
 # The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
 REQUIRED_PYTHONS ?= 3.10 3.12 3.13
 PYTEST_ARGS ?= -q -ra
@@ -76,6 +80,8 @@ define run_pairings
 	for spec in $(1); do \
 		pairing=$${spec%=*}; scope=$${spec#*=}; release=$${pairing%+*}; python=$${pairing#*+}; \
 		tests=(); [ "$$scope" = all ] || tests=($(SMOKE_ARGS)); \
+		if [ "$$scope" = smoke ] && [ "$$python" = "$(FULL_PYTHON)" ] && [[ " $(1) " == *" $(FULL_PAIRING)=all "* ]]; then \
+			tests+=($(SAME_PYTHON_ARGS)); fi; \
 		echo "== $$scope tests on tritonserver $$release + Python $$python"; \
 		start=$$SECONDS; \
 		REPOGEN_TRITON_RELEASE=$$release REPOGEN_SERVER_PYTHON=$$python \
