@@ -1,8 +1,13 @@
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
 from repogen.testing.bytecode_scan import bytecode_in_repository
 
 pytest_plugins = ["repogen.testing.pytest_plugin"]
+
+_DAMAGED = pytest.StashKey[set[Path]]()
 
 
 def pytest_configure(config):
@@ -14,15 +19,34 @@ def pytest_configure(config):
     )
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Every payload any test built (all under pytest's base temp) must be free of bytecode.
+@pytest.fixture(scope="session")
+def damaged_on_purpose(pytestconfig: pytest.Config) -> Callable[[Path], Path]:
+    """``damaged_on_purpose(path)``: a tree or payload a test corrupts to see it refused. The session's bytecode
+    gate below leaves the payloads under it out: it reports what it cannot read, and these it is not meant to."""
+    damaged = pytestconfig.stash.setdefault(_DAMAGED, set())
 
-    Repositories built with --pin-python carry bytecode by design and say so in model.json.
+    def mark(path: Path) -> Path:
+        damaged.add(Path(path))
+        return path
+
+    return mark
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every payload any test built (all under pytest's base temp) must be free of bytecode and readable.
+
+    Repositories built with --pin-python carry bytecode by design and say so in model.json; payloads a test
+    damaged on purpose (``damaged_on_purpose``) are left out.
     """
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None or getattr(factory, "_basetemp", None) is None:
         return
-    found = bytecode_in_repository(factory.getbasetemp())
+    damaged = session.config.stash.get(_DAMAGED, set())
+    found = {
+        payload: problems
+        for payload, problems in bytecode_in_repository(factory.getbasetemp()).items()
+        if not any(Path(payload).is_relative_to(tree) for tree in damaged)
+    }
     if not found:
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -59,10 +59,10 @@ def _other_python(triton_install) -> str:
 
 
 @pytest.fixture(scope="module")
-def damaged(serve, cli_build, tmp_path_factory, triton_install):
+def damaged(serve, cli_build, tmp_path_factory, triton_install, damaged_on_purpose):
     repo = tmp_path_factory.mktemp("integrity") / "repo"
     cli_build(APP, repo, "--provided", "click")  # the image is said to have click: recorded, not shipped
-    _flip_byte(repo / "Corrupt" / "1" / "model.pkl")
+    _flip_byte(damaged_on_purpose(repo / "Corrupt" / "1" / "model.pkl"))
     _claim_python(repo, "OtherPython", _other_python(triton_install))
     return repo, serve(repo, extra_args=SERVER_ARGS)
 

@@ -99,9 +99,11 @@ CASES = [(app, tamper) for app in APPS for tamper in TAMPERS if app == "packages
 
 
 @pytest.mark.parametrize(("app", "tamper"), CASES, ids=[f"{a}: {t.name}" for a, t in CASES])
-def test_every_tamper_is_refused_by_both_verifiers(app, tamper, signed, keys, other_wheel, tmp_path):
+def test_every_tamper_is_refused_by_both_verifiers(
+    app, tamper, signed, keys, other_wheel, damaged_on_purpose, tmp_path
+):
     repo, newer = signed[app]
-    copy = copy_repository(repo, tmp_path / "repo")
+    copy = copy_repository(repo, damaged_on_purpose(tmp_path / "repo"))
     context = {"other_key": keys["other"], "other_wheel": other_wheel, "newer": newer}
     named = tamper.apply(copy, APPS[app][1], context)
     ours = repogen("verify", str(copy), "--key", str(keys["signer"].public))
