@@ -21,7 +21,7 @@ from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access_secret, compose, dockerfile, kserve, kubernetes, probe
 from .resources import docker_gpus, format_quantity
-from .verify import KeySource, VerifyDeploy
+from .verify import VERIFY_KEY_FILE, KeySource, VerifyDeploy, deploy_verification, verify_key_in_context, verify_note
 from .wheel import wheel_bytes, wheel_name
 
 __all__ = ["COMPOSE_FILE", "DOCKERFILE", "DeployOptions", "DeployOutput", "KSERVE_FILE", "K8S_FILE", "generate"]
@@ -31,7 +31,6 @@ DOCKERIGNORE = "Dockerfile.dockerignore"
 K8S_FILE = "kubernetes.yaml"
 KSERVE_FILE = "inferenceservice.yaml"
 COMPOSE_FILE = "compose.yaml"
-VERIFY_KEY_FILE = "verify-key.pub"
 """Beside the Dockerfile: the public key its verify stage copies (the key of ``--verify-key``)."""
 
 
@@ -188,43 +187,6 @@ def _scaling(options: DeployOptions) -> tuple[int, int, int] | None:
     return options.replicas, options.max_replicas, options.target_cpu_utilization
 
 
-def _verify_note(verify: VerifyDeploy | None) -> str:
-    if verify is None:
-        return ""
-    return (
-        "# Signatures verified before tritonserver starts (docs/security.md): the verifier comes from an image built\n"
-        "# with `repogen deploy --docker --verify-key` (its /opt/model-signing).\n"
-    )
-
-
-def _verification(info: BuiltRepository, key: KeySource, name: str) -> VerifyDeploy:
-    """Signatures are verified where the repository is signed; an unsigned one is refused, nothing written."""
-    from ..signing import is_signed
-
-    if not is_signed(info.path):
-        raise DeployError(
-            f"--verify-key: {info.path} is not signed (no model.sig), so a container would refuse it; nothing was "
-            f"written. Sign it first: repogen sign {info.path} --key KEY.pem (or build with --sign-key KEY.pem)."
-        )
-    return VerifyDeploy(key, name)
-
-
-def _verify_key_in_context(verify: VerifyDeploy, options: DeployOptions, out_dir: Path | None) -> str:
-    """Where the Dockerfile's verify stage copies the key from: written beside the Dockerfile, in the context."""
-    verify.require_file("--docker --verify-key")
-    if options.app:
-        raise DeployError(
-            f"--verify-key checks the repository built here against its signatures; --app {options.app} rebuilds an "
-            "unsigned one inside the image. Leave --app out (the default copies the signed repository)."
-        )
-    if out_dir is None:
-        raise DeployError(
-            f"--docker --verify-key writes the public key beside the Dockerfile ({VERIFY_KEY_FILE}), inside the build "
-            "context; expected -o DIR (under --context)."
-        )
-    return dockerfile.context_path(out_dir / VERIFY_KEY_FILE, options.context, "the deployment directory")
-
-
 @dataclass(frozen=True)
 class _Target:
     """What every file is written for: the repository, the release serving it, its names, key and access."""
@@ -282,7 +244,7 @@ def _target(repository: str | Path, options: DeployOptions) -> _Target:
     name = options.name or kubernetes.dns_name(info.path.resolve().name)
     secret = access_secret.secret_name(name, options.access_secret)
     key = KeySource.of(options.verify_key, options.verify_key_secret)
-    verify = _verification(info, key, name) if key is not None else None
+    verify = deploy_verification(info, key, name) if key is not None else None
     return _Target(info, release, apis, name, secret, options.image or f"{name}:latest", verify)
 
 
@@ -296,7 +258,7 @@ def _docker(target: _Target, options: DeployOptions, written: _Written) -> None:
         )
     key_in_context = None
     if target.verify is not None:
-        key_in_context = _verify_key_in_context(target.verify, options, out_dir)
+        key_in_context = verify_key_in_context(target.verify, options.app, options.context, out_dir)
         written.files[VERIFY_KEY_FILE] = target.verify.key.text()
     built = dockerfile.dockerfile(
         info,
@@ -354,7 +316,7 @@ def _cluster_head(target: _Target, resources: kubernetes.Resources, command: str
     found = verify.config_map(kubernetes.labels(target.name)) if verify is not None else None
     config_map = [found] if found else []  # a key from a Secret needs none
     note = access_secret.manifest_note(target.apis, target.secret)
-    return config_map, _header(target.info, command, resources, resources.gpus, note) + _verify_note(verify)
+    return config_map, _header(target.info, command, resources, resources.gpus, note) + verify_note(verify)
 
 
 def _kubernetes(

@@ -23,12 +23,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DeployError
 from ..runtime.records import SIGNATURE_FILE
 
-__all__ = ["VERIFIER_REQUIREMENTS", "KeySource", "VerifyDeploy"]
+if TYPE_CHECKING:
+    from ..ondisk.reader import BuiltRepository
+
+__all__ = [
+    "VERIFIER_REQUIREMENTS",
+    "VERIFY_KEY_FILE",
+    "KeySource",
+    "VerifyDeploy",
+    "deploy_verification",
+    "verify_key_in_context",
+    "verify_note",
+]
 
 VERIFIER_REQUIREMENTS = ("model-signing==1.1.1", "pyOpenSSL==26.4.0")
 """What the images install to verify: the library repogen signs with (1.1.1 imports OpenSSL without depending on
@@ -40,6 +51,8 @@ KEY_VOLUME = "verify-key"
 TOOLS_VOLUME = "model-signing"
 ENTRYPOINT = "/opt/nvidia/nvidia_entrypoint.sh"
 """NVIDIA's entrypoint (banner, driver and shm checks), kept in front of a command repogen sets."""
+VERIFY_KEY_FILE = "verify-key.pub"
+"""The public key `deploy --docker --verify-key` writes beside the Dockerfile, for the verify stage to copy."""
 
 
 def verify_command(repository: str) -> str:
@@ -171,3 +184,42 @@ class VerifyDeploy:
         """Verify, then run the container's own command line (KServe appends the runtime's args after these)."""
         script = f'{verify_command(repository)} && exec "$0" "$@"'
         return [ENTRYPOINT, "/bin/sh", "-c", script]
+
+
+def verify_note(verify: VerifyDeploy | None) -> str:
+    if verify is None:
+        return ""
+    return (
+        "# Signatures verified before tritonserver starts (docs/security.md): the verifier comes from an image built\n"
+        "# with `repogen deploy --docker --verify-key` (its /opt/model-signing).\n"
+    )
+
+
+def deploy_verification(info: BuiltRepository, key: KeySource, name: str) -> VerifyDeploy:
+    """Signatures are verified where the repository is signed; an unsigned one is refused, nothing written."""
+    from ..signing import is_signed  # the signing stack only where a key is given
+
+    if not is_signed(info.path):
+        raise DeployError(
+            f"--verify-key: {info.path} is not signed (no model.sig), so a container would refuse it; nothing was "
+            f"written. Sign it first: repogen sign {info.path} --key KEY.pem (or build with --sign-key KEY.pem)."
+        )
+    return VerifyDeploy(key, name)
+
+
+def verify_key_in_context(verify: VerifyDeploy, app: str | None, context: Path, out_dir: Path | None) -> str:
+    """Where the Dockerfile's verify stage copies the key from: written beside the Dockerfile, in the context."""
+    from .dockerfile import context_path  # dockerfile imports this module
+
+    verify.require_file("--docker --verify-key")
+    if app:
+        raise DeployError(
+            f"--verify-key checks the repository built here against its signatures; --app {app} rebuilds an "
+            "unsigned one inside the image. Leave --app out (the default copies the signed repository)."
+        )
+    if out_dir is None:
+        raise DeployError(
+            f"--docker --verify-key writes the public key beside the Dockerfile ({VERIFY_KEY_FILE}), inside the build "
+            "context; expected -o DIR (under --context)."
+        )
+    return context_path(out_dir / VERIFY_KEY_FILE, context, "the deployment directory")
