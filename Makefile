@@ -106,7 +106,7 @@ test: check-pythons lint docs-build frameworks
 test-releases: check-pythons
 	$(call run_pairings,$(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
-unit: install
+unit: install frameworks
 	$(PY) -m pytest -q -m "not integration"
 
 # torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py).
