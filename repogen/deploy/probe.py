@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from ..server.client.states import ModelState
 
 __all__ = [
-    "LOADED_NODE_S", "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes",
-    "ready_check", "silent_models", "timeout_s",
+    "LOADED_NODE_S", "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for",
+    "probes", "ready_check", "silent_models", "timeout_s",
 ]  # fmt: skip
 
 MAX_ELEMENTS = 65536

@@ -140,6 +140,7 @@ def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[s
             changes.append(change)
             continue
         old, new = expected / change.path, actual / change.path
+        kept: FileChange | None
         if change.path.endswith(PICKLE_SUFFIXES):
             kept = change if same_builder else _incomparable(change, record, _build_record(actual))
         elif change.path == CONFIG_FILE or change.path.endswith(f"/{CONFIG_FILE}"):
