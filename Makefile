@@ -9,12 +9,13 @@ CACHE_DIR = $(shell $(PY) -c 'from repogen.server.provision.install import defau
 
 .PHONY: install lint format test unit integration demo proto golden clean check-pythons standin
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins what the golden repositories' payloads depend on (numpy, cloudpickle): tests/golden.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip uninstall --quiet --yes repogen 2>/dev/null || true  # the distribution's name before triton-repogen
 	rm -rf repogen.egg-info  # its stale metadata, which `python -m ...` in the checkout would still find
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -106,7 +107,7 @@ test: check-pythons lint docs-build frameworks
 test-releases: check-pythons
 	$(call run_pairings,$(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
-unit: install
+unit: install frameworks
 	$(PY) -m pytest -q -m "not integration"
 
 # torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py).
@@ -114,7 +115,7 @@ unit: install
 TORCH ?= torch==2.13.0
 .PHONY: frameworks
 frameworks: install
-	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)' -c constraints.txt
 
 # The GPU suite (tests/gpu) on a machine with an NVIDIA GPU. REPOGEN_GPU_SERVER_VENV names the server's Python: a
 # venv of Python 3.12 whose numpy is 1.26.4 (as NGC's), with torch, cupy and onnxruntime (docs/gpu.md). On the GPU
