@@ -59,7 +59,8 @@ SAME_PYTHON_ARGS ?= -k "not built-by or built-by-3.13"
 FULL_PYTHON := $(lastword $(subst +, ,$(FULL_PAIRING)))
 # The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
 REQUIRED_PYTHONS ?= 3.10 3.12 3.13
-PYTEST_ARGS ?= -q -ra
+# --durations: every run says where its time goes (the slowest tests per pairing, before pytest's closing line).
+PYTEST_ARGS ?= -q -ra --durations=15
 
 check-pythons: install
 	$(PY) -m repogen.server.provision.pythons $(REQUIRED_PYTHONS)
