@@ -121,7 +121,7 @@ def gpu_serve(gpu_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
         servers.append(server)
         server.start()
         record_server(server, "suite")
-        server.wait_ready(240)
+        server.wait_ready(100)  # within the suite's budget in device.sh
         return server
 
     try:

@@ -44,12 +44,13 @@ stop_servers() {
 }
 finish() {
     stop_servers
-    find /tmp/pytest-of-*/ "$WORK" -name 'tritonserver*.log' -newer "$OUT/steps.log" 2>/dev/null \
+    find "$WORK" -name 'tritonserver*.log' -newer "$WORK/started" 2>/dev/null \
         | tar -czf "$OUT/server-logs.tgz" -T - 2>/dev/null
 }
 trap finish EXIT
 trap 'log "stopped by a signal"; exit 143' TERM INT
 : >"$OUT/steps.log"
+: >"$WORK/started"  # the servers' logs of this run are newer
 
 log "the machine"
 { nvidia-smi; nvidia-smi -L; "$PY" --version; } >"$OUT/machine.txt" 2>&1
@@ -88,7 +89,12 @@ EOF
 log "the server's Python: $WORK/venv (numpy 1.26.4, then the frameworks, then the kit's site)"
 BASE=$("$PY" -c 'import sys; print(sys._base_executable)')
 FRAMEWORKS=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-"$BASE" -m venv --without-pip "$WORK/venv" || exit 1
+if ! "$BASE" -m venv --without-pip "$WORK/venv"; then  # a Python without its venv module: a venv by hand
+    VERSION=$("$BASE" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    mkdir -p "$WORK/venv/bin" "$WORK/venv/lib/python$VERSION/site-packages" && ln -sf "$BASE" "$WORK/venv/bin/python"
+    printf 'home = %s\ninclude-system-site-packages = false\nversion = %s\n' "$(dirname "$BASE")" "$VERSION" \
+        >"$WORK/venv/pyvenv.cfg"
+fi
 SITE=$("$WORK/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 # The kit's site last: builds name what the server's Python provides (repogen.testing.gpu.FRAMEWORKS), since
 # shipping a package would need a pip and an index that the machine does not have.
@@ -119,7 +125,11 @@ fi
 
 log "the GPU suite"
 export REPOGEN_GPU_RESULTS=$OUT/gpu-results.jsonl
-timeout -k 15 "${SUITE_TIMEOUT_S:-180}" "$PY" -m pytest -q -rA -p no:cacheprovider tests/gpu \
+# The main module first (pytest keeps the order of the files it is given): if the budget runs out, what is cut is
+# the placement and cupy checks.
+files=(tests/gpu/test_gpu_tensors.py)
+for file in tests/gpu/test_*.py; do [ "$file" = "${files[0]}" ] || files+=("$file"); done
+timeout -k 15 "${SUITE_TIMEOUT_S:-180}" "$PY" -m pytest -q -rA -p no:cacheprovider --basetemp "$WORK/pytest" "${files[@]}" \
     --junitxml "$OUT/gpu-junit.xml" 2>&1 | tee "$OUT/gpu-suite.log"
 suite=${PIPESTATUS[0]}
 stop_servers
