@@ -102,7 +102,7 @@ define run_pairings
 	[ $$failed -eq 0 ]
 endef
 
-test: check-pythons lint docs-build frameworks
+test: check-pythons lint docs-build frameworks gpu-rehearsal
 	$(call run_pairings,$(FULL_PAIRING)=all $(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
 test-releases: check-pythons
@@ -121,13 +121,18 @@ frameworks: install
 # The GPU suite (tests/gpu) on a machine with an NVIDIA GPU. REPOGEN_GPU_SERVER_VENV names the server's Python: a
 # venv of Python 3.12 whose numpy is 1.26.4 (as NGC's), with torch, cupy and onnxruntime (docs/gpu.md). On the GPU
 # machine `bash tests/gpu/device.sh` does everything, from what `make gpu-kit` packs here into .gpu-kit/.
-.PHONY: test-gpu gpu-kit
+# `make gpu-rehearsal` runs device.sh here, without a GPU, in an environment made like the GPU machine's, up to the
+# GPU checks (tests/gpu/rehearsal.sh): `make test` runs it, so the kit and the run cannot rot between GPU loans.
+.PHONY: test-gpu gpu-kit gpu-rehearsal
 test-gpu: install
 	@[ -n "$$REPOGEN_GPU_SERVER_VENV" ] || { echo "set REPOGEN_GPU_SERVER_VENV (docs/gpu.md)"; exit 2; }
 	$(PY) -m pytest $(PYTEST_ARGS) tests/gpu
 
 gpu-kit: install
 	$(PY) tests/gpu/kit.py
+
+gpu-rehearsal: install
+	bash tests/gpu/rehearsal.sh
 
 integration: install
 	$(PY) -m pytest -q -m integration
