@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .cancellation import is_cancelled
 from .errors import InferenceError
 
 
@@ -68,6 +69,12 @@ class Request(dict):  # type: ignore[type-arg]
     @parameters.setter
     def parameters(self, value: dict[str, Any]) -> None:
         self._parameters = value
+
+    def is_cancelled(self) -> bool:
+        """Whether the client gave up on this request (a cancelled call or stream, a timeout), so that a
+        long-running callable can stop early. Not in PyTriton; always False where the server cannot say
+        (tritonserver before 2.39) and for a request made up outside the server."""
+        return self._source is not None and is_cancelled(self._source)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Request, (dict(self), self.parameters))

@@ -1,0 +1,100 @@
+"""Whether a request is still wanted: Triton's request cancellation, as the runtime reads it.
+
+python_backend answers ``request.is_cancelled()`` from r23.10 (tritonserver 2.39) on, for a cancelled gRPC
+call or stream, ``async_infer(...).cancel()``, a client's timeout and the queue policy's timeouts. Each
+answer is one round trip to the server process, so the runtime asks once per request before a callable
+runs and once per step of a stream, never in a tighter loop. Where a release has no ``is_cancelled`` the
+answer is always False: nothing is ever cancelled there, and nothing breaks.
+
+A BLS stream is a request this stub made, not one it serves, so its callee cannot learn through Triton
+that the caller went away before python_backend r25.04 (NGC 25.04), whose response iterators have
+``cancel()``. For older releases a stream between two repogen models carries a token in its request id
+(``repogen-stream-...``); the caller cancels it by creating a file of that name in the temporary
+directory both stubs share (they are children of one server), and the callee looks for it where it would
+ask ``is_cancelled()``. The caller removes the file once the callee has ended the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import tempfile
+from typing import Any
+
+__all__ = ["TOKEN_PREFIX", "Watch", "cancel_stream", "forget_stream", "is_cancelled", "stream_token", "token_path"]
+
+TOKEN_PREFIX = "repogen-stream-"
+_tokens = itertools.count(1)
+
+
+def is_cancelled(request: Any) -> bool:
+    """True once ``request`` was cancelled: Triton says so, or the repogen model streaming to it through BLS
+    cancelled its token. False where the release cannot say."""
+    ask = getattr(request, "is_cancelled", None)
+    try:
+        if ask is not None and ask() is True:
+            return True
+    except Exception:  # the server process is gone, or the request was already released: not our call
+        return False
+    token = _caller_token(request)
+    return token is not None and os.path.exists(token_path(token))
+
+
+def stream_token() -> str:
+    """A request id for one BLS stream this process makes: unique on this host while the stream lives."""
+    return f"{TOKEN_PREFIX}{os.getpid()}-{next(_tokens)}"
+
+
+def token_path(token: str) -> str:
+    return os.path.join(tempfile.gettempdir(), token)
+
+
+def cancel_stream(responses: Any, token: str) -> None:
+    """Ask the callee of a BLS stream to stop: through Triton where the release can, else through the token."""
+    cancel = getattr(responses, "cancel", None)
+    if cancel is not None:
+        try:
+            cancel()
+            return
+        except Exception:  # a release whose cancel() refuses this iterator: the token still works
+            pass
+    try:
+        with open(token_path(token), "x"):
+            pass
+    except OSError:  # already there, or no writable temporary directory: the stream then runs to its end
+        pass
+
+
+def forget_stream(token: str) -> None:
+    """Remove a cancelled stream's token once its callee has ended the stream."""
+    with contextlib.suppress(OSError):  # never created (cancelled through Triton), or gone already
+        os.unlink(token_path(token))
+
+
+def _caller_token(request: Any) -> str | None:
+    """The token of a BLS stream a repogen caller made, from the request's id; None for any other request."""
+    read = getattr(request, "request_id", None)
+    try:
+        request_id = read() if read is not None else ""
+    except Exception:
+        return None
+    return request_id if isinstance(request_id, str) and request_id.startswith(TOKEN_PREFIX) else None
+
+
+class Watch:
+    """Which requests of one ``execute`` are still wanted, asked at each step of their stream."""
+
+    __slots__ = ("_requests", "live")
+
+    def __init__(self, requests: list[Any]):
+        self._requests = requests
+        self.live = [True] * len(requests)
+
+    def poll(self) -> bool:
+        """Ask every live request once; True while any is still wanted."""
+        live = self.live
+        for index, request in enumerate(self._requests):
+            if live[index] and is_cancelled(request):
+                live[index] = False
+        return any(live)

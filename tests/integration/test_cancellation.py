@@ -1,0 +1,112 @@
+"""Clients that leave: a cancelled stream stops its generator at its next step, through BLS too, and a
+cancelled request waiting in the dynamic batcher's queue never reaches its callable.
+
+Every number is counted by the model in its own stub (tests/apps/cancel: ``n = -1`` asks a model what it
+counted), never by a clock here. The report request is served by the same single instance after the
+cancelled one, so a ``closed`` count of 1 there means the generator's ``finally:`` ran before the next
+request was served.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from repogen.testing.client import infer, stream
+
+pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
+
+TOKENS = 200
+READ = 5
+REPORT = np.array([-1], np.int32)
+SENDER_CLOSED = "Response sender has been closed"
+
+
+@pytest.fixture(scope="module")
+def server(serve, cli_build, tmp_path_factory):
+    repository = tmp_path_factory.mktemp("cancel") / "repo"
+    cli_build("tests/apps/cancel/app.py:models", repository)
+    return serve(repository)
+
+
+def _read_then_cancel(server, model: str) -> list[int]:
+    """Start a TOKENS-long stream, read READ tokens, then cancel it as a reader closing the tab does."""
+    events: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    got: list[int] = []
+    try:
+        client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
+        n = grpcclient.InferInput("n", [1], "INT32")
+        n.set_data_from_numpy(np.array([TOKENS], np.int32))
+        client.async_stream_infer(model, [n])
+        while len(got) < READ:
+            event = events.get(timeout=60)
+            assert not isinstance(event, Exception), event
+            got.append(int(event.as_numpy("token")[0]))
+        client.stop_stream(cancel_requests=True)
+    finally:
+        client.close()
+    return got
+
+
+def _report(server, model: str) -> dict[str, int]:
+    (answer,) = stream(server, model, {"n": REPORT}, timeout=60)
+    assert isinstance(answer, dict), answer
+    produced, after_cancel, closed = (int(v) for v in answer["token"])
+    return {"produced": produced, "after_cancel": after_cancel, "closed": closed}
+
+
+@pytest.mark.parametrize("model", ["Tokens", "AsyncTokens"])
+def test_a_cancelled_stream_stops_at_its_next_token(server, model):
+    assert _read_then_cancel(server, model) == list(range(READ))
+    report = _report(server, model)
+    assert report["after_cancel"] <= 1, report
+    assert report["closed"] == 1, report  # its finally: ran before the report request was served
+    assert report["produced"] < 3 * READ, report  # not 200: the rest was never made
+    assert SENDER_CLOSED not in server.log_text()
+
+
+def test_a_cancelled_caller_stops_its_bls_stream(server):
+    assert _read_then_cancel(server, "Relay") == list(range(READ))
+    relay = _report(server, "Relay")
+    # Relay answers its report only after its cancelled execute returned, and that drained Tokens' stream
+    callee = _report(server, "Tokens")
+    assert relay["after_cancel"] <= 1 and relay["closed"] == 1, relay
+    assert callee["after_cancel"] <= 1 and callee["closed"] == 1, callee
+    assert callee["produced"] < 3 * READ, callee
+    assert SENDER_CLOSED not in server.log_text()
+
+
+def test_streams_read_to_the_end_are_whole_after_cancelled_ones(server):
+    for model in ("Tokens", "AsyncTokens", "Relay"):
+        answers = stream(server, model, {"n": np.array([7], np.int32)}, timeout=60)
+        assert [int(a["token"][0]) for a in answers] == list(range(7)), model
+        report = _report(server, model)
+        assert report["produced"] == 7 and report["after_cancel"] == 0 and report["closed"] == 1, (model, report)
+
+
+def test_a_cancelled_request_waiting_in_the_queue_never_reaches_the_callable(server):
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    done: queue.Queue = queue.Queue()
+
+    def send(value: int):
+        n = grpcclient.InferInput("n", [1, 1], "INT32")
+        n.set_data_from_numpy(np.array([[value]], np.int32))
+        return client.async_infer("Queued", [n], callback=lambda result, error: done.put((value, result, error)))
+
+    try:
+        send(1500)  # holds the only instance
+        time.sleep(0.5)  # let it start, so that the next one waits in the queue
+        waiting = send(1)
+        time.sleep(0.2)
+        waiting.cancel()
+        answers = {done.get(timeout=60)[0]: None for _ in range(2)}
+        assert set(answers) == {1500, 1}
+    finally:
+        client.close()
+    served = infer("grpc", server, "Queued", {"n": np.array([[-1]], np.int32)})["served"]
+    assert int(served[0, 0]) == 1  # the 1.5 s request alone; the cancelled one never ran
