@@ -22,7 +22,16 @@ import os
 import tempfile
 from typing import Any
 
-__all__ = ["TOKEN_PREFIX", "Watch", "cancel_stream", "forget_stream", "is_cancelled", "stream_token", "token_path"]
+__all__ = [
+    "TOKEN_PREFIX",
+    "Watch",
+    "cancel_stream",
+    "cancelled_response",
+    "forget_stream",
+    "is_cancelled",
+    "stream_token",
+    "token_path",
+]
 
 TOKEN_PREFIX = "repogen-stream-"
 _tokens = itertools.count(1)
@@ -39,6 +48,15 @@ def is_cancelled(request: Any) -> bool:
         return False
     token = _caller_token(request)
     return token is not None and os.path.exists(token_path(token))
+
+
+def cancelled_response(pb_utils: Any, model: str) -> Any:
+    """The answer to a request cancelled before its callable ran: Triton's CANCELLED error where the release
+    has error codes (r23.10+), a plain error otherwise."""
+    message = f"request cancelled before model '{model}' ran it"
+    code = getattr(pb_utils.TritonError, "CANCELLED", None)
+    error = pb_utils.TritonError(message) if code is None else pb_utils.TritonError(message, code)
+    return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 
 def stream_token() -> str:
