@@ -148,7 +148,9 @@ class TritonPythonModel:
         if self.stopped is not None:
             return self._refuse(requests)
         if self.queued_long():
-            return self.execute_live(requests)
+            answers = self.answer_cancelled(requests)
+            if answers is not None:
+                return answers
         return self._execute(requests)
 
     def queued_long(self) -> bool:
@@ -165,13 +167,14 @@ class TritonPythonModel:
         self._started = now
         return waited
 
-    def execute_live(self, requests: list[Any]) -> list[Any] | None:
-        """Answer requests cancelled before their callable ran as cancelled; execute the others as one batch."""
+    def answer_cancelled(self, requests: list[Any]) -> list[Any] | None:
+        """None when every request is still wanted (the caller goes on as usual); else the answers: CANCELLED
+        for those cancelled before their callable ran, the others executed as one batch."""
         if self._decoupled:  # asked before the callable runs, and at every step
-            return self._execute(requests)
+            return None
         watch = Watch(requests)
         if watch.poll() and all(watch.live):
-            return self._execute(requests)
+            return None
         kept = [request for request, live in zip(requests, watch.live, strict=True) if live]
         served = iter((self._execute(kept) if kept else None) or [])
         cancelled = cancelled_response(pb_utils, self._model)
