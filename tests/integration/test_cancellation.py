@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 
-from repogen.testing.client import infer, stream
+from repogen.testing.client import infer
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
 TOKENS = 200
 READ = 5
-REPORT = np.array([-1], np.int32)
+REPORT_N = -1
 SENDER_CLOSED = "Response sender has been closed"
 
 
@@ -33,30 +33,38 @@ def server(serve, cli_build, tmp_path_factory):
     return serve(repository)
 
 
-def _read_then_cancel(server, model: str) -> list[int]:
-    """Start a TOKENS-long stream, read READ tokens, then cancel it as a reader closing the tab does."""
+def _stream(server, model: str, n: int, read: int | None = None) -> list[np.ndarray]:
+    """A stream's tokens: all of them up to its final flag, or the first ``read`` and then cancel it, as a
+    reader closing the tab does (``stop_stream(cancel_requests=True)``)."""
     events: queue.Queue = queue.Queue()
     client = grpcclient.InferenceServerClient(server.grpc_url)
-    got: list[int] = []
+    got: list[np.ndarray] = []
     try:
         client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
-        n = grpcclient.InferInput("n", [1], "INT32")
-        n.set_data_from_numpy(np.array([TOKENS], np.int32))
-        client.async_stream_infer(model, [n])
-        while len(got) < READ:
+        tensor = grpcclient.InferInput("n", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([n], np.int32))
+        client.async_stream_infer(model, [tensor], enable_empty_final_response=True)
+        while read is None or len(got) < read:
             event = events.get(timeout=60)
             assert not isinstance(event, Exception), event
-            got.append(int(event.as_numpy("token")[0]))
-        client.stop_stream(cancel_requests=True)
+            response = event.get_response()
+            if response.outputs:
+                got.append(event.as_numpy("token"))
+            if response.parameters["triton_final_response"].bool_param:
+                break
+        client.stop_stream(cancel_requests=read is not None)
     finally:
         client.close()
     return got
 
 
+def _read_then_cancel(server, model: str) -> list[int]:
+    return [int(token[0]) for token in _stream(server, model, TOKENS, read=READ)]
+
+
 def _report(server, model: str) -> dict[str, int]:
-    (answer,) = stream(server, model, {"n": REPORT}, timeout=60)
-    assert isinstance(answer, dict), answer
-    produced, after_cancel, closed = (int(v) for v in answer["token"])
+    (answer,) = _stream(server, model, REPORT_N)
+    produced, after_cancel, closed = (int(v) for v in answer)
     return {"produced": produced, "after_cancel": after_cancel, "closed": closed}
 
 
@@ -83,8 +91,7 @@ def test_a_cancelled_caller_stops_its_bls_stream(server):
 
 def test_streams_read_to_the_end_are_whole_after_cancelled_ones(server):
     for model in ("Tokens", "AsyncTokens", "Relay"):
-        answers = stream(server, model, {"n": np.array([7], np.int32)}, timeout=60)
-        assert [int(a["token"][0]) for a in answers] == list(range(7)), model
+        assert [int(token[0]) for token in _stream(server, model, 7)] == list(range(7)), model
         report = _report(server, model)
         assert report["produced"] == 7 and report["after_cancel"] == 0 and report["closed"] == 1, (model, report)
 
