@@ -10,6 +10,9 @@ request was served.
 from __future__ import annotations
 
 import queue
+import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -123,3 +126,51 @@ def test_a_cancelled_request_waiting_in_the_queue_never_reaches_the_callable(ser
     assert "Cancelled" in str(answers[1]) or "CANCELLED" in str(answers[1]), answers
     served = infer("grpc", server, "Queued", {"n": np.array([[-1]], np.int32)})["served"]
     assert int(served[0, 0]) == 2  # the 1.5 s request and the live one; the cancelled one never ran
+
+
+def _cli(server, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "repogen", "infer", *args, "--url", server.grpc_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_cli_stream_interrupted_by_ctrl_c_cancels_the_request(server):
+    _report(server, "Tokens")  # from zero: Relay's streams count in Tokens too
+    infer_cli = _cli(server, "Tokens", "--stream", "-i", f"n={TOKENS}")
+    try:
+        assert infer_cli.stdout is not None
+        lines = []
+        while sum("response" in line for line in lines) < READ:  # "Tokens: response 1" and so on
+            line = infer_cli.stdout.readline()
+            assert line, infer_cli.stderr.read() if infer_cli.stderr else ""
+            lines.append(line)
+        infer_cli.send_signal(signal.SIGINT)
+        _, err = infer_cli.communicate(timeout=60)
+    finally:
+        if infer_cli.poll() is None:
+            infer_cli.kill()
+            infer_cli.wait()
+    assert infer_cli.returncode == 130, err
+    assert "interrupted after" in err and "the stream was cancelled on the server" in err, err
+    report = _report(server, "Tokens")
+    assert report["after_cancel"] <= 1 and report["closed"] == 1 and report["produced"] < TOKENS // 2, report
+
+
+def test_cli_timeout_cancels_the_request(server):
+    _report(server, "Tokens")
+    infer_cli = _cli(server, "Tokens", "--stream", "-i", f"n={TOKENS}", "--timeout", "0.3")
+    _, err = infer_cli.communicate(timeout=60)
+    assert infer_cli.returncode != 0
+    assert "did not finish its stream within 0.3 s; the request was cancelled" in err, err
+    report = _report(server, "Tokens")
+    assert report["after_cancel"] <= 1 and report["closed"] == 1 and report["produced"] < TOKENS // 2, report
+
+
+def test_cli_timeout_of_one_call_cancels_it(server):
+    infer_cli = _cli(server, "Queued", "-i", "n=[[700]]", "--timeout", "0.3")
+    _, err = infer_cli.communicate(timeout=60)
+    assert infer_cli.returncode != 0
+    assert "model 'Queued' did not answer within 0.3 s; the request was cancelled." in err, err
