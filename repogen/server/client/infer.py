@@ -302,7 +302,7 @@ def run_infer(
 
     ``stream`` (gRPC) sends it to a decoupled model and hands each response to ``on_response`` as it
     arrives; then ``None`` is returned. ``timeout`` (seconds) bounds the whole request; over gRPC a request
-    given up on is cancelled on the server (Ctrl+C too), over HTTP the server is not told.
+    given up on is cancelled on the server (Ctrl+C too); ``timeout`` needs gRPC.
     """
     if stream and protocol != "grpc":
         raise UsageError(
@@ -310,7 +310,7 @@ def run_infer(
         )
     if timeout is not None and protocol != "grpc":
         raise UsageError(
-            "--timeout needs gRPC: only a gRPC call's deadline cancels the request on the server; drop --protocol http."
+            "--timeout needs gRPC, whose deadline cancels the request on the server; drop --protocol http."
         )
     with ModelClient(protocol, url, token) as client:
         metadata = prepare(client, model, inputs, outputs)

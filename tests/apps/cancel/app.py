@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from repogen import DynamicBatcher, ModelConfig, Repository, Tensor, batch
+from repogen import DynamicBatcher, ModelConfig, QueuePolicy, Repository, Tensor, TimeoutAction, batch
 
 models = Repository()
 
@@ -106,5 +106,32 @@ def queued(n):
         served, _served["requests"] = _served["requests"], 0
         return {"served": np.full((len(n), 1), served, np.int32)}
     _served["requests"] += len(n)
+    time.sleep(int(n.max()) / 1000)
+    return {"served": np.full((len(n), 1), len(n), np.int32)}
+
+
+_expiring = {"requests": 0}
+
+
+@models.model(
+    "Expiring",
+    inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
+    outputs=[Tensor(name="served", dtype=np.int32, shape=(1,))],
+    config=ModelConfig(
+        max_batch_size=8,
+        batcher=DynamicBatcher(
+            default_queue_policy=QueuePolicy(
+                timeout_action=TimeoutAction.REJECT, default_timeout_microseconds=600_000, allow_timeout_override=True
+            )
+        ),
+    ),
+)
+@batch
+def expiring(n):
+    """As Queued, with a queue policy: requests waiting over 600 ms (or their own, shorter timeout) are rejected."""
+    if n[0, 0] == REPORT:
+        served, _expiring["requests"] = _expiring["requests"], 0
+        return {"served": np.full((len(n), 1), served, np.int32)}
+    _expiring["requests"] += len(n)
     time.sleep(int(n.max()) / 1000)
     return {"served": np.full((len(n), 1), len(n), np.int32)}
