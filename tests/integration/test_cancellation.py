@@ -207,7 +207,7 @@ def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
         client.close()
     served = infer("grpc", server, "Expiring", {"n": np.array([[-1]], np.int32)})["served"]
     assert answers[2000] == 1 and answers[1] == "Request timeout expired", answers
-    if _pairing.release.tritonserver == "2.39.0":  # measured: 2.39 ignores a request's own timeout (docs/known-issues.md)
+    if _pairing.release.tritonserver == "2.39.0":  # 2.39 ignores a request's own timeout (known-issues.md)
         assert answers[2] == answers[3] == 2 and int(served[0, 0]) == 3, answers
         return
     assert answers[2] == "Request timeout expired" and answers[3] == 1, answers
