@@ -135,3 +135,26 @@ def expiring(n):
     _expiring["requests"] += len(n)
     time.sleep(int(n.max()) / 1000)
     return {"served": np.full((len(n), 1), len(n), np.int32)}
+
+
+_burst = {"produced": 0, "after_cancel": 0, "closed": 0}
+
+
+@models.model("Burst", **_IO)
+def burst(requests):
+    """n tokens 1 ms apart, for many streams at once; REPORT: [produced, after_cancel, closed] since last asked."""
+    request = requests[0]
+    n = int(request["n"][0])
+    if n == REPORT:
+        values = [_burst["produced"], _burst["after_cancel"], _burst["closed"]]
+        _burst.update(produced=0, after_cancel=0, closed=0)
+        yield [{"token": np.array(values, np.int32)}]
+        return
+    try:
+        for i in range(n):
+            time.sleep(0.001)
+            _burst["produced"] += 1
+            _burst["after_cancel"] += bool(request.is_cancelled())
+            yield [{"token": np.array([i], np.int32)}]
+    finally:
+        _burst["closed"] += 1
