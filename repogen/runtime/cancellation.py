@@ -35,6 +35,9 @@ __all__ = [
 
 TOKEN_PREFIX = "repogen-stream-"
 _tokens = itertools.count(1)
+# Random per process: a token file left by a stub killed mid-drain must not cancel a later process's stream
+# that reuses its pid (containers restart with the same pids).
+_PROCESS = f"{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def is_cancelled(request: Any) -> bool:
@@ -61,7 +64,7 @@ def cancelled_response(pb_utils: Any, model: str) -> Any:
 
 def stream_token() -> str:
     """A request id for one BLS stream this process makes: unique on this host while the stream lives."""
-    return f"{TOKEN_PREFIX}{os.getpid()}-{next(_tokens)}"
+    return f"{TOKEN_PREFIX}{_PROCESS}-{next(_tokens)}"
 
 
 def token_path(token: str) -> str:
