@@ -289,7 +289,7 @@ class TritonPythonModel:
         steps = self._steps(results)
         try:
             for step in steps:
-                if not watch.poll():
+                if not watch.step():
                     return
                 self._send_step(step, senders, watch.live)
         finally:
