@@ -184,7 +184,7 @@ def test_cli_timeout_of_one_call_cancels_it(server):
 
 
 def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
-    """A 600 ms default, which a request may shorten (``timeout`` in microseconds; Triton never lets it grow):
+    """A 1.5 s default, which a request may shorten (``timeout`` in microseconds; Triton never lets it grow):
     requests expired in the queue never run."""
     client = grpcclient.InferenceServerClient(server.grpc_url)
     done: queue.Queue = queue.Queue()
@@ -195,12 +195,12 @@ def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
         client.async_infer("Expiring", [n], callback=lambda result, error: done.put((value, result, error)), **options)
 
     try:
-        send(2000)  # holds the only instance
+        send(3000)  # holds the only instance
         time.sleep(0.3)
-        send(1)  # waits 1.7 s: past the default
-        time.sleep(1.5)
-        send(2, timeout=100_000)  # waits 0.2 s: past its own 100 ms
-        send(3)  # waits 0.2 s: within the default, then runs
+        send(1)  # waits 2.7 s: past the default
+        time.sleep(2.2)
+        send(2, timeout=100_000)  # waits 0.5 s: past its own 100 ms
+        send(3)  # waits 0.5 s (up to 1.5 s if the long one started late): within the default, then runs
         answers = {}
         for _ in range(4):
             value, result, error = done.get(timeout=60)
@@ -208,7 +208,7 @@ def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
     finally:
         client.close()
     served = infer("grpc", server, "Expiring", {"n": np.array([[-1]], np.int32)})["served"]
-    assert answers[2000] == 1 and answers[1] == "Request timeout expired", answers
+    assert answers[3000] == 1 and answers[1] == "Request timeout expired", answers
     if _pairing.release.tritonserver == "2.39.0":  # 2.39 ignores a request's own timeout (known-issues.md)
         assert isinstance(answers[2], int) and isinstance(answers[3], int) and int(served[0, 0]) == 3, answers
         return

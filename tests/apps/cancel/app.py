@@ -121,14 +121,14 @@ _expiring = {"requests": 0}
         max_batch_size=8,
         batcher=DynamicBatcher(
             default_queue_policy=QueuePolicy(
-                timeout_action=TimeoutAction.REJECT, default_timeout_microseconds=600_000, allow_timeout_override=True
+                timeout_action=TimeoutAction.REJECT, default_timeout_microseconds=1_500_000, allow_timeout_override=True
             )
         ),
     ),
 )
 @batch
 def expiring(n):
-    """As Queued, with a queue policy: requests waiting over 600 ms (or their own, shorter timeout) are rejected."""
+    """As Queued, with a queue policy: requests waiting over 1.5 s (or their own, shorter timeout) are rejected."""
     if n[0, 0] == REPORT:
         served, _expiring["requests"] = _expiring["requests"], 0
         return {"served": np.full((len(n), 1), served, np.int32)}
