@@ -53,6 +53,12 @@ def access_token_option(func: F) -> F:
 @click.option(
     "--json", "as_json", is_flag=True, help="Print JSON (name, datatype, shape, data); one line per response."
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="Give up after SECONDS and cancel the request on the server (gRPC; implies --protocol grpc).",
+)
 @access_token_option
 def infer(
     model: str,
@@ -62,6 +68,7 @@ def infer(
     outputs: tuple[str, ...],
     stream: bool,
     as_json: bool,
+    timeout: float | None,
     token: str | None,
 ) -> None:
     """Send one inference request to MODEL on a running Triton server and print its outputs.
@@ -76,16 +83,22 @@ def infer(
         count += 1
         click.echo(format_json(result) if as_json else format_pretty(result, f"response {count}"))
 
-    result = run_infer(
-        model,
-        list(inputs),
-        url=url,
-        protocol=protocol or ("grpc" if stream else "http"),
-        outputs=outputs,
-        stream=stream,
-        on_response=show,
-        token=token,
-    )
+    try:
+        result = run_infer(
+            model,
+            list(inputs),
+            url=url,
+            protocol=protocol or ("grpc" if stream or timeout is not None else "http"),
+            outputs=outputs,
+            stream=stream,
+            on_response=show,
+            token=token,
+            timeout=timeout,
+        )
+    except KeyboardInterrupt:  # a stream is cancelled on the server on the way out (ModelClient.stream)
+        cancelled = "; the stream was cancelled on the server" if stream else ""
+        click.echo(f"{model}: interrupted after {count} response(s){cancelled}.", err=True)
+        raise SystemExit(130) from None  # a shell's exit status for SIGINT
     if result is not None:
         click.echo(format_json(result) if as_json else format_pretty(result))
     elif not as_json:

@@ -83,15 +83,20 @@ class LocalRepository:
             return
         worker = threading.Thread(target=instance.execute, args=([request],), daemon=True)
         worker.start()
-        while True:
-            response, flags = request.sender.queue.get()
-            if response is not None:
-                result = _outputs(model, response, outputs)
-                if result:
-                    yield result
-            if flags & backend_shim.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
-                break
-        worker.join()
+        ended = False
+        try:
+            while not ended:
+                response, flags = request.sender.queue.get()
+                ended = bool(flags & backend_shim.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                if response is not None:
+                    result = _outputs(model, response, outputs)
+                    if result:
+                        yield result
+        finally:  # a reader that stops early cancels the request, as a cancelled gRPC stream does
+            request.cancelled = not ended
+            while not ended:
+                ended = bool(request.sender.queue.get()[1] & backend_shim.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            worker.join()
 
     def is_ready(self, model: str) -> bool:
         """What ``/v2/models/<model>/ready`` answers on a server that asks models (NGC 26.03+): the model is

@@ -104,6 +104,13 @@ class InferenceRequest:
         self._tensors = tensors
         self._parameters = json.dumps(parameters or {})
         self.sender = ResponseSender()
+        self.cancelled = False  # set by the reader that stops early, as a cancelled gRPC stream does
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled
+
+    def request_id(self) -> str:
+        return ""
 
     def inputs(self) -> list[Tensor]:
         return self._tensors

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import streams
+from .cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
@@ -90,30 +91,37 @@ class ModelClient:
     def stream(self, **inputs: Any) -> Iterator[dict[str, Any]]:
         """Each response of a decoupled model as it arrives; the empty final response is skipped.
 
-        The response iterator is drained to its end even when the caller stops early, then retired
-        (``streams.retire``), never simply dropped: the stub's own thread could then free its responses without the
-        GIL, which kills the stub on Python 3.12 (:mod:`repogen.runtime.streams` says when and why).
+        A caller that stops early (its own request cancelled, or it broke out of the loop) cancels the
+        stream (runtime/cancellation.py says how on each release). The response iterator is then drained to
+        its end and retired (``streams.retire``), never simply dropped: the stub's own thread could then free
+        its responses without the GIL, which kills the stub on Python 3.12 (:mod:`repogen.runtime.streams`).
         """
-        responses = self._request(inputs).exec(decoupled=True)
+        token = stream_token()
+        responses = self._request(inputs, token).exec(decoupled=True)
+        done = False
         try:
             for response in responses:
                 outputs = self._outputs(response)
                 if outputs:
                     yield outputs
+            done = True
         finally:
-            _finish(responses)
+            _finish(responses, None if done else token)
 
     async def stream_async(self, **inputs: Any) -> AsyncIterator[dict[str, Any]]:
-        responses = await self._request(inputs).async_exec(decoupled=True)
+        token = stream_token()
+        responses = await self._request(inputs, token).async_exec(decoupled=True)
+        done = False
         try:
             for response in responses:
                 outputs = self._outputs(response)
                 if outputs:
                     yield outputs
+            done = True
         finally:
-            _finish(responses)
+            _finish(responses, None if done else token)
 
-    def _request(self, inputs: dict[str, Any]) -> Any:
+    def _request(self, inputs: dict[str, Any], request_id: str = "") -> Any:
         pb_utils = _backend()
         unknown = sorted(set(inputs) - set(self.input_types))
         if unknown:
@@ -127,6 +135,7 @@ class ModelClient:
             kind = pb_utils.TRITONSERVER_MEMORY_GPU if self.memory == "gpu" else pb_utils.TRITONSERVER_MEMORY_CPU
             options["preferred_memory"] = pb_utils.PreferredMemory(kind, context.device_id if context else 0)
         return pb_utils.InferenceRequest(
+            request_id=request_id,
             model_name=self.model,
             inputs=tensors,
             requested_output_names=list(self.requested or self.output_names),
@@ -190,16 +199,21 @@ class ModelClient:
         return f"<ModelClient {self.model!r}>"
 
 
-def _finish(responses: Any) -> None:
-    """Read what is left of a stream (its last response makes the stub clean it up), then retire it.
+def _finish(responses: Any, cancel: str | None = None) -> None:
+    """Cancel a stream left early (``cancel``: its token), read what is left of it (its last response makes
+    the stub clean it up), then retire it.
 
     Left unfinished, the stub would keep the iterator (and every response still to come) for the
     rest of its life; dropped at once, it may be destroyed in a thread without the GIL.
     """
+    if cancel is not None:
+        cancel_stream(responses, cancel)
     try:
         while True:  # next(), not a for loop: iter() of a finished stream starts it over
             next(responses)
     except StopIteration:
         pass
     finally:
+        if cancel is not None:
+            forget_stream(cancel)
         streams.retire(responses)

@@ -105,7 +105,7 @@ def then(result: Any, post: Callable[[Any], Any]) -> Any:
     if type(result) is dict:  # the common case; three inspect.is* calls cost ~1.5 µs per call
         return post(result)
     if inspect.isgenerator(result):
-        return (post(item) for item in result)
+        return _steps(result, post)
     if inspect.isasyncgen(result):
         return _async_steps(result, post)
     if inspect.isawaitable(result):
@@ -113,9 +113,21 @@ def then(result: Any, post: Callable[[Any], Any]) -> Any:
     return post(result)
 
 
+def _steps(result: Any, post: Callable[[Any], Any]) -> Any:
+    """Each step, ``post``-ed; closing this closes ``result`` at once (a cancelled stream runs its finally:)."""
+    try:
+        for item in result:
+            yield post(item)
+    finally:
+        result.close()
+
+
 async def _async_steps(result: Any, post: Callable[[Any], Any]) -> Any:
-    async for item in result:
-        yield post(item)
+    try:
+        async for item in result:
+            yield post(item)
+    finally:
+        await result.aclose()  # an async generator left to the garbage collector would close only later
 
 
 async def _await_then(result: Any, post: Callable[[Any], Any]) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .cancellation import is_cancelled
 from .errors import InferenceError
 
 
@@ -83,6 +84,12 @@ class Request(dict):  # type: ignore[type-arg]
             f"input '{name}' was not handed to this request by python_backend (a fused step's input comes from the "
             "step before it, in this process; a request made here has no server's request): nothing says where it was"
         )
+
+    def is_cancelled(self) -> bool:
+        """Whether the client gave up on this request (a cancelled call or stream, a timeout), so that a
+        long-running callable can stop early. Not in PyTriton; always False where the server cannot say
+        (tritonserver before 2.39) and for a request made up outside the server."""
+        return self._source is not None and is_cancelled(self._source)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Request, (dict(self), self.parameters))

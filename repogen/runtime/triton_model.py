@@ -21,11 +21,13 @@ import asyncio
 import inspect
 import json
 import os
+import time
 from typing import Any
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
+from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context
 from .conversion import OutputPlan
 from .decorator_base import then
@@ -45,6 +47,9 @@ from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import NUMPY, Placement, backend_tensor, inputs_on_cpu
+
+# Requests are asked whether they were cancelled when they may have waited this long (queued_long).
+CANCEL_CHECK_AFTER_S = 0.01
 
 
 class TritonPythonModel:
@@ -125,6 +130,9 @@ class TritonPythonModel:
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
         self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
+        self._started = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
+        delay_us = int(config.get("dynamic_batching", {}).get("max_queue_delay_microseconds", 0))
+        self._long_delay = delay_us >= CANCEL_CHECK_AFTER_S * 1e6
 
     def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
         """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
@@ -139,6 +147,40 @@ class TritonPythonModel:
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
             return self._refuse(requests)
+        if self.queued_long():
+            answers = self.answer_cancelled(requests)
+            if answers is not None:
+                return answers
+        return self._execute(requests)
+
+    def queued_long(self) -> bool:
+        """Whether the requests of this ``execute`` may have waited long enough to have been cancelled meanwhile.
+
+        Asking a request costs a round trip to the server process (~25 µs each, measured on 2.51), too
+        much for every request of a fast model, and a request cannot wait in the queue longer than the
+        execute before it plus the batcher's delay. So requests are asked when the previous ``execute``
+        started at least ``CANCEL_CHECK_AFTER_S`` ago (a long one, or an idle instance) or the batcher
+        may hold them that long; a stream's requests are asked at each step anyway.
+        """
+        now = time.perf_counter()
+        waited = now - self._started >= CANCEL_CHECK_AFTER_S or self._long_delay
+        self._started = now
+        return waited
+
+    def answer_cancelled(self, requests: list[Any]) -> list[Any] | None:
+        """None when every request is still wanted (the caller goes on as usual); else the answers: CANCELLED
+        for those cancelled before their callable ran, the others executed as one batch."""
+        if self._decoupled:  # asked before the callable runs, and at every step
+            return None
+        watch = Watch(requests)
+        if watch.poll() and all(watch.live):
+            return None
+        kept = [request for request, live in zip(requests, watch.live, strict=True) if live]
+        served = iter((self._execute(kept) if kept else None) or [])
+        cancelled = cancelled_response(pb_utils, self._model)
+        return [next(served) if live else cancelled for live in watch.live]
+
+    def _execute(self, requests: list[Any]) -> list[Any] | None:
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
             if self._decoupled:
@@ -194,9 +236,18 @@ class TritonPythonModel:
         return self.checked_results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
 
     def _execute_decoupled(self, requests: list[Any], senders: list[Any] | None = None) -> None:
-        """Each step of a generator is one response per request; FINAL closes every stream."""
+        """Each step of a generator is one response per request; FINAL closes every stream.
+
+        A request cancelled before the callable runs is left out of its batch; once every request of the
+        batch is cancelled, the generator is closed at the step it has just yielded (its ``finally:`` runs
+        then), and nothing more is sent. Each stream gets FINAL exactly once, cancelled or not.
+        """
         senders = senders or [request.get_response_sender() for request in requests]
         final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        watch = Watch(requests)
+        watch.poll()
+        if not all(watch.live):
+            return self._execute_decoupled_live(requests, senders, watch.live)
         try:
             try:
                 batch = [self._request(r) for r in requests]
@@ -205,20 +256,55 @@ class TritonPythonModel:
             results = self.infer_func(batch)
             if inspect.isawaitable(results):
                 results = self._run(results)
-            steps = [results] if isinstance(results, (list, tuple)) else self._steps(results)
-            for step in steps:
-                if not isinstance(step, (list, tuple)) or len(step) != len(requests):
-                    raise InferenceError(self._shape_of_results_message(step, len(requests)))
-                for sender, result in zip(senders, step, strict=True):
-                    sender.send(self.response(result))
-        except BaseException as exc:  # as in execute
-            error = self.failure(exc, len(senders))
-            for sender in senders:
-                sender.send(error, flags=final)
+            if isinstance(results, (list, tuple)):
+                self._send_step(results, senders, watch.live)
+            else:
+                self._stream(results, senders, watch)
+        except BaseException as exc:  # as in execute; a cancelled stream gets its FINAL alone
+            error = self.failure(exc, sum(watch.live))
+            for sender, live in zip(senders, watch.live, strict=True):
+                if live:
+                    sender.send(error, flags=final)
+                else:
+                    sender.send(flags=final)
             return None
         for sender in senders:
             sender.send(flags=final)
         return None
+
+    def _execute_decoupled_live(self, requests: list[Any], senders: list[Any], live: list[bool]) -> None:
+        """End the streams of requests cancelled before the callable ran; serve the others."""
+        kept, kept_senders = [], []
+        for request, sender, wanted in zip(requests, senders, live, strict=True):
+            if wanted:
+                kept.append(request)
+                kept_senders.append(sender)
+            else:
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        if kept:
+            self._execute_decoupled(kept, kept_senders)
+
+    def _stream(self, results: Any, senders: list[Any], watch: Watch) -> None:
+        """Send each step to the requests still wanted; close the generator once none is."""
+        steps = self._steps(results)
+        try:
+            for step in steps:
+                if not watch.step():
+                    return
+                self._send_step(step, senders, watch.live)
+        finally:
+            steps.close()
+            if inspect.isasyncgen(results):
+                self._run(results.aclose())
+            elif inspect.isgenerator(results):
+                results.close()
+
+    def _send_step(self, step: Any, senders: list[Any], live: list[bool]) -> None:
+        if not isinstance(step, (list, tuple)) or len(step) != len(senders):
+            raise InferenceError(self._shape_of_results_message(step, len(senders)))
+        for sender, result, wanted in zip(senders, step, live, strict=True):
+            if wanted:
+                sender.send(self.response(result))
 
     def _steps(self, results: Any) -> Any:
         """Iterate a generator, or an async generator on this instance's event loop."""
@@ -321,7 +407,7 @@ class TritonPythonModel:
         """Answer each empty-batch request with its error and serve the others, which may share its batch."""
         errors = [self._empty_batch(r) for r in requests]
         kept = [r for r, error in zip(requests, errors, strict=True) if error is None]
-        served = iter((self.execute(kept) if kept else None) or [])
+        served = iter((self._execute(kept) if kept else None) or [])
         return [next(served) if error is None else self.failure(error) for error in errors]
 
     def _execute_decoupled_apart(self, requests: list[Any], senders: list[Any]) -> None:

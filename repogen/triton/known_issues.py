@@ -10,7 +10,13 @@ from dataclasses import dataclass
 
 from .releases import Release, get_release, version_tuple
 
-__all__ = ["BLS_STREAM_UNANSWERED", "BLS_STREAM_WITHOUT_GIL", "KnownIssue", "error_responses_count_as_success"]
+__all__ = [
+    "BLS_STREAM_UNANSWERED",
+    "BLS_STREAM_WITHOUT_GIL",
+    "HTTP_STREAM_DISCONNECT_CRASH",
+    "KnownIssue",
+    "error_responses_count_as_success",
+]
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,19 @@ BLS_STREAM_UNANSWERED = KnownIssue(
         "requests, hand-written code and repogen's runtime alike (the pipeline example's Ticker, one request after "
         "another), and once failed a liveness probe in a test run; r23.12 fixed a decoupled BLS hang "
         "(python_backend#325). Rare: 6,000 requests in a row on an idle machine were all answered."
+    ),
+)
+
+
+#: Seen on tritonserver 2.39 (NGC 23.10); 2.41 (NGC 23.12) cancels such a request instead.
+HTTP_STREAM_DISCONNECT_CRASH = KnownIssue(
+    title="An HTTP generate_stream reader that disconnects mid-stream crashes the server",
+    fixed_in="23.12",
+    min_python="3.0",
+    summary=(
+        "tritonserver 2.39's HTTP frontend has no hook for a connection closed before its reply (RequestFiniHook, "
+        "src/http_server.cc, from r23.12, which cancels the request): a generate_stream reader that disconnects "
+        "while its decoupled model still streams left the server dead with signal 11 (seen on 2.39 + Python 3.10)."
     ),
 )
 

@@ -191,3 +191,20 @@ def test_an_optional_input_left_out_takes_the_general_path(tmp_path):
     (tmp_path / "plain").mkdir()
     plain = _models(batch(lambda x: {"y": x}), tmp_path / "plain")[0]
     assert b"len(tensors)" not in model_py(plain, plain.versions[0])  # a required input is always there
+
+
+def test_a_request_cancelled_while_queued_is_answered_cancelled_and_left_out_of_the_batch(tmp_path):
+    rows = []
+
+    @batch
+    def double(x):
+        rows.append(len(x))
+        return {"y": x * 2}
+
+    _, models = _models(double, tmp_path)
+    requests = [_request(x=np.full((1, 2), v, np.float32)) for v in (1, 2, 3)]
+    requests[1].cancelled = True
+    answers = _same(models, *requests)  # freshly loaded: nothing says how long the requests waited, so they are asked
+    assert answers[1] == "request cancelled before model 'M' ran it"
+    assert answers[0] == {"y": ("<f4", [[2.0, 2.0]])} and answers[2] == {"y": ("<f4", [[6.0, 6.0]])}
+    assert rows == [2, 2]  # each model's callable got the two live rows only

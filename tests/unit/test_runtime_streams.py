@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 import pytest
 
-from repogen.runtime import bls, streams
+from repogen.runtime import bls, cancellation, streams
 
 
 class Iterator:
@@ -107,7 +107,7 @@ def _client(monkeypatch, responses):
             return iterator
 
     client = bls.ModelClient("Spell", {"text": "TYPE_STRING"}, ("word",), decoupled=True)
-    monkeypatch.setattr(client, "_request", lambda inputs: Req())
+    monkeypatch.setattr(client, "_request", lambda inputs, request_id="": Req())
     return client, iterator
 
 
@@ -126,3 +126,36 @@ def test_a_stream_left_early_is_drained_then_retired(monkeypatch):
     next(stream)
     stream.close()
     assert iterator.left == [] and streams.pending() == 1  # no request in flight: kept for the grace period
+
+
+def test_a_stream_left_early_is_cancelled_by_token_then_the_token_removed(monkeypatch, tmp_path):
+    """An iterator without cancel() (python_backend before r25.04): the callee sees the token while draining."""
+    monkeypatch.setattr(cancellation.tempfile, "gettempdir", lambda: str(tmp_path))
+    made = []
+    client = bls.ModelClient("Spell", {"text": "TYPE_STRING"}, ("word",), decoupled=True)
+
+    class Callee(Iterator):
+        def __init__(self, request_id):
+            super().__init__([Response(Tensor("word", np.array([b"a"], dtype=object)))] * 50)
+            self.request_id = request_id
+            self.sent = 0
+
+        def __next__(self):
+            if cancellation.is_cancelled(self):  # the callee's runtime asks at each step, then ends the stream
+                self.left = []
+            self.sent += 1
+            return super().__next__()
+
+    class Req:
+        def __init__(self, request_id):
+            self.request_id = request_id
+
+        def exec(self, decoupled):
+            made.append(Callee(self.request_id))
+            return made[-1]
+
+    monkeypatch.setattr(client, "_request", lambda inputs, request_id="": Req(lambda: request_id))
+    stream = client.stream(text=np.array([b"a"], dtype=object))
+    next(stream)
+    stream.close()
+    assert made[0].sent == 2 and list(tmp_path.iterdir()) == []  # the one read, then the end of the stream

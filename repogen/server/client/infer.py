@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import queue
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -173,38 +174,60 @@ class ModelClient:
             tensors.append(tensor)
         return tensors, [self.module.InferRequestedOutput(name) for name in outputs] or None
 
-    def infer(self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]) -> InferResult:
+    def infer(
+        self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str], timeout: float | None = None
+    ) -> InferResult:
+        """One request; ``timeout`` seconds: over gRPC the call's deadline, which Triton sees as a cancellation."""
         from tritonclient.utils import InferenceServerException
 
         tensors, requested = self._tensors(arrays, outputs)
+        options = {"client_timeout": timeout} if timeout is not None else {}
         try:
-            result = self.client.infer(model, tensors, outputs=requested)
+            result = self.client.infer(model, tensors, outputs=requested, **options)
         except InferenceServerException as exc:
             self.check_refused(exc)
+            if timeout is not None and "DEADLINE_EXCEEDED" in str(exc.status()):
+                raise InferError(
+                    f"model {model!r} did not answer within {timeout:g} s; the request was cancelled."
+                ) from None
             raise InferError(error_line(model, exc.message(), str(exc.status()))) from exc
         return _result(model, result, self.protocol)
 
     def stream(
-        self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]
+        self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str], timeout: float | None = None
     ) -> Iterator[InferResult]:
-        """A decoupled model's responses as they arrive (gRPC stream), until its final flag."""
+        """A decoupled model's responses as they arrive (gRPC stream), until its final flag.
+
+        Left before that (Ctrl+C, ``timeout`` seconds passed, the caller stopped reading), the request is
+        cancelled on the server, whose repogen models then stop at their next step.
+        """
         responses: queue.Queue[tuple[Any, Any]] = queue.Queue()
         tensors, requested = self._tensors(arrays, outputs)
+        deadline = None if timeout is None else time.monotonic() + timeout
         self.client.start_stream(callback=lambda result, error: responses.put((result, error)))
+        ended = False
         try:
             self.client.async_stream_infer(model, tensors, outputs=requested, enable_empty_final_response=True)
             while True:
-                result, error = responses.get()
+                try:
+                    wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+                    result, error = responses.get(timeout=wait)
+                except queue.Empty:
+                    raise InferError(
+                        f"model {model!r} did not finish its stream within {timeout:g} s; the request was cancelled."
+                    ) from None
                 if error is not None:
+                    ended = True
                     raise InferError(f"model {model!r} failed the stream: {error.message()}")
                 response = result.get_response()
                 final = response.parameters.get("triton_final_response")
+                ended = final is not None and final.bool_param
                 if response.outputs:
                     yield _result(model, result, "grpc")
-                if final is not None and final.bool_param:
+                if ended:
                     return
         finally:
-            self.client.stop_stream()
+            self.client.stop_stream(cancel_requests=not ended)
 
 
 def _result(model: str, result: Any, protocol: str) -> InferResult:
@@ -273,15 +296,21 @@ def run_infer(
     stream: bool = False,
     on_response: Callable[[InferResult], None] | None = None,
     token: str | None = None,
+    timeout: float | None = None,
 ) -> InferResult | None:
     """Send one request built from ``NAME=VALUE`` strings; datatypes and shapes come from the server.
 
     ``stream`` (gRPC) sends it to a decoupled model and hands each response to ``on_response`` as it
-    arrives; then ``None`` is returned.
+    arrives; then ``None`` is returned. ``timeout`` (seconds) bounds the whole request; over gRPC a request
+    given up on is cancelled on the server (Ctrl+C too); ``timeout`` needs gRPC.
     """
     if stream and protocol != "grpc":
         raise UsageError(
             "--stream needs gRPC (Triton streams decoupled responses over gRPC only); drop --protocol http."
+        )
+    if timeout is not None and protocol != "grpc":
+        raise UsageError(
+            "--timeout needs gRPC, whose deadline cancels the request on the server; drop --protocol http."
         )
     with ModelClient(protocol, url, token) as client:
         metadata = prepare(client, model, inputs, outputs)
@@ -295,10 +324,10 @@ def run_infer(
         if stream:
             if not decoupled:
                 raise InferError(f"model {model!r} is not decoupled: it sends one response; drop --stream.")
-            for response in client.stream(model, metadata["arrays"], list(outputs)):
+            for response in client.stream(model, metadata["arrays"], list(outputs), timeout):
                 (on_response or (lambda r: None))(_in_declared_order(response, declared))
             return None
-        return _in_declared_order(client.infer(model, metadata["arrays"], list(outputs)), declared)
+        return _in_declared_order(client.infer(model, metadata["arrays"], list(outputs), timeout), declared)
 
 
 def _shape(spec: dict[str, Any]) -> list[int]:

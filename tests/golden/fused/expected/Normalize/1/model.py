@@ -37,6 +37,10 @@ class TritonPythonModel(_Runtime):
         calls = self.infer_func.calls
         if calls is None or len(requests) != 1 or self.stopped is not None:
             return _Runtime.execute(self, requests)
+        if self.queued_long():  # it may have been cancelled while it waited
+            answers = self.answer_cancelled(requests)
+            if answers is not None:
+                return answers
         tensors = requests[0].inputs()
         if len(tensors) != 1:
             return _Runtime.execute(self, requests)

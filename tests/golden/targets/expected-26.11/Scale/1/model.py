@@ -37,6 +37,10 @@ class TritonPythonModel(_Runtime):
         call = self.batch_call
         if call is None or self.stopped is not None:
             return _Runtime.execute(self, requests)
+        if self.queued_long():  # they may have been cancelled while they waited
+            answers = self.answer_cancelled(requests)
+            if answers is not None:
+                return answers
         if len(requests) != 1:
             return self._execute_many(requests, call)
         tensors = requests[0].inputs()

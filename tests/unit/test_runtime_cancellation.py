@@ -1,0 +1,149 @@
+"""Cancelled streams stop at their next step, in process (``repogen.local`` cancels when its reader stops early).
+
+The same runtime code serves the real server, where tests/integration/test_cancellation.py proves it end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from repogen import ModelConfig, Repository, Tensor, batch
+from repogen.runtime import cancellation
+from repogen.runtime.request import Request
+
+TOKENS = 200
+READ = 5
+
+
+def _stats() -> dict[str, int]:
+    return {"produced": 0, "after_cancel": 0, "closed": 0}
+
+
+def _repository(kind: str, stats: dict[str, int]) -> Repository:
+    models = Repository()
+    io = {
+        "inputs": [Tensor(name="n", dtype=np.int32, shape=(1,))],
+        "outputs": [Tensor(name="token", dtype=np.int32, shape=(1,))],
+        "config": ModelConfig(batching=False),
+    }
+
+    def count(request: Request) -> None:
+        stats["produced"] += 1
+        stats["after_cancel"] += request.is_cancelled()
+
+    if kind == "function":
+
+        @models.model("Tokens", **io)
+        def tokens(requests):
+            try:
+                for i in range(int(requests[0]["n"][0])):
+                    time.sleep(0.005)
+                    count(requests[0])
+                    yield [{"token": np.array([i], np.int32)}]
+            finally:
+                stats["closed"] += 1
+
+    elif kind == "async method":
+
+        class AsyncTokens:
+            async def __call__(self, requests):
+                try:
+                    for i in range(int(requests[0]["n"][0])):
+                        await asyncio.sleep(0.005)
+                        count(requests[0])
+                        yield [{"token": np.array([i], np.int32)}]
+                finally:
+                    stats["closed"] += 1
+
+        models.bind("Tokens", AsyncTokens, **io)
+    else:  # a @batch generator: the decorator's own wrapper must pass the close on
+
+        @models.model("Tokens", **{**io, "config": ModelConfig(max_batch_size=4)})
+        @batch
+        def tokens(n):
+            try:
+                for i in range(int(n[0, 0])):
+                    time.sleep(0.005)
+                    stats["produced"] += 1
+                    yield {"token": np.full((len(n), 1), i, np.int32)}
+            finally:
+                stats["closed"] += 1
+
+    return models
+
+
+@pytest.mark.parametrize("kind", ["function", "async method", "batch"])
+def test_a_reader_that_leaves_stops_the_generator_at_its_next_step(kind):
+    stats = _stats()
+    local = _repository(kind, stats).local()
+    n = np.array([[TOKENS]] if kind == "batch" else [TOKENS], np.int32)
+    stream = local.stream("Tokens", {"n": n})
+    got = [int(r["token"].ravel()[0]) for r in itertools.islice(stream, READ)]
+    stream.close()  # the reader leaves: the request is cancelled, the stream drained to its FINAL
+    assert got == list(range(READ))
+    assert stats["closed"] == 1, "the generator's finally: runs before the stream ends"
+    assert stats["produced"] <= READ + 2, stats  # the one in flight, and at most one after the cancellation
+    assert stats["after_cancel"] <= 1, stats
+
+
+def test_a_stream_read_to_its_end_is_whole():
+    stats = _stats()
+    local = _repository("function", stats).local()
+    got = [int(r["token"][0]) for r in local.stream("Tokens", {"n": np.array([7], np.int32)})]
+    assert got == list(range(7))
+    assert stats == {"produced": 7, "after_cancel": 0, "closed": 1}
+
+
+class _Cancellable:
+    def __init__(self, cancelled: bool, request_id: str = ""):
+        self.cancelled = cancelled
+        self._id = request_id
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled
+
+    def request_id(self) -> str:
+        return self._id
+
+
+class _OldRelease:
+    """A request of a python_backend before r23.10: no is_cancelled, no request_id."""
+
+
+def test_a_release_without_cancellation_never_cancels():
+    assert cancellation.is_cancelled(_OldRelease()) is False
+    assert Request({}, source=_OldRelease()).is_cancelled() is False
+    assert Request({}).is_cancelled() is False
+
+
+def test_a_bls_stream_token_cancels_its_callee_where_triton_cannot(tmp_path, monkeypatch):
+    monkeypatch.setattr(cancellation.tempfile, "gettempdir", lambda: str(tmp_path))
+    token = cancellation.stream_token()
+    callee = _Cancellable(False, token)
+    assert not cancellation.is_cancelled(callee)
+    cancellation.cancel_stream(object(), token)  # an iterator without cancel(): python_backend before r25.04
+    assert cancellation.is_cancelled(callee)
+    assert not cancellation.is_cancelled(_Cancellable(False, "someone-else"))
+    cancellation.forget_stream(token)
+    assert not cancellation.is_cancelled(callee)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bls_stream_is_cancelled_through_triton_where_the_release_can(tmp_path, monkeypatch):
+    monkeypatch.setattr(cancellation.tempfile, "gettempdir", lambda: str(tmp_path))
+
+    class Iterator:
+        cancelled = False
+
+        def cancel(self):
+            self.cancelled = True
+
+    responses = Iterator()
+    cancellation.cancel_stream(responses, cancellation.stream_token())
+    assert responses.cancelled
+    assert list(tmp_path.iterdir()) == []
