@@ -72,6 +72,7 @@ def stream(
     events: queue.Queue[Any] = queue.Queue()
     client = grpcclient.InferenceServerClient(server.grpc_url)
     received: list[dict[str, np.ndarray] | InferenceServerException] = []
+    ended = False
     try:
         client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
         client.async_stream_infer(model, _inputs(grpcclient, inputs), enable_empty_final_response=True)
@@ -84,9 +85,12 @@ def stream(
             if response.outputs:
                 received.append({o.name: event.as_numpy(o.name) for o in response.outputs})
             if response.parameters["triton_final_response"].bool_param:
+                ended = True
                 break
     finally:
-        client.stop_stream(cancel_requests=True)
+        # Only a stream left early is cancelled: on 2.51 a cancel sent after the final flag can keep the model
+        # from unloading until the server's exit timeout (30 s at shutdown).
+        client.stop_stream(cancel_requests=not ended)
         client.close()
     return received
 
