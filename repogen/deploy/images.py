@@ -60,19 +60,23 @@ def check_repository(repository: Path, verify_key: Path | None) -> str:
     return f"signatures verified against {verify_key}"
 
 
-def image_in_layout(repository: str | Path, layout: Path, options: ImageOptions) -> tuple[OciImage, str]:
-    """The checked repository's image in the empty directory ``layout``, and the phrase on its signatures."""
+def image_in_layout(
+    repository: str | Path, layout: Path, options: ImageOptions, signatures: str | None = None
+) -> tuple[OciImage, str]:
+    """The repository's image in the empty directory ``layout``, and the phrase on its signatures (``signatures``:
+    the phrase of a repository :func:`check_repository` has just passed, not checked again)."""
     root = require_directory(repository)
     shell = find_shell(options.shell)  # before the repository is hashed: a missing shell is found at once
-    signatures = check_repository(root, options.verify_key)
+    if signatures is None:
+        signatures = check_repository(root, options.verify_key)
     return image_layout(root, layout, shell, options.title, options.version), signatures
 
 
 @contextmanager
-def temporary_image(repository: str | Path, options: ImageOptions, near: Path | None = None) -> Iterator[OciImage]:
-    """The image in a layout directory removed afterwards (under ``near``'s directory: the same disk as the output)."""
-    with tempfile.TemporaryDirectory(prefix=".repogen-image-", dir=near) as work:
-        image, _ = image_in_layout(repository, Path(work) / "layout", options)
+def temporary_image(repository: str | Path, options: ImageOptions, signatures: str | None = None) -> Iterator[OciImage]:
+    """The image in a layout directory that is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="repogen-image-") as work:
+        image, _ = image_in_layout(repository, Path(work) / "layout", options, signatures)
         yield image
 
 
