@@ -20,7 +20,8 @@ from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import METRICS_PATH, METRICS_PORT
 from ..triton.releases import Release
 from .kubernetes import MODEL_REPOSITORY, Resources, security_context, server_args, shm_mount, shm_volume
-from .verify import VerifyDeploy
+from .modelcar import is_oci, wait_for_link
+from .verify import ENTRYPOINT, VerifyDeploy
 
 __all__ = ["ARCHIVES", "KSERVE_HTTP_PORT", "inference_service", "stored_sizes", "upload_note"]
 
@@ -162,6 +163,8 @@ def inference_service(
     predictor["volumes"] = [shm_volume(resources)]
     if verify is not None:
         _verifying(predictor, verify, image, verifier_image)
+    if not image and is_oci(storage_uri):
+        wait_for_link(predictor["model"], ENTRYPOINT)
     if scaling:
         minimum, maximum, cpu = scaling
         predictor.update(minReplicas=minimum, maxReplicas=maximum, scaleMetric="cpu", scaleTarget=cpu)
