@@ -22,7 +22,7 @@ from .images import ImageOptions, check_repository, temporary_image
 from .oci_image import MEDIA_MANIFEST, Descriptor, OciImage
 from .oci_shell import find_shell
 
-__all__ = ["PushOptions", "Pushed", "Reference", "push_repository"]
+__all__ = ["PushOptions", "Pushed", "Reference", "push_image", "push_repository"]
 
 _REFERENCE = re.compile(
     r"^(?P<registry>[a-zA-Z0-9.-]+(?::[0-9]+)?|\[[0-9a-fA-F:]+\](?::[0-9]+)?)/"
@@ -174,6 +174,16 @@ def _put_manifest(registry: Any, reference: Reference, image: OciImage, insecure
         )
 
 
+def push_image(image: OciImage, target: str, options: PushOptions) -> Pushed:
+    """Push an image already made (an OCI layout directory) as ``target``: the blobs, then the manifest."""
+    reference = Reference.parse(target)
+    registry = _registry(reference, options)
+    _ping(registry, reference, options.insecure)
+    uploaded = sum(_upload(registry, reference, image, blob, options.insecure) for blob in image.blobs()[:-1])
+    _put_manifest(registry, reference, image, options.insecure)
+    return Pushed(reference, image.digest, image, uploaded)
+
+
 def push_repository(repository: str | Path, target: str, options: PushOptions) -> Pushed:
     """Check and image ``repository``, then push it as ``target``; nothing is sent for a refused repository (the
     registry is only asked whether it is there)."""
@@ -181,9 +191,6 @@ def push_repository(repository: str | Path, target: str, options: PushOptions) -
     root = require_directory(repository)
     find_shell(options.image.shell)
     signatures = check_repository(root, options.image.verify_key)
-    registry = _registry(reference, options)
-    _ping(registry, reference, options.insecure)
+    _ping(_registry(reference, options), reference, options.insecure)
     with temporary_image(root, options.image, signatures) as image:
-        uploaded = sum(_upload(registry, reference, image, blob, options.insecure) for blob in image.blobs()[:-1])
-        _put_manifest(registry, reference, image, options.insecure)
-        return Pushed(reference, image.digest, image, uploaded)
+        return push_image(image, target, options)

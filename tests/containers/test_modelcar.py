@@ -16,15 +16,18 @@ afterwards, also on failure.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
-from runs import PACKAGES_INPUTS, PREFIX, ROOT, assert_same, image_name, shm_flag
+import yaml
+from runs import ACCESS_KEY, PACKAGES_INPUTS, PREFIX, ROOT, assert_same, image_name, shm_flag
 
 from repogen.deploy.oci_image import MODELCAR_COMMAND
 from repogen.server.running.docker import Container, Engine, removing, unique_name
@@ -100,32 +103,52 @@ def test_the_pulled_image_is_what_was_pushed(pushed, docker_engine):
         assert config["Labels"]["org.containers.type"] == "ai.image.model.car"
 
 
-def modelcar_pod(engine: Engine, image: str, standin: str, mnt: Path, repository: Path, name: str) -> list[Container]:
-    """The model container (KServe's args) and the server in its PID namespace, both as uid 1010."""
-    user = ["--user", str(UID_MODELCAR)]
-    car = engine.run(image, list(MODELCAR_COMMAND), name=unique_name(f"{PREFIX}-modelcar-{name}"), publish={},
-                     flags=[*user, *LOCKED, "-v", f"{mnt}:/mnt"])  # fmt: skip
-    server = engine.run(
-        standin, RUNTIME_ARGS, name=unique_name(f"{PREFIX}-modelcar-server-{name}"),
-        publish={"http": 8080, "grpc": 9000},
-        flags=[*user, *LOCKED, "--pid", f"container:{car.name}", "-v", f"{mnt}:/mnt", shm_flag(repository),
-               "-e", "MODEL_INIT_MODE=async"],
-    )  # fmt: skip
-    return [server, car]
+def inference_service_model(app: Pushed) -> dict:
+    """The predictor's model of `repogen deploy --kserve --storage-uri oci://<what repogen push printed>`."""
+    text = repogen("deploy", str(app.repository), "--kserve", "--storage-uri", f"oci://{app.reference}")
+    (isvc,) = [d for d in yaml.safe_load_all(text) if d["kind"] == "InferenceService"]
+    return isvc["spec"]["predictor"]["model"]
+
+
+def server_flags(model: dict) -> tuple[list[str], list[str]]:
+    """The runtime container as KServe merges it: the model's command, the runtime's args then the model's, its env
+    (the access key from its Secret) with the kubelet's ``$(VAR)`` expanded."""
+    env = {e["name"]: ACCESS_KEY for e in model.get("env", [])}
+    words = [*model["command"], *RUNTIME_ARGS, *model.get("args", [])]
+    words = [re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), w) for w in words]
+    return ["--entrypoint", words[0], *(f"-e{k}={v}" for k, v in env.items())], words[1:]
 
 
 @pytest.fixture(scope="module", params=["quickstart", "packages"])
 def served(request, pushed, standin_image, docker_engine, tmp_path_factory) -> Iterator[tuple[str, Container]]:
-    app = pushed[request.param]
+    """The pod KServe's webhook makes, container by container in its order: the pod's PID namespace (a container of
+    the model image sleeping stands in for the pause container), the server (with the InferenceService's command,
+    which waits for /mnt/models), then the modelcar, which makes the link."""
+    app, engine = pushed[request.param], docker_engine
     mnt = tmp_path_factory.mktemp(f"mnt-{request.param}")
     mnt.chmod(0o777)  # an emptyDir: the kubelet makes it world-writable
-    containers = modelcar_pod(docker_engine, app.reference, standin_image(NEWEST.ngc).tag, mnt, app.repository,
-                              request.param)  # fmt: skip
+    user, name = ["--user", str(UID_MODELCAR)], f"{PREFIX}-modelcar-{request.param}"
+    shared = [*user, *LOCKED, "-v", f"{mnt}:/mnt"]
+    containers = [engine.run(app.reference, ["sh", "-c", "sleep infinity"], name=unique_name(f"{name}-pause"),
+                             publish={}, flags=[*user, *LOCKED])]  # fmt: skip
     try:
-        containers[0].wait_ready(300)
-        yield request.param, containers[0]
+        pid = ["--pid", f"container:{containers[0].name}"]
+        flags, args = server_flags(inference_service_model(app))
+        server = engine.run(standin_image(NEWEST.ngc).tag, args, name=unique_name(f"{name}-server"),
+                            publish={"http": 8080, "grpc": 9000},
+                            flags=[*shared, *pid, *flags, shm_flag(app.repository),
+                                   "-e", "MODEL_INIT_MODE=async"])  # fmt: skip
+        containers.append(server)
+        time.sleep(3)
+        assert server.running() and "Started HTTPService" not in server.logs()  # waiting for the link, not failed
+        start = time.monotonic()
+        containers.append(engine.run(app.reference, list(MODELCAR_COMMAND), name=unique_name(name), publish={},
+                                     flags=[*shared, *pid]))  # fmt: skip
+        server.wait_ready(300)
+        print(f"{request.param}: ready {time.monotonic() - start:.1f} s after the modelcar started")
+        yield request.param, server
     finally:
-        for container in containers:
+        for container in reversed(containers):
             container.remove()
 
 
