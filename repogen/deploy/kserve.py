@@ -115,14 +115,16 @@ STORAGE_MOUNT = "/mnt/models"
 """Where KServe's storage initializer puts a storage URI's files (and its runtime serves them from)."""
 
 
-def _verifying(predictor: dict[str, Any], verify: VerifyDeploy, image: str | None, verifier: str | None) -> None:
+def _verifying(
+    predictor: dict[str, Any], verify: VerifyDeploy, image: str | None, verifier: str | None, modelcar: bool
+) -> None:
     if image:
         predictor["initContainers"] = [verify.init_container(image, security_context(), MODEL_REPOSITORY)]
     else:
         assert verifier is not None
         model = predictor["model"]
         predictor["initContainers"] = [verify.tools_init_container(verifier, security_context())]
-        model["command"] = verify.wrapped_command(STORAGE_MOUNT)
+        model["command"] = verify.wrapped_command(STORAGE_MOUNT, modelcar)
         model["volumeMounts"] = [*model["volumeMounts"], verify.tools_mount(), verify.key_mount()]
         predictor["volumes"].append(verify.tools_volume())
     predictor["volumes"].append(verify.key_volume())
@@ -162,7 +164,7 @@ def inference_service(
         (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
     if verify is not None:
-        _verifying(predictor, verify, image, verifier_image)
+        _verifying(predictor, verify, image, verifier_image, is_oci(storage_uri))
     if not image and is_oci(storage_uri):
         wait_for_link(predictor["model"], ENTRYPOINT)
     if scaling:

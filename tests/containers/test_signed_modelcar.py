@@ -54,12 +54,12 @@ def key(tmp_path_factory: pytest.TempPathFactory) -> KeyPair:
 
 
 @pytest.fixture(scope="module")
-def images(built, key, docker_engine: Engine, tmp_path_factory) -> Iterator[dict[str, str]]:
+def images(built, key, docker_engine: Engine, tmp_path_factory, damaged_on_purpose) -> Iterator[dict[str, str]]:
     """{"signed": ref@digest, "changed": ref@digest} in a registry of this module, the verifier's build context and
     the signed repository (which `repogen deploy --verify-key` reads)."""
     signed = built("examples/quickstart/app.py:models", "--sign-key", str(key.private))
     work = tmp_path_factory.mktemp("signed-modelcar")
-    changed = copy_repository(signed, work / "changed")
+    changed = copy_repository(signed, damaged_on_purpose(work / "changed"))
     payload = changed / "AddSub" / "1" / "model.pkl"
     data = bytearray(payload.read_bytes())
     data[len(data) // 2] ^= 0x01

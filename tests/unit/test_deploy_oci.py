@@ -62,6 +62,7 @@ def test_with_a_verify_key_the_server_waits_then_verifies(repo: Path, tmp_path: 
         "command"
     ][-1]
     assert script.startswith("until [ -e /mnt/models/ ]; do sleep 0.2; done; ") and "model_signing verify" in script
+    assert 'verify key "$(readlink /mnt/models)"' in script  # one step: -f would follow /proc/PID/root to "/"
     assert script.endswith('&& exec "$0" "$@"')
 
 
