@@ -38,6 +38,8 @@ from repogen.triton.shm import shm_size_bytes
 ROOT = Path(__file__).resolve().parents[1]
 RUNTIME_ARGS = ["tritonserver", "--model-store=/mnt/models", "--grpc-port=9000", "--http-port=8080"]
 USER = ["--user", "1010", "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+PREFIX = os.environ.get("REPOGEN_DOCKER_PREFIX", "repogen-bench")
+"""Start of every container name (on an engine several checkouts share, give each its own)."""
 WAIT = 'until [ -e /mnt/models/ ]; do sleep 0.2; done; exec "$0" "$@"'
 
 
@@ -53,7 +55,7 @@ def _shm(repository: Path) -> str:
 
 
 def _server(docker: Engine, standin: str, flags: list[str], args: list[str] = RUNTIME_ARGS) -> Container:
-    return docker.run(standin, args, name=unique_name("repogen-bench-server"), publish={"http": 8080, "grpc": 9000},
+    return docker.run(standin, args, name=unique_name(f"{PREFIX}-server"), publish={"http": 8080, "grpc": 9000},
                       flags=flags)  # fmt: skip
 
 
@@ -62,7 +64,7 @@ def modelcar_s(docker: Engine, reference: str, standin: str, repository: Path, w
     mnt.chmod(0o777)
     containers = []
     try:
-        containers.append(docker.run(reference, ["sh", "-c", "sleep infinity"], name=unique_name("repogen-bench-pause"),
+        containers.append(docker.run(reference, ["sh", "-c", "sleep infinity"], name=unique_name(f"{PREFIX}-pause"),
                                      publish={}, flags=USER))  # fmt: skip
         pid = ["--pid", f"container:{containers[0].name}", "-v", f"{mnt}:/mnt"]
         start = time.monotonic()
@@ -70,7 +72,7 @@ def modelcar_s(docker: Engine, reference: str, standin: str, repository: Path, w
             docker, standin, [*USER, *pid, _shm(repository), "--entrypoint", "/bin/sh"], ["-c", WAIT, *RUNTIME_ARGS]
         )
         containers.append(server)
-        containers.append(docker.run(reference, list(MODELCAR_COMMAND), name=unique_name("repogen-bench-car"),
+        containers.append(docker.run(reference, list(MODELCAR_COMMAND), name=unique_name(f"{PREFIX}-car"),
                                      publish={}, flags=[*USER, *pid]))  # fmt: skip
         server.wait_ready(600)
         return time.monotonic() - start

@@ -86,9 +86,10 @@ def _oras() -> ModuleType:
     return oras.provider
 
 
-def _registry(reference: Reference, options: PushOptions) -> Any:
+def _registry(reference: Reference, options: PushOptions, backend: str) -> Any:
+    """oras-py's client with the credentials: given, else Docker's config.json (``auths``, helpers, stores)."""
     provider = _oras()
-    registry = provider.Registry(hostname=reference.registry, insecure=options.insecure)
+    registry = provider.Registry(hostname=reference.registry, insecure=options.insecure, auth_backend=backend)
     if options.username is not None:
         registry.auth.set_basic_auth(options.username, options.password or "")
         return registry
@@ -96,6 +97,12 @@ def _registry(reference: Reference, options: PushOptions) -> Any:
     config = folder / "config.json"
     if config.is_file():
         registry.auth.load_configs(registry.get_container(str(reference)), configs=[str(config)])
+    if backend == "basic" and not getattr(registry.auth, "_basic_auth", None):  # oras-py would fail on the first 401
+        raise DeployError(
+            f"registry {reference.registry} asks for a login (HTTP Basic) and {config} holds none for it, so nothing "
+            f"was pushed to {reference}: unauthorised; log in first (`docker login {reference.registry}`), or pass "
+            "--username and --password-stdin"
+        )
     return registry
 
 
@@ -138,11 +145,17 @@ def _call(reference: Reference, insecure: bool, what: str, send: Any) -> Any:
         raise _fail(reference, what, 401, str(exc)) from None
 
 
-def _ping(registry: Any, reference: Reference, insecure: bool) -> None:
-    """One GET of the API's root (200, or 401 asking for a login), before anything is built: oras-py retries a
-    request that fails to connect for over two minutes, right for a flaky network, not for a wrong port."""
-    url = f"{registry.prefix}://{reference.registry}/v2/"
-    _call(reference, insecure, "its first request", lambda: registry.session.get(url, timeout=30))
+def _auth_backend(reference: Reference, insecure: bool) -> str:
+    """One GET of the API's root before anything is built (oras-py retries a request that fails to connect for over
+    two minutes: right for a flaky network, not for a wrong port); its challenge picks oras-py's auth backend: a
+    ``Basic`` realm (distribution's htpasswd, some Nexus and Artifactory setups) is not a token service."""
+    _oras()
+    import requests  # oras-py's HTTP client
+
+    url = f"{'http' if insecure else 'https'}://{reference.registry}/v2/"
+    answer = _call(reference, insecure, "its first request", lambda: requests.get(url, timeout=30))
+    challenge = answer.headers.get("WWW-Authenticate", "")
+    return "basic" if challenge.lower().startswith("basic") else "token"
 
 
 def _upload(registry: Any, reference: Reference, image: OciImage, blob: Descriptor, insecure: bool) -> bool:
@@ -177,8 +190,7 @@ def _put_manifest(registry: Any, reference: Reference, image: OciImage, insecure
 def push_image(image: OciImage, target: str, options: PushOptions) -> Pushed:
     """Push an image already made (an OCI layout directory) as ``target``: the blobs, then the manifest."""
     reference = Reference.parse(target)
-    registry = _registry(reference, options)
-    _ping(registry, reference, options.insecure)
+    registry = _registry(reference, options, _auth_backend(reference, options.insecure))
     uploaded = sum(_upload(registry, reference, image, blob, options.insecure) for blob in image.blobs()[:-1])
     _put_manifest(registry, reference, image, options.insecure)
     return Pushed(reference, image.digest, image, uploaded)
@@ -191,6 +203,6 @@ def push_repository(repository: str | Path, target: str, options: PushOptions) -
     root = require_directory(repository)
     find_shell(options.image.shell)
     signatures = check_repository(root, options.image.verify_key)
-    _ping(_registry(reference, options), reference, options.insecure)
+    _auth_backend(reference, options.insecure)
     with temporary_image(root, options.image, signatures) as image:
         return push_image(image, target, options)

@@ -12,6 +12,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,16 +43,33 @@ def _wait(url: str, process: subprocess.Popen[bytes], log: Path, timeout: float 
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"docker-registry exited ({process.returncode}):\n{log.read_text()[-2000:]}")
-        with contextlib.suppress(OSError, urllib.error.URLError), urllib.request.urlopen(url, timeout=5) as answer:
-            if answer.status == 200:
+        try:
+            with urllib.request.urlopen(url, timeout=5):
                 return
+        except urllib.error.HTTPError as exc:
+            if exc.code == 401:  # up, asking for the login it was given
+                return
+        except OSError:
+            pass
         time.sleep(0.2)
     raise RuntimeError(f"docker-registry did not answer {url} within {timeout:.0f} s:\n{log.read_text()[-2000:]}")
 
 
+def _bcrypt(password: str) -> str:
+    """The system's crypt(3) (libxcrypt's $2b$): distribution's htpasswd accepts bcrypt alone."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the crypt module goes in Python 3.13
+        import crypt
+
+    return crypt.crypt(password, crypt.mksalt(crypt.METHOD_BLOWFISH))
+
+
 @contextlib.contextmanager
-def local_registry(directory: Path) -> Iterator[LocalRegistry]:
-    """``docker-registry serve`` with its storage and log under ``directory``; stopped (by PID) afterwards."""
+def local_registry(directory: Path, login: tuple[str, str] | None = None) -> Iterator[LocalRegistry]:
+    """``docker-registry serve`` with its storage and log under ``directory``; stopped (by PID) afterwards.
+
+    ``login``: (user, password) the registry demands over HTTP Basic (its htpasswd file, bcrypt as it requires).
+    """
     command = require_tool("docker-registry", "docker-registry", "run a real OCI registry on 127.0.0.1")
     (port,) = free_ports(1)
     host = f"127.0.0.1:{port}"
@@ -61,6 +79,9 @@ def local_registry(directory: Path) -> Iterator[LocalRegistry]:
         "storage": {"filesystem": {"rootdirectory": str(directory / "storage")}, "delete": {"enabled": True}},
         "http": {"addr": host},
     }
+    if login is not None:
+        (directory / "htpasswd").write_text(f"{login[0]}:{_bcrypt(login[1])}\n")
+        config["auth"] = {"htpasswd": {"realm": "repogen-test", "path": str(directory / "htpasswd")}}
     (directory / "config.yml").write_text(yaml.safe_dump(config))
     log = directory / "registry.log"
     with open(log, "wb") as out:

@@ -15,6 +15,8 @@ afterwards, also on failure.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import subprocess
@@ -232,3 +234,31 @@ def test_one_repository_one_digest_from_two_pythons_and_two_umasks(pushed, repog
         digests.add(printed.split(": ", 1)[1].split(" ", 1)[0])
     assert digests == {app.digest}
     assert (tmp_path / "py3.10.oci.tar").read_bytes() == (tmp_path / "py3.13.oci.tar").read_bytes()
+
+
+def test_credentials_come_from_docker_config_or_the_command_line(built, tmp_path):
+    """A registry that demands a login (HTTP Basic, as distribution's htpasswd): refused without one, naming the fix;
+    pushed with config.json's ``auths`` (what `docker login` writes) and with --username/--password-stdin."""
+    repository = str(built("examples/quickstart/app.py:models"))
+    with local_registry(tmp_path, login=("alice", "s3cret")) as registry:
+        target = f"{registry.host}/{PREFIX}-login:1"
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        refused = subprocess.run([sys.executable, "-m", "repogen", "push", repository, target, "--insecure",
+                                  "--docker-config", str(empty)], cwd=ROOT, capture_output=True, text=True)  # fmt: skip
+        assert refused.returncode == 1
+        assert f"registry {registry.host} asks for a login" in refused.stderr and "docker login" in refused.stderr
+        config = tmp_path / "docker"
+        config.mkdir()
+        auth = base64.b64encode(b"alice:s3cret").decode()
+        (config / "config.json").write_text(json.dumps({"auths": {registry.host: {"auth": auth}}}))
+        pushed = repogen("push", repository, target, "--insecure", "--docker-config", str(config)).strip()
+        assert pushed.startswith(f"{target}@sha256:")
+        wrong = subprocess.run([sys.executable, "-m", "repogen", "push", repository, target, "--insecure", "--username",
+                                "alice", "--password-stdin"], input="wrong\n", cwd=ROOT, capture_output=True,
+                               text=True)  # fmt: skip
+        assert wrong.returncode == 1 and "unauthorised (HTTP 401)" in wrong.stderr
+        again = subprocess.run([sys.executable, "-m", "repogen", "push", repository, target, "--insecure", "--username",
+                                "alice", "--password-stdin"], input="s3cret\n", cwd=ROOT, capture_output=True,
+                               text=True)  # fmt: skip
+        assert again.returncode == 0 and again.stdout.strip() == pushed
