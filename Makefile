@@ -9,12 +9,13 @@ CACHE_DIR = $(shell $(PY) -c 'from repogen.server.provision.install import defau
 
 .PHONY: install lint format test unit integration demo proto golden clean check-pythons standin
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins what the golden repositories' payloads depend on (numpy, cloudpickle): tests/golden.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip uninstall --quiet --yes repogen 2>/dev/null || true  # the distribution's name before triton-repogen
 	rm -rf repogen.egg-info  # its stale metadata, which `python -m ...` in the checkout would still find
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -c constraints.txt
 	touch $@
 
 install: $(VENV)/.installed
@@ -58,7 +59,8 @@ SAME_PYTHON_ARGS ?= -k "not built-by or built-by-3.13"
 FULL_PYTHON := $(lastword $(subst +, ,$(FULL_PAIRING)))
 # The containers' Pythons (servers) plus 3.13 (builds): a missing one fails here, before any test runs.
 REQUIRED_PYTHONS ?= 3.10 3.12 3.13
-PYTEST_ARGS ?= -q -ra
+# --durations: every run says where its time goes (the slowest tests per pairing, before pytest's closing line).
+PYTEST_ARGS ?= -q -ra --durations=15
 
 check-pythons: install
 	$(PY) -m repogen.server.provision.pythons $(REQUIRED_PYTHONS)
@@ -100,13 +102,13 @@ define run_pairings
 	[ $$failed -eq 0 ]
 endef
 
-test: check-pythons lint docs-build frameworks
+test: check-pythons lint docs-build frameworks gpu-rehearsal
 	$(call run_pairings,$(FULL_PAIRING)=all $(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
 test-releases: check-pythons
 	$(call run_pairings,$(addsuffix =smoke,$(SMOKE_PAIRINGS)))
 
-unit: install
+unit: install frameworks
 	$(PY) -m pytest -q -m "not integration"
 
 # torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py).
@@ -114,18 +116,23 @@ unit: install
 TORCH ?= torch==2.13.0
 .PHONY: frameworks
 frameworks: install
-	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)' -c constraints.txt
 
 # The GPU suite (tests/gpu) on a machine with an NVIDIA GPU. REPOGEN_GPU_SERVER_VENV names the server's Python: a
 # venv of Python 3.12 whose numpy is 1.26.4 (as NGC's), with torch, cupy and onnxruntime (docs/gpu.md). On the GPU
 # machine `bash tests/gpu/device.sh` does everything, from what `make gpu-kit` packs here into .gpu-kit/.
-.PHONY: test-gpu gpu-kit
+# `make gpu-rehearsal` runs device.sh here, without a GPU, in an environment made like the GPU machine's, up to the
+# GPU checks (tests/gpu/rehearsal.sh): `make test` runs it, so the kit and the run cannot rot between GPU loans.
+.PHONY: test-gpu gpu-kit gpu-rehearsal
 test-gpu: install
 	@[ -n "$$REPOGEN_GPU_SERVER_VENV" ] || { echo "set REPOGEN_GPU_SERVER_VENV (docs/gpu.md)"; exit 2; }
 	$(PY) -m pytest $(PYTEST_ARGS) tests/gpu
 
 gpu-kit: install
 	$(PY) tests/gpu/kit.py
+
+gpu-rehearsal: install
+	bash tests/gpu/rehearsal.sh
 
 integration: install
 	$(PY) -m pytest -q -m integration

@@ -27,11 +27,12 @@ from ..triton.releases import Release
 from ..triton.shm import SHM_PER_INSTANCE, shm_size_bytes
 from ..version import __version__
 from . import access_secret
+from .build_context import context_path
 from .probe import dead_stub_note, healthcheck
 from .resources import format_quantity
 from .verify import VERIFIER_DIR, VerifyDeploy
 
-__all__ = ["DockerFiles", "context_path", "dockerfile", "requirements_run"]
+__all__ = ["DockerFiles", "dockerfile", "requirements_run"]
 
 
 @dataclass(frozen=True)
@@ -97,17 +98,6 @@ def _python_note(info: BuiltRepository, target: Release) -> str:
         f"It was built with --pin-python by Python {built}; {target.image} serves models with Python "
         f"{target.python}, and they must match."
     )
-
-
-def context_path(path: Path, context: Path, what: str) -> str:
-    try:
-        relative = path.resolve().relative_to(context.resolve())
-    except ValueError:
-        raise UsageError(
-            f"{what} {path} is outside the Docker build context {context}; expected a path under it. "
-            "Pass --context with a directory that contains it."
-        ) from None
-    return relative.as_posix() or "."
 
 
 def _app_in_image(app: str, context: Path) -> str:

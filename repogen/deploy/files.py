@@ -20,6 +20,7 @@ from ..triton.restricted_apis import DEFAULT_RESTRICTED
 from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access_secret, compose, dockerfile, kserve, kubernetes, modelcar, probe
+from .build_context import context_path
 from .resources import docker_gpus, format_quantity
 from .verify import VERIFY_KEY_FILE, KeySource, VerifyDeploy, deploy_verification, verify_key_in_context, verify_note
 from .wheel import wheel_bytes, wheel_name
@@ -293,7 +294,7 @@ def _repogen_wheel(options: DeployOptions, written: _Written) -> str:
             "the Dockerfile, inside the build context; expected -o DIR (under --context). Or leave --app out "
             "to copy the repository built here."
         )
-    path = dockerfile.context_path(options.output_dir / wheel_name(), options.context, "the deployment directory")
+    path = context_path(options.output_dir / wheel_name(), options.context, "the deployment directory")
     written.binaries[wheel_name()] = wheel_bytes()
     return path
 

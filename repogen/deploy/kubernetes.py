@@ -20,6 +20,7 @@ from ..errors import DeployError, UsageError
 from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import DEFAULT_PORTS, HEALTH_LIVE, HEALTH_READY, HTTP_PORT, METRICS_PATH, METRICS_PORT
 from ..triton.shm import shm_size_bytes
+from .probe import LOADED_NODE_S
 from .resources import GiB, MiB, format_quantity, parse_quantity
 from .verify import VerifyDeploy
 
@@ -132,9 +133,10 @@ def shm_mount() -> dict[str, Any]:
 
 
 def _probe(path: str, period: int, failures: int, check: dict[str, Any] | None = None) -> dict[str, Any]:
-    """An ``httpGet`` of ``path``, or ``check`` (an ``exec`` sending the access key: deploy/probe.py)."""
+    """An ``httpGet`` of ``path``, or ``check`` (an ``exec`` sending the access key: deploy/probe.py). Its timeout is
+    explicit: Kubernetes' default (1 s) fails a healthy server's probes on a loaded node."""
     how = {"exec": check} if check else {"httpGet": {"path": path, "port": HTTP_PORT}}
-    return {**how, "periodSeconds": period, "failureThreshold": failures}
+    return {**how, "periodSeconds": period, "timeoutSeconds": LOADED_NODE_S, "failureThreshold": failures}
 
 
 def labels(name: str) -> dict[str, str]:

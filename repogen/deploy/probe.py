@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from ..server.client.states import ModelState
 
 __all__ = [
-    "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for", "probes",
-    "ready_check", "silent_models", "timeout_s",
+    "LOADED_NODE_S", "MAX_ELEMENTS", "command", "dead_stub_note", "healthcheck", "liveness_probe", "probe_for",
+    "probes", "ready_check", "silent_models", "timeout_s",
 ]  # fmt: skip
 
 MAX_ELEMENTS = 65536
@@ -142,9 +142,16 @@ def command(found: Iterable[dict[str, Any]], port: int, key: Sequence[str] = ())
     return ["python3", "-c", _source(), f"http://127.0.0.1:{port}", compact, *key]
 
 
+#: What any probe may take on a loaded node before it counts as failed: the runtime's exec (or docker exec) and a
+#: ``python3`` starting there take seconds on a busy node, where Kubernetes' default of 1 s would fail a healthy
+#: server's probes and, for liveness, restart it.
+LOADED_NODE_S = 10
+
+
 def timeout_s(found: list[dict[str, Any]]) -> int:
-    """Time for the whole check: a dead stub takes about 1 s to be called unhealthy, per model."""
-    return min(60, 5 + 2 * len(found))
+    """Time for the whole liveness check: starting it on a loaded node, then about 1 s per model for a dead stub
+    to be called unhealthy (2 s, with room)."""
+    return min(60, LOADED_NODE_S + 2 * len(found))
 
 
 def liveness_probe(info: BuiltRepository, port: int, apis: tuple[str, ...] = ()) -> dict[str, Any]:

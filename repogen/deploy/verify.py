@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DeployError
 from ..runtime.records import SIGNATURE_FILE
+from .build_context import context_path
 
 if TYPE_CHECKING:
     from ..ondisk.reader import BuiltRepository
@@ -214,8 +215,6 @@ def deploy_verification(info: BuiltRepository, key: KeySource, name: str) -> Ver
 
 def verify_key_in_context(verify: VerifyDeploy, app: str | None, context: Path, out_dir: Path | None) -> str:
     """Where the Dockerfile's verify stage copies the key from: written beside the Dockerfile, in the context."""
-    from .dockerfile import context_path  # dockerfile imports this module
-
     verify.require_file("--docker --verify-key")
     if app:
         raise DeployError(

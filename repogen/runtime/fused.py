@@ -221,7 +221,7 @@ class FusedPipeline:
                 break
             step_requests = []
             for i in live:
-                step_requests.append(Request(step.data(pools[i]), source=requests[i]._source))
+                step_requests.append(Request(step.data(pools[i]), source=requests[i]._source, handed=False))
             for i, result in zip(live, step.run(step_requests), strict=True):
                 if type(result) is StepFailure:
                     pools[i] = result

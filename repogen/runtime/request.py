@@ -41,18 +41,21 @@ class Request(dict):  # type: ignore[type-arg]
     Parameters are parsed from the server's request only when a callable reads them.
     """
 
-    __slots__ = ("_parameters", "_source")
+    __slots__ = ("_handed", "_parameters", "_source")
 
     def __init__(
         self,
         data: dict[str, Any] | None = None,
         parameters: dict[str, Any] | None = None,
         source: Any = None,
+        handed: bool = True,
     ):
+        """``source``: the server's request; ``handed``: whether its inputs are this request's (not a fused step's)."""
         if data:
             super().__init__(data)
         self._parameters = parameters
         self._source = source
+        self._handed = handed
 
     @property
     def data(self) -> dict[str, Any]:
@@ -68,6 +71,18 @@ class Request(dict):  # type: ignore[type-arg]
     @parameters.setter
     def parameters(self, value: dict[str, Any]) -> None:
         self._parameters = value
+
+    def handed_on_cpu(self, name: str) -> bool:
+        """Whether python_backend handed input ``name`` in host memory: ``is_cpu()`` of its own tensor, as it came,
+        before anything here read or moved it (a framework model gets its tensors on its device either way)."""
+        source = self._source if self._handed else None
+        for tensor in source.inputs() if source is not None else ():
+            if tensor.name() == name:
+                return bool(tensor.is_cpu())
+        raise InferenceError(
+            f"input '{name}' was not handed to this request by python_backend (a fused step's input comes from the "
+            "step before it, in this process; a request made here has no server's request): nothing says where it was"
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Request, (dict(self), self.parameters))

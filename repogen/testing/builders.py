@@ -2,8 +2,9 @@
 
 A repository must serve on every NGC container's Python whatever Python built it, so the tests
 build with 3.10, 3.12 and 3.13 as well as with the dev venv's. ``ensure_builder_venv("3.13")``
-makes ``<cache>/builder-venv-py3.13`` once (``pip install -e <checkout>``, no dev extras) and
-reinstalls it when ``pyproject.toml`` changes; the source itself is live (editable install).
+makes ``<cache>/builder-venv-py3.13`` once (``pip install -e <checkout>``, no dev extras, with the
+checkout's ``constraints.txt``: the numpy and cloudpickle the golden payloads are built with) and
+reinstalls it when ``pyproject.toml`` or the constraints change; the source itself is live (editable install).
 It is built beside and renamed into place under a file lock, like the server venv
 (:mod:`repogen.server.provision.install`).
 """
@@ -32,6 +33,8 @@ from repogen.server.provision.pythons import require_python
 __all__ = ["BUILDER_MARKER", "BuildWithError", "build_with", "checkout_root", "ensure_builder_venv"]
 
 BUILDER_MARKER = ".repogen-builder.json"
+CONSTRAINTS = "constraints.txt"
+"""The checkout's pins of what a build's payloads depend on (numpy, cloudpickle), applied to every builder venv."""
 
 
 def checkout_root() -> Path:
@@ -51,8 +54,13 @@ def _wanted(root: Path, version: str, packages: tuple[str, ...] = ()) -> dict[st
         "python_version": version,
         "checkout": str(root),
         "pyproject_sha256": sha256_file(root / "pyproject.toml"),
+        **({"constraints_sha256": sha256_file(root / CONSTRAINTS)} if (root / CONSTRAINTS).is_file() else {}),
         **({"packages": " ".join(packages)} if packages else {}),
     }
+
+
+def _constraints(root: Path) -> list[str]:
+    return ["-c", str(root / CONSTRAINTS)] if (root / CONSTRAINTS).is_file() else []
 
 
 def _venv_name(version: str, packages: tuple[str, ...]) -> str:
@@ -96,7 +104,7 @@ def ensure_builder_venv(version: str, cache_dir: str | Path | None = None, packa
             )
             run_step(
                 [str(tmp / "bin" / "python"), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                 "--quiet", "-e", str(root), *packages],
+                 "--quiet", "-e", str(root), *packages, *_constraints(root)],
                 f"installing repogen from {root} into a Python {version} venv",
                 f"Each dependency in {root / 'pyproject.toml'} needs a wheel (or an sdist that builds) for "
                 f"Python {version}; the output above names the one that has none.",

@@ -24,17 +24,21 @@ also checks a build by another:
 * the SBOM is compared parsed, like any JSON; its payload hashes and serial number only between builds of
   the same environment, as the payloads themselves;
 * a pickled payload is compared byte for byte, and a difference shows a diff of its disassembly
-  (:func:`~repogen.ondisk.diff.pickle_listing`), when both sides record the same build
-  environment. Otherwise payloads (and their hashes in ``model.json``) are not compared: the
-  same source pickles differently under another Python or numpy (cloudpickle records
-  ``__type_params__`` from Python 3.12 on and ``__firstlineno__``/``__static_attributes__`` of
-  classes from 3.13 on; numpy 2.2 makes it list ``numpy.linalg.linalg`` among the submodules a
-  function imports), although every such payload loads on every supported server;
+  (:func:`~repogen.ondisk.diff.pickle_listing`). Between builds of different environments a
+  payload that differs still fails the comparison, saying so: the same source pickles
+  differently under another Python or numpy (cloudpickle records ``__type_params__`` from Python
+  3.12 on and ``__firstlineno__``/``__static_attributes__`` of classes from 3.13 on; numpy 2.2
+  makes it list ``numpy.linalg.linalg`` among the submodules a function imports), so such a
+  difference cannot be told from a real change, and accepting it would turn the comparison off
+  whenever the environment moves. Build in the golden's environment (pin it), or ``exclude`` the
+  payloads (``*.pkl``) and check them against a record of that environment's own. Their hashes in
+  ``model.json`` and the SBOM are compared only between builds of the same environment;
 * everything else (``model.py``, shipped sources, labels, shipped files) byte for byte.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -136,8 +140,9 @@ def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[s
             changes.append(change)
             continue
         old, new = expected / change.path, actual / change.path
+        kept: FileChange | None
         if change.path.endswith(PICKLE_SUFFIXES):
-            kept = change if same_builder else None
+            kept = change if same_builder else _incomparable(change, record, _build_record(actual))
         elif change.path == CONFIG_FILE or change.path.endswith(f"/{CONFIG_FILE}"):
             kept = _config_change(change, old, new)
         elif change.path.endswith(".json"):
@@ -147,6 +152,17 @@ def parsed_diff(expected: str | Path, actual: str | Path, *, exclude: Sequence[s
         if kept is not None:
             changes.append(kept)
     return RepositoryDiff(expected, actual, tuple(changes))
+
+
+def _incomparable(change: FileChange, expected: Any, actual: Any) -> FileChange:
+    """A payload that differs between builds of different environments: a failure that says why it is one."""
+    why = (
+        f"{change.path}: payload differs, and the two builds ran in different environments (expected: "
+        f"{_value(expected)}, actual: {_value(actual)}), so whether its source changed cannot be told. Build in "
+        "the golden's environment (pin Python, numpy and cloudpickle as it records them), or leave payloads out "
+        "(exclude '*.pkl') and compare them with a golden of this environment"
+    )
+    return dataclasses.replace(change, diff=f"{why}\n{change.diff}" if change.diff else why)
 
 
 def _ignored(path: str, compared: set[str], exclude: Sequence[str], same_builder: bool) -> Ignore:

@@ -7,13 +7,30 @@ and target the newest NGC release of the CUDA major torch was built for, as a us
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
 
 from repogen.triton.devices import visible_gpus as gpu_names
 from repogen.triton.releases import newest_with_cuda
 
-__all__ = ["FRAMEWORKS", "build_arguments", "gpu_names"]
+__all__ = ["FRAMEWORKS", "PIDS_DIR", "build_arguments", "gpu_names", "SUITE_APPS", "build", "record_server"]
 
-FRAMEWORKS = ("torch", "cupy", "onnxruntime")  # modules whose distributions the server's Python provides
+# Modules whose distributions the server's Python provides: the machine's frameworks, and the kit's array-api-strict
+# (tests/gpu/device.sh puts the kit on the server's path after them): the GPU machine has no pip or index to ship from.
+FRAMEWORKS = ("torch", "cupy", "onnxruntime", "array_api_strict")
+# tests/gpu/device.sh names a directory here: each started server leaves its pid there, so the run can stop what a
+# killed process (a `timeout` past its budget skips fixture teardown) left running.
+PIDS_DIR = "REPOGEN_GPU_PIDS"
+
+
+def record_server(server: Any, who: str) -> None:
+    """Note ``server``'s pid (its process group's) in ``$REPOGEN_GPU_PIDS``, where set, as ``<who>-<pid>``."""
+    directory = os.environ.get(PIDS_DIR)
+    if directory:
+        Path(directory, f"{who}-{server.pid}").write_text(f"{server.pid}\n")
 
 
 def build_arguments() -> list[str]:
@@ -29,3 +46,17 @@ def build_arguments() -> list[str]:
         arg for module in FRAMEWORKS for dist in distributions.get(module, [])[:1] for arg in ("--provided", dist)
     ]
     return ["--triton-release", release.ngc, *provided]
+
+
+# Every app the GPU suite builds (bench/gpu.py builds its own): `tests/gpu/builds.py` builds them all in the CPU
+# rehearsal, where the suite itself stops at its GPU check.
+SUITE_APPS = (
+    "tests/apps/gpu/app.py:models", "tests/apps/gpu/cupy_app.py:models", "tests/apps/gpu/onnx_app.py:models",
+    "tests/apps/gpu/second_gpu.py:models", "examples/quickstart/app.py:models",
+)  # fmt: skip
+
+
+def build(app: str, out: Path, root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``repogen build app -o out`` as the GPU suite builds (in ``root``, the checkout), output captured."""
+    command = [sys.executable, "-m", "repogen", "build", app, "-o", str(out), *build_arguments(), *extra]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-__all__ = ["CUDA_POOL_DEFAULT", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
+__all__ = ["CUDA_POOL_DEFAULT", "GpuQueryError", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
 
 CUDA_POOL_DEFAULT = 64 << 20
 """tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), which it shares with the backend
@@ -21,16 +21,44 @@ CUDA_POOL_HEADROOM = 2  # a batch in flight while the next one is read in
 CUDA_POOL_STEP = 64 << 20
 
 
+class GpuQueryError(RuntimeError):
+    """nvidia-smi is installed but could not say which GPUs there are: a broken driver, not a machine without GPUs."""
+
+
+#: How long ``nvidia-smi -L`` may take: it answers in well under a second, but a driver loading on first use on a
+#: loaded machine is slow. Past it the driver is hung, which is an error, not an answer.
+NVIDIA_SMI_TIMEOUT_S = 60
+
+
 def visible_gpus() -> list[str]:
-    """One line per GPU as ``nvidia-smi -L`` lists it (``GPU 0: NVIDIA H100 ...``); none without a driver."""
+    """One line per GPU as ``nvidia-smi -L`` lists it (``GPU 0: NVIDIA H100 ...``).
+
+    None where there is no nvidia-smi or it says "No devices were found". An nvidia-smi that fails otherwise or
+    hangs raises :class:`GpuQueryError`: read as "no GPU", a broken driver on a GPU machine would skip or refuse
+    GPU work without saying why.
+    """
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
     try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.SubprocessError):
+        done = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise GpuQueryError(
+            f"`{smi} -L` did not answer in {NVIDIA_SMI_TIMEOUT_S} s: the NVIDIA driver is hung; check `nvidia-smi` "
+            "and the driver (dmesg) before running GPU work here"
+        ) from exc
+    except OSError as exc:
+        raise GpuQueryError(f"`{smi} -L` could not run ({exc}): fix or remove that nvidia-smi") from exc
+    output = f"{done.stdout}\n{done.stderr}"
+    if "No devices were found" in output:
         return []
-    return [line.strip() for line in out.splitlines() if line.startswith("GPU ")]
+    if done.returncode != 0:
+        said = (output.strip().splitlines() or ["no output"])[-1]
+        raise GpuQueryError(
+            f"`{smi} -L` failed (exit {done.returncode}: {said}): the NVIDIA driver does not answer, so which GPUs "
+            "this machine has is unknown; fix the driver (`nvidia-smi` must list the GPUs) or run without it on PATH"
+        )
+    return [line.strip() for line in done.stdout.splitlines() if line.startswith("GPU ")]
 
 
 def cuda_pool_args(batch_bytes: int, gpus: int) -> list[str]:

@@ -153,7 +153,6 @@ def onnx_app(repogen_cache_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
     build_packages_app(repogen_cache_dir, root / "model_repository", app="tests/apps/onnx/app.py:models")
     venv = ensure_builder_venv(builder_python(), repogen_cache_dir, tuple(sorted(BUILDER_PACKAGES)))
     script = checkout_root() / "tests" / "apps" / "onnx" / "expected.py"
-    subprocess.run([str(venv / "bin" / "python"), str(script), str(root / "model_repository"),
-                    str(root / "expected.npz")], check=True)  # fmt: skip
+    subprocess.run([str(venv / "bin" / "python"), str(script), str(root / "expected.npz")], check=True)
     with np.load(root / "expected.npz", allow_pickle=True) as data:
         return root / "model_repository", {key: data[key] for key in data.files}

@@ -21,7 +21,12 @@ import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+from repogen.hashing import sha256_file
+from repogen.ondisk.diff import PICKLE_SUFFIXES
+from repogen.ondisk.reader import files
+from repogen.testing.builders import ensure_builder_venv
 from repogen.testing.golden import update_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +35,12 @@ VENDORED_RECORD = GOLDEN / "_vendored.json"
 #: Vendored into every model version: compared once, through VENDORED_RECORD, not in every golden.
 VENDORED_PATTERNS = ("*/*/cloudpickle", "*/*/repogen")
 VENDORED_DIRS = ("cloudpickle", "repogen")
+#: The payloads built by the other builder Pythons (``expected/`` holds the dev venv's): per Python, the build
+#: environment (Python, numpy, cloudpickle, as constraints.txt pins them) and each family's payload hashes.
+PAYLOAD_RECORD = GOLDEN / "_payloads.json"
+PAYLOAD_PYTHONS = ("3.10", "3.13")
+#: Payloads: compared by hash against the golden of the environment that built them, never across environments.
+PAYLOAD_PATTERNS = tuple(f"*{suffix}" for suffix in PICKLE_SUFFIXES)
 #: Families whose app lives elsewhere: the quickstart golden is the README's example itself.
 APPS = {"quickstart": ROOT / "examples" / "quickstart" / "app.py"}
 #: Families whose app builds itself through the library API (``python app.py OUTPUT``), as a notebook would.
@@ -94,6 +105,66 @@ def vendored_hashes(repository: Path) -> dict[str, dict[str, str]]:
     return found
 
 
+def build_record(repository: Path) -> dict[str, str]:
+    """What the manifest records of the environment that built ``repository`` (Python, numpy, cloudpickle)."""
+    record: dict[str, str] = json.loads((repository / "repogen.manifest.json").read_text(encoding="utf-8"))["build"]
+    return record
+
+
+def payload_hashes(repository: Path) -> dict[str, str]:
+    """The sha256 of each pickled payload of ``repository`` (vendored code left out), by relative path."""
+    return {
+        path: sha256_file(source)
+        for path, source in sorted(files(repository).items())
+        if path.endswith(PICKLE_SUFFIXES) and not set(path.split("/")[2:3]) & set(VENDORED_DIRS)
+    }
+
+
+def golden_payloads(family: str, python: str) -> tuple[dict[str, str], dict[str, str]] | None:
+    """The environment and payload hashes of ``family`` built by Python ``python``: ``expected/``'s own when that
+    Python made it, else PAYLOAD_RECORD's; None where no golden of that Python exists."""
+    golden = expected(family)
+    record = build_record(golden)
+    if record["python"] == python:
+        return record, payload_hashes(golden)
+    recorded = _payload_record().get(python)
+    if recorded is None or family not in recorded["families"]:
+        return None
+    return recorded["build"], recorded["families"][family]
+
+
+def _payload_record() -> dict[str, Any]:
+    if not PAYLOAD_RECORD.is_file():
+        return {}
+    recorded: dict[str, Any] = json.loads(PAYLOAD_RECORD.read_text(encoding="utf-8"))
+    return recorded
+
+
+def record_payloads(names: list[str], scratch: Path) -> int:
+    """Build ``names`` with each PAYLOAD_PYTHONS builder venv and write their payload hashes to PAYLOAD_RECORD."""
+    record = _payload_record()
+    for python in PAYLOAD_PYTHONS:
+        interpreter = ensure_builder_venv(python) / "bin" / "python"
+        into = scratch / f"python{python}"
+        results = build_all(names, into, str(interpreter))
+        failed = [name for name, result in results.items() if result.returncode != 0]
+        for name in failed:
+            print(f"== {name} (Python {python}) failed\n{results[name].stderr}", file=sys.stderr)
+        if failed:
+            return 1
+        builds = {json.dumps(build_record(into / name), sort_keys=True) for name in names}
+        if len(builds) != 1:
+            print(f"Python {python}'s builds recorded different environments: {builds}", file=sys.stderr)
+            return 1
+        entry = record.setdefault(python, {"build": {}, "families": {}})
+        if entry["build"] != build_record(into / names[0]):  # another environment: every family again
+            entry.update(build=build_record(into / names[0]), families={})
+        entry["families"].update({name: payload_hashes(into / name) for name in names})
+        print(f"{PAYLOAD_RECORD.relative_to(ROOT)}: payloads of {len(names)} families built by {entry['build']}")
+    PAYLOAD_RECORD.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return 0
+
+
 def strip_vendored(repository: Path) -> None:
     for directory in VENDORED_DIRS:
         for vendored in repository.glob(f"*/*/{directory}"):
@@ -123,6 +194,8 @@ def main(argv: list[str]) -> int:
             strip_vendored(Path(scratch) / name)
             update_golden(expected(name), Path(scratch) / name)
             print(f"{expected(name).relative_to(ROOT)}: {results[name].stdout.strip() or 'built'}")
+        if record_payloads(names, Path(scratch)) != 0:
+            return 1
     if vendored:  # every family's models vendor the same files: any of them gives the record
         VENDORED_RECORD.write_text(json.dumps({"files": vendored}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"{VENDORED_RECORD.relative_to(ROOT)}: {len(vendored)} vendored files")

@@ -7,13 +7,18 @@ it. ``REPOGEN_GPU_SERVER_VENV`` names that venv (tests/gpu/device.sh makes one o
 frameworks' venv with a ``.pth`` that puts numpy 1.26.4 first will do). The server is the PyPI wheel's 2.51.0,
 a CUDA build, with the stub for that venv's Python. On a machine without a GPU every test here is collected
 and skipped, saying so: CI has none.
+
+Made for one device call that may be cut short (tests/gpu/device.sh): each test's result is written as it comes
+(``$REPOGEN_GPU_RESULTS``, JSON lines), SIGTERM (a ``timeout``) interrupts the session so that its teardown stops
+the servers, each server's pid is noted for device.sh to stop what is left, and a model that fails to load fails
+its own tests only (the servers run with ``--exit-on-error=false``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
-import sys
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -21,13 +26,39 @@ import pytest
 
 from repogen.server.provision.install import ensure_server, venv_info
 from repogen.server.running.process import TritonServer
-from repogen.testing.gpu import build_arguments, gpu_names
+from repogen.testing.gpu import build, gpu_names, record_server
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 GPU_VENV = "REPOGEN_GPU_SERVER_VENV"
 RELEASE = os.environ.get("REPOGEN_TRITON_RELEASE") or os.environ.get("REPOGEN_TRITON_VERSION") or "2.51.0"
+RESULTS = "REPOGEN_GPU_RESULTS"
+# One model that fails to load must not take the server, and every test sharing it, down with it.
+LENIENT = ["--exit-on-error=false", "--strict-readiness=false"]
 NO_GPU = "no NVIDIA GPU on this machine (nvidia-smi lists none): tests/gpu runs on a GPU machine (make test-gpu)"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")  # pytest then tears its fixtures (the servers) down and reports
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Each phase's result as one JSON line in ``$REPOGEN_GPU_RESULTS``, written when it is known."""
+    path = os.environ.get(RESULTS)
+    if not path or (report.when != "call" and report.passed):
+        return
+    line = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
+            "seconds": round(report.duration, 3)}  # fmt: skip
+    if report.skipped and isinstance(report.longrepr, tuple):
+        line["reason"] = str(report.longrepr[2])
+    elif report.failed:
+        line["error"] = str(report.longrepr)[-3000:]
+    with open(path, "a", encoding="utf-8") as results:
+        results.write(json.dumps(line) + "\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -63,29 +94,34 @@ def gpu_venv() -> Path:
 def gpu_build(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
     """``gpu_build(app)``: the repository ``repogen build`` makes of ``app`` for the GPU suite."""
 
-    def build(app: str, *extra: str) -> Path:
+    def make(app: str, *extra: str) -> Path:
         out = tmp_path_factory.mktemp("gpu-build") / "repo"
-        command = [sys.executable, "-m", "repogen", "build", app, "-o", str(out), *build_arguments(), *extra]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        done = build(app, out, ROOT, *extra)
         if done.returncode != 0:
-            pytest.fail(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+            pytest.fail(f"{' '.join(done.args)} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
         return out
 
-    return build
+    return make
 
 
 @pytest.fixture(scope="module")
 def gpu_serve(gpu_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., TritonServer]]:
-    """``gpu_serve(repo, venv=None)``: a ready server of ``repo`` on the GPU, stopped after the module."""
+    """``gpu_serve(repo, venv=None)``: a live server of ``repo`` on the GPU, stopped after the module.
+
+    Its models that failed to load are UNAVAILABLE, said by ``test_every_model_is_ready`` and their own tests."""
     servers: list[TritonServer] = []
     install = ensure_server(RELEASE)
 
     def start(repository: Path, venv: Path | None = None, **options: object) -> TritonServer:
         log = tmp_path_factory.mktemp("gpu-server") / "tritonserver.log"
-        server = TritonServer(repository, install, venv_info(venv or gpu_venv), log_path=log, **options)
+        extra = [*LENIENT, *options.pop("extra_args", [])]  # type: ignore[misc]
+        server = TritonServer(
+            repository, install, venv_info(venv or gpu_venv), log_path=log, extra_args=extra, **options
+        )
         servers.append(server)
         server.start()
-        server.wait_ready(240)
+        record_server(server, "suite")
+        server.wait_ready(100)  # within the suite's budget in device.sh
         return server
 
     try:

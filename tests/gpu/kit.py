@@ -1,20 +1,30 @@
 """Pack what the GPU machine lacks into ``.gpu-kit/`` (ignored by git), which the device's run carries along.
 
-The GPU machine (DESIGN.md, "The GPU machine") has Python 3.12 with torch, cupy, onnx and onnxruntime, but no
-tritonserver, no perf_analyzer, no package index and numpy 2 (the stub needs numpy 1). So the kit holds:
+The GPU machine (DESIGN.md, "The GPU machine") has Python 3.12 with torch, cupy and onnxruntime, but no
+tritonserver, no perf_analyzer, no package index, no pip one can count on, and numpy 2 (the stub needs numpy 1).
+So the kit holds, every part an xz tarball that tests/gpu/device.sh unpacks with Python's ``tarfile``:
 
-* ``tritonserver-2.51.0.tar.xz``: this cache's server install, with the Python 3.12 stub only and without the
+* ``tritonserver-2.51.0.tar.xz``: this cache's server install, with the kit Python's stub only and without the
   wheel's bundled libpython 3.13, laid out as ``<cache>/tritonserver-2.51.0`` (its marker included);
 * ``perf-analyzer-2.41.0.tar.xz``: ``<cache>/perf-analyzer-2.41.0`` (the binary, libb64, libcudart 12);
-* ``numpy-1.26.4.tar.xz``: numpy 1.26.4 for Python 3.12, unpacked and without its tests, for the server's Python;
-* ``wheels/``: what repogen and its tests import that the machine's image lacks (tritonclient and its HTTP
-  stack, cyclonedx's, protobuf at this checkout's version, cloudpickle 3.1.2); its grpcio serves as it is.
+* ``numpy-1.26.4.tar.xz``: numpy 1.26.4 for the kit's Python, unpacked and without its tests, for the server's
+  Python;
+* ``site.tar.xz``: everything else repogen, its tests and the benchmark import (``REQUIREMENTS`` and what they
+  require, resolved by pip for the kit's Python at the versions this checkout's venv runs), installed as a
+  ``--target`` directory: the run puts it on ``PYTHONPATH`` and needs no pip. numpy is left out: the machine's
+  own numpy 2 serves the test process;
+* ``kit.json``: the kit's Python and what it holds, which device.sh checks against the machine's Python.
 
-``python tests/gpu/kit.py`` makes it (PyPI and the cache's installs; ~60 MB); tests/gpu/device.sh unpacks it.
+``python tests/gpu/kit.py [--python 3.12] [--out .gpu-kit]`` makes it (PyPI and the cache's installs; ~50 MiB,
+well inside the 64 MiB a device call carries); ``make gpu-rehearsal`` makes one for its own Python.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
+import importlib.metadata
+import json
 import lzma
 import shutil
 import subprocess
@@ -22,39 +32,69 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
-from repogen.server.provision.install import default_cache_dir, ensure_server
+from repogen.server.provision.install import INSTALL_MARKER, default_cache_dir, ensure_server
 from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / ".gpu-kit"
-PYTHON = "3.12"
+PYTHON = "3.12"  # the GPU machine's
+RELEASE = "2.51.0"
 PLATFORMS = ("manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux_2_28_x86_64", "manylinux_2_5_x86_64",
              "manylinux1_x86_64", "manylinux_2_24_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64",
              "manylinux_2_35_x86_64")  # fmt: skip
-WHEELS = (
-    "tritonclient==2.73.0", "geventhttpclient==2.6.1", "gevent==26.9.0", "greenlet==3.3.2", "zope.event==6.2",
-    "zope.interface==8.7", "brotli==1.2.1", "python-rapidjson==1.25", "cloudpickle==3.1.2", "protobuf==6.33.6",
-    "cyclonedx-python-lib==11.12.0", "py-serializable==2.2.0", "license-expression==30.4.4",
-    "boolean.py==5.0", "packageurl-python==0.17.6", "defusedxml==0.7.1", "array-api-strict==2.6.1",
+# What the run imports beyond the machine's torch, numpy, cupy and onnxruntime: repogen's dependencies (the SBOM's
+# cyclonedx brings sortedcontainers), the tests' (pytest, ml_dtypes for BF16 through tritonclient; grpcio at the
+# version tritonclient's stubs were generated for) and array-api-strict (tests/apps/dlpack). tritonclient's http and
+# grpc extras without aiohttp, which only tritonclient.http.aio imports.
+REQUIREMENTS = (
+    "tritonclient", "geventhttpclient", "grpcio", "protobuf", "cloudpickle", "click", "filelock", "PyYAML", "packaging",
+    "cyclonedx-python-lib", "pytest", "ml_dtypes", "array-api-strict",
 )  # fmt: skip
+LEFT_TO_THE_MACHINE = ("numpy", "numpy.libs", "bin")  # top-level names dropped from site/
 NUMPY = "numpy==1.26.4"
+MAX_MIB = 56  # what a device call carries is 64 MiB, the checkout included
 
 
-def _download(requirements: tuple[str, ...], into: Path) -> None:
-    into.mkdir(parents=True, exist_ok=True)
+def _pip(python: str, *args: str) -> None:
     platforms = [arg for platform in PLATFORMS for arg in ("--platform", platform)]
-    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-               "--python-version", PYTHON, "--implementation", "cp", *platforms, "-d", str(into),
-               *requirements]  # fmt: skip
+    command = [sys.executable, "-m", "pip", *args[:1], "--quiet", "--only-binary=:all:", "--python-version", python,
+               "--implementation", "cp", *platforms, *args[1:]]  # fmt: skip
     subprocess.run(command, check=True)
 
 
-def _numpy(archive: Path) -> None:
+def _constraints(path: Path) -> Path:
+    """This venv's versions of everything installed, so the kit runs what CI runs (repogen itself left out)."""
+    pins = sorted(
+        f"{d.metadata['Name']}=={d.version}"
+        for d in importlib.metadata.distributions()
+        if d.metadata["Name"] and d.metadata["Name"].lower() not in ("triton-repogen", "torch")
+    )
+    path.write_text("\n".join(pins) + "\n")
+    return path
+
+
+def _site(python: str, archive: Path) -> list[str]:
+    """REQUIREMENTS and what they need, for ``python``, as one ``--target`` tree; the distributions it holds."""
+    with tempfile.TemporaryDirectory(prefix="repogen-kit-") as tmp:
+        site = Path(tmp) / "site"
+        constraints = _constraints(Path(tmp) / "constraints.txt")
+        _pip(python, "install", "--no-compile", "--target", str(site), "-c", str(constraints), *REQUIREMENTS)
+        for name in LEFT_TO_THE_MACHINE:
+            shutil.rmtree(site / name, ignore_errors=True)
+        for info in site.glob("numpy-*.dist-info"):
+            shutil.rmtree(info)
+        held = sorted(info.name.removesuffix(".dist-info") for info in site.glob("*.dist-info"))
+        _pack(site, archive, lambda path: "__pycache__" not in path, top=site)
+    return held
+
+
+def _numpy(python: str, archive: Path) -> None:
     """numpy's wheel unpacked as ``numpy/`` and ``numpy.libs/``, its tests left out: a third of the wheel's size."""
     with tempfile.TemporaryDirectory(prefix="repogen-kit-") as tmp:
-        _download((NUMPY,), Path(tmp) / "wheel")
+        _pip(python, "download", "--no-deps", "-d", str(Path(tmp) / "wheel"), NUMPY)
         (wheel,) = (Path(tmp) / "wheel").glob("*.whl")
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
@@ -62,7 +102,7 @@ def _numpy(archive: Path) -> None:
         _pack(site, archive, lambda path: "/tests/" not in path and not path.endswith("/tests"), top=site)
 
 
-def _pack(source: Path, archive: Path, keep, top: Path | None = None) -> None:  # type: ignore[no-untyped-def]
+def _pack(source: Path, archive: Path, keep: Callable[[str], bool], top: Path | None = None) -> None:
     """``source``'s files that ``keep`` keeps, named from its parent (or from ``top``), into an xz tarball."""
     with lzma.open(archive, "wb", preset=9) as xz, tarfile.open(fileobj=xz, mode="w") as tar:
         for path in sorted(source.rglob("*")):
@@ -71,27 +111,61 @@ def _pack(source: Path, archive: Path, keep, top: Path | None = None) -> None:  
                 tar.add(path, arcname=relative.as_posix(), recursive=False)
 
 
-def _server_part(path: str) -> bool:
-    """The 3.12 stub's backend directory only, and not the wheel's libpython 3.13."""
-    parts = path.split("/")
-    if "libpython3-" in path:
-        return False
-    if len(parts) > 3 and parts[2] == "tritonserver" and parts[3].startswith(("backends-py", "python_backend_stubs")):
-        return parts[3] == f"backends-py{PYTHON}" or parts[3:5] == ["python_backend_stubs", PYTHON]
-    return True
+def _server_part(python: str) -> Callable[[str], bool]:
+    """The ``python`` stub's backend directory only, and not the wheel's libpython 3.13."""
+
+    def keep(path: str) -> bool:
+        parts = path.split("/")
+        if "libpython3-" in path:
+            return False
+        if len(parts) > 3 and parts[2] == "tritonserver" and parts[3].startswith(("backends-py", "python_backend_")):
+            return parts[3] == f"backends-py{python}" or parts[3:5] == ["python_backend_stubs", python]
+        return True
+
+    return keep
 
 
-def main() -> int:
-    shutil.rmtree(KIT, ignore_errors=True)
-    KIT.mkdir()
-    server = ensure_server("2.51.0")
-    _pack(server.root, KIT / "tritonserver-2.51.0.tar.xz", _server_part)
+def _server(python: str, archive: Path) -> None:
+    """The server's part, packed once per install and Python into the cache: xz -9 of 115 MB takes minutes."""
+    server = ensure_server(RELEASE)
+    marker = (server.root / INSTALL_MARKER).read_bytes()
+    key = hashlib.sha256(marker + python.encode()).hexdigest()[:16]
+    cached = default_cache_dir() / "gpu-kit" / f"tritonserver-{RELEASE}-py{python}-{key}.tar.xz"
+    if not cached.is_file():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".partial")
+        _pack(server.root, partial, _server_part(python))
+        partial.replace(cached)
+    shutil.copyfile(cached, archive)
+
+
+def make(out: Path, python: str) -> dict[str, object]:
+    """The kit for ``python`` in ``out`` (made anew); its manifest."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    _server(python, out / f"tritonserver-{RELEASE}.tar.xz")
     perf = ensure_perf_analyzer()
-    _pack(perf.root, KIT / "perf-analyzer-2.41.0.tar.xz", lambda path: True)
-    _download(WHEELS, KIT / "wheels")
-    _numpy(KIT / "numpy-1.26.4.tar.xz")
-    total = sum(p.stat().st_size for p in KIT.rglob("*") if p.is_file())
-    print(f"{KIT}: {total / 2**20:.1f} MiB for {default_cache_dir()}'s installs and {len(WHEELS) + 1} wheels")
+    _pack(perf.root, out / f"{perf.root.name}.tar.xz", lambda path: True)
+    held = _site(python, out / "site.tar.xz")
+    _numpy(python, out / "numpy-1.26.4.tar.xz")
+    size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    manifest = {"python": python, "tritonserver": RELEASE, "perf_analyzer": perf.root.name, "site": held,
+                "mib": round(size / 2**20, 1)}  # fmt: skip
+    (out / "kit.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python", default=PYTHON, help="the GPU machine's Python (X.Y)")
+    parser.add_argument("--out", type=Path, default=KIT)
+    args = parser.parse_args(argv)
+    manifest = make(args.out, args.python)
+    print(f"{args.out}: {manifest['mib']} MiB for Python {args.python}: tritonserver {RELEASE}, "
+          f"{manifest['perf_analyzer']}, numpy 1.26.4 and {len(manifest['site'])} distributions")  # type: ignore[arg-type]  # fmt: skip
+    if float(manifest["mib"]) > MAX_MIB:  # type: ignore[arg-type]
+        print(f"the kit is over {MAX_MIB} MiB: a device call carries 64 MiB with the checkout", file=sys.stderr)
+        return 1
     return 0
 
 

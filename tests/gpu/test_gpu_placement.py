@@ -22,8 +22,8 @@ def second_gpu(gpus, gpu_build, gpu_serve):
 
 @pytest.fixture(scope="module")
 def onnx_server(gpu_build, gpu_serve):
-    if importlib.util.find_spec("onnx") is None or importlib.util.find_spec("onnxruntime") is None:
-        pytest.fail("the GPU suite's Python needs onnx and onnxruntime (the GPU machine's image has both)")
+    if importlib.util.find_spec("onnxruntime") is None:
+        pytest.fail("the GPU suite's Python needs onnxruntime (the GPU machine's image has it)")
     return gpu_serve(gpu_build("tests/apps/gpu/onnx_app.py:models"))
 
 
@@ -46,7 +46,7 @@ def _numpy2_venv(repogen_cache_dir: Path) -> Path:
 def test_numpy_2_beside_the_stub_is_refused_at_load(gpu_build, gpu_serve, repogen_cache_dir):
     venv = _numpy2_venv(repogen_cache_dir)
     repo = gpu_build("examples/quickstart/app.py:models")
-    server = gpu_serve(repo, venv, extra_args=["--exit-on-error=false", "--strict-readiness=false"])
+    server = gpu_serve(repo, venv)  # a model that fails to load leaves the server up (conftest's LENIENT)
     for model in server.models_status():
         assert model.get("state") == "UNAVAILABLE"
         assert f"model '{model['name']}' cannot serve with numpy 2." in model.get("reason", "")

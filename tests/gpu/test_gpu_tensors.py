@@ -11,7 +11,7 @@ from repogen.testing.client import PROTOCOLS, infer, stream
 
 APP = "tests/apps/gpu/app.py:models"
 MODELS = (
-    "Caller", "Consume", "Half", "Linear", "NumpyCaller", "OnGpu", "OnGpuFused", "Produce", "Scale", "Tokens",
+    "Caller", "Consume", "Half", "Keep", "Linear", "NumpyCaller", "OnGpu", "OnGpuFused", "Produce", "Scale", "Tokens",
     "TorchCast", "TorchIn", "TorchOut",
 )  # fmt: skip
 
@@ -59,17 +59,29 @@ def test_inputs_arrive_on_the_gpu_where_asked(server, protocol, model, y):
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-@pytest.mark.parametrize("model", ["OnGpu", "OnGpuFused"])
-def test_an_ensemble_hands_the_gpu_tensor_on(server, protocol, model):
-    out = infer(protocol, server, model, {"x": _f32(1, 2)})
-    assert (out["y"].tolist(), out["on_gpu"].tolist()) == ([[12], [14]], [[1], [1]])
+def test_an_ensemble_hands_the_gpu_tensor_on(server, protocol):
+    """Consume is handed device memory by python_backend: the tensor did not go through the host on the way."""
+    out = infer(protocol, server, "OnGpu", {"x": _f32(1, 2)})
+    assert (out["y"].tolist(), out["on_gpu"].tolist(), out["handed_on_gpu"].tolist()) == (
+        [[12], [14]], [[1], [1]], [[1], [1]],
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_fused_step_gets_the_memory_the_step_before_made(server, protocol):
+    out = infer(protocol, server, "OnGpuFused", {"x": _f32(1, 2)})
+    assert (out["y"].tolist(), out["on_gpu"].tolist(), out["same_storage"].tolist()) == (
+        [[12], [14]], [[1], [1]], [[1], [1]],
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_bls_sends_and_receives_gpu_tensors(server, protocol):
     out = infer(protocol, server, "Caller", {"x": _f32(1, 2)})
     assert out["y"].tolist() == [[12], [14]]
-    assert (out["on_gpu"].tolist(), out["back_on_gpu"].tolist()) == ([[1], [1]], [[1], [1]])
+    assert (out["on_gpu"].tolist(), out["handed_on_gpu"].tolist(), out["back_on_gpu"].tolist()) == (
+        [[1], [1]], [[1], [1]], [[1], [1]],
+    )  # fmt: skip
     assert infer(protocol, server, "NumpyCaller", {"x": _f32(1, 2)})["y"].tolist() == [[2], [4]]
 
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +19,7 @@ import tritonclient.http
 from serve_cli import ServeProcess, repogen, serving
 
 from repogen.server.running.banner import sample_curl, sample_infer
+from repogen.testing.prerequisites import require_tool
 from repogen.testing.pytest_plugin import TritonInstallation
 
 pytestmark = pytest.mark.integration
@@ -46,14 +45,11 @@ def _run_infer(line: str) -> dict[str, Any]:
 
 
 def _run_curl(line: str) -> dict[str, Any]:
+    """The printed line run as printed, by curl itself (.ci/run installs it): a stand-in would not check the quoting."""
     argv = shlex.split(line)
     assert argv[:2] == ["curl", "-s"] and argv[3] == "-d", line
-    if shutil.which("curl"):
-        body = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=30).stdout
-    else:
-        request = urllib.request.Request(f"http://{argv[2]}", data=argv[4].encode())
-        with urllib.request.urlopen(request, timeout=30) as response:
-            body = response.read().decode()
+    curl = require_tool("curl", "curl", "run the curl line the banner prints")
+    body = subprocess.run([curl, *argv[1:]], capture_output=True, text=True, check=True, timeout=30).stdout
     return {o["name"]: o["data"] for o in json.loads(body)["outputs"]}
 
 

@@ -27,7 +27,11 @@ from repogen.deploy.probe import FAILURES
 from repogen.testing.server_under_test import pairing_under_test, release_at_least
 from repogen.triton.known_issues import BLS_STREAM_UNANSWERED
 
-pytestmark = pytest.mark.integration
+_pairing = pairing_under_test()
+#: Where the server now and then leaves a decoupled BLS stream unanswered (2.39), the test takes another branch:
+#: a smoke test there, so that `make test` runs that branch on its 2.39 pairing (its full run is on 2.51).
+_UNANSWERED = BLS_STREAM_UNANSWERED.affects(_pairing.release, _pairing.python)
+pytestmark = [pytest.mark.integration, *([pytest.mark.smoke] if _UNANSWERED else [])]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,8 +79,7 @@ def test_the_probe_fails_within_its_period_once_a_stub_is_killed(repo, serve, tr
     assert docker == kubernetes  # one check, two files
     server = serve(repo)
     python = triton_install.venv.path / "bin" / "python"
-    pairing = pairing_under_test()
-    unanswered = BLS_STREAM_UNANSWERED.affects(pairing.release, pairing.python)
+    unanswered = _UNANSWERED
 
     # Healthy: every run passes. Where the server leaves a decoupled BLS stream unanswered now and then
     # (repogen.triton.known_issues), one run in FAILURES is enough, as the probes count failures in a row.

@@ -4,7 +4,8 @@
 ``backend="python"``: the build (in the third-party-packages builder venv, which has onnx and
 onnxruntime) writes each graph as ``<model>/<version>/model.onnx`` and ships onnxruntime inside the
 repository. The pairing under test serves it from its numpy-only venv; every answer, over HTTP and
-gRPC, equals onnxruntime's own on the same file (``expected.py``, run by the builder's Python).
+gRPC, equals onnxruntime's own on the app's source graph (``expected.py``, run by the builder's Python), so a build
+that wrote another graph than the app's fails.
 """
 
 from __future__ import annotations
@@ -39,8 +40,7 @@ def built(repogen_cache_dir, tmp_path_factory):
     build_packages_app(repogen_cache_dir, root / "repo", app=APP)
     venv = ensure_builder_venv(builder_python(), repogen_cache_dir, tuple(sorted(BUILDER_PACKAGES)))
     script = checkout_root() / "tests" / "apps" / "onnx" / "expected.py"
-    subprocess.run([str(venv / "bin" / "python"), str(script), str(root / "repo"), str(root / "expected.npz")],
-                   check=True)  # fmt: skip
+    subprocess.run([str(venv / "bin" / "python"), str(script), str(root / "expected.npz")], check=True)
     with np.load(root / "expected.npz", allow_pickle=True) as data:
         return root / "repo", {key: data[key] for key in data.files}
 

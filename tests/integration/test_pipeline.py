@@ -1,5 +1,6 @@
-"""The pipeline example end to end as an ensemble and as BLS, served by tritonserver,
-answering exactly what the in-process run answers; streaming and async BLS."""
+"""The pipeline example end to end as an ensemble and as BLS, served by tritonserver: its answers against a numpy
+reference written here from the example's tables (never through repogen), the in-process run against the server;
+streaming and async BLS."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import queue
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from pipeline_reference import reference
 
 from repogen.loader import load_app
 from repogen.testing.client import PROTOCOLS, infer
@@ -15,6 +17,26 @@ from repogen.testing.client import PROTOCOLS, infer
 pytestmark = pytest.mark.integration
 
 TEXTS = np.array([[b"a good day"], [b"this is really an awful movie"], [b"meh"], [b"great"]], dtype=object)
+
+
+def test_the_reference_reads_the_example_as_its_docstring_says():
+    """Literal answers: short texts go to the keyword classifier in the BLS model only."""
+    assert reference("RoutedPipeline", TEXTS)["label"][2:, 0].tolist() == [b"neutral", b"positive"]
+    assert reference("Pipeline", TEXTS)["label"].dtype == object
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("model", ["Pipeline", "RoutedPipeline", "BothClassifiers"])
+def test_served_answers_equal_the_numpyreference(server, protocol, model):
+    served = infer(protocol, server, model, {"text": TEXTS})
+    expected = reference(model, TEXTS)
+    assert served.keys() == expected.keys()
+    for name in expected:
+        assert served[name].dtype == expected[name].dtype
+        if expected[name].dtype == object:
+            assert served[name].tolist() == expected[name].tolist(), (model, name)
+        else:
+            np.testing.assert_allclose(served[name], expected[name], rtol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +59,8 @@ def test_all_ready_including_the_ensemble(server):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("model", ["Pipeline", "RoutedPipeline", "BothClassifiers"])
-def test_served_answers_equal_in_process_answers(server, local, protocol, model):
+def test_the_in_process_run_answers_as_the_server(server, local, protocol, model):
+    """The in-process runner's own test: it is checked against the server (the reference checks the server)."""
     served = infer(protocol, server, model, {"text": TEXTS})
     expected = local.infer(model, {"text": TEXTS})
     assert served.keys() == expected.keys()

@@ -6,6 +6,7 @@ test_serve_ctrl_c.py, test_cli_reload.py); these drive the object the command ru
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,10 +27,14 @@ ONE = {"x": np.ones((1, 1), np.float32)}
 
 @pytest.fixture
 def temp_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where the serving's scratch space goes, to see it removed."""
+    """Where the serving's scratch space goes, to see it removed; and a runtime directory of this test's own, where
+    a serve leaves its key (repogen.server.client.access_key.runs_root), so no other run on the machine counts."""
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     return temp
 
 
@@ -39,7 +44,8 @@ def test_an_app_served_in_process_reloads_on_request_and_leaves_nothing(
     app = tmp_path / "project"
     shutil.copytree(ROOT / "tests" / "apps" / "reload", app)
     lines: list[str] = []
-    runs = set(runs_root().glob("serve-*.json"))
+    runs = runs_root()  # a runtime directory of this test's own (temp_dir): another serve's keys are elsewhere
+    assert not runs.exists()
     serving = triton_install.serving(f"{app / 'app.py'}:models", echo=lines.append, reload=True)
     assert serving.status().running is False
     with serving:
@@ -50,7 +56,8 @@ def test_an_app_served_in_process_reloads_on_request_and_leaves_nothing(
         assert [(m.name, m.state) for m in status.models] == [("Edited", "READY"), ("Stable", "READY")]
         assert lines[0] == f"Building {app / 'app.py'}:models into {serving.repository}..."
         assert len(_scratch(temp_dir)) == 1  # the app built, the server's log
-        assert set(runs_root().glob("serve-*.json")) - runs  # where repogen's commands find the key
+        # where repogen's commands find the key: this process's file for this server, and nothing else
+        assert [p.name for p in runs.iterdir()] == [f"serve-{os.getpid()}-{server.pid}.json"]
         assert infer("http", server, "Edited", ONE)["y"].tolist() == [[2.0]]
         stable_stubs = _stubs(server.pid, "Stable")
 
@@ -64,7 +71,7 @@ def test_an_app_served_in_process_reloads_on_request_and_leaves_nothing(
     assert serving.status().running is False
     assert group_pids(pid) == []
     assert _scratch(temp_dir) == []
-    assert set(runs_root().glob("serve-*.json")) == runs
+    assert list(runs.iterdir()) == []
 
 
 def test_a_mistake_is_named_and_leaves_nothing(triton_install: TritonInstallation, temp_dir: Path) -> None:

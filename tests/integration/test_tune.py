@@ -44,8 +44,20 @@ def _tuned(path: Path) -> dict[str, object]:
     }
 
 
-def _tune_processes() -> list[int]:
-    return processes_naming(Path(tempfile.gettempdir()) / "repogen-tune-")
+def _tune_processes(own_tmp: Path) -> list[int]:
+    """The processes of this test's tune run: its workdir is under a temporary directory no other run uses, so
+    another tune on the machine neither passes nor fails these checks."""
+    return processes_naming(own_tmp / "repogen-tune-")
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """TMPDIR for this test alone (the in-process tune's tempfile and a CLI's, through the environment)."""
+    directory = tmp_path / "tmp"
+    directory.mkdir()
+    monkeypatch.setenv("TMPDIR", str(directory))
+    monkeypatch.setattr(tempfile, "tempdir", str(directory))
+    return directory
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +65,7 @@ def analyzer():
     return ensure_model_analyzer()  # ~600 MB from PyPI on a fresh machine, once
 
 
-def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, cli_build, tmp_path):
+def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, cli_build, tmp_path, own_tmp):
     pairing = pairing_under_test()
     repo = tmp_path / "repo"
     cli_build(APP, repo)
@@ -78,7 +90,8 @@ def test_the_recommendation_is_measured_and_rebuilds_into_its_config(analyzer, c
     assert _tuned(rebuilt / "Scale" / "config.pbtxt") == _tuned(measured)
     # today's config, measured as the default, is what the app builds without arguments (what a default win prints)
     assert _tuned(repo / "Scale" / "config.pbtxt") == _tuned(measured.parents[1] / found.today.config / "config.pbtxt")
-    assert not _tune_processes()
+    assert not _tune_processes(own_tmp)
+    assert not list(own_tmp.glob("repogen-tune-*"))  # its workdir is gone (the Ctrl+C test sees it there running)
 
 
 def _assert_restricted(reports: Path, lines: list[str]) -> None:
@@ -118,7 +131,7 @@ def _container_tritonserver(directory: Path) -> Path:
 
 
 @pytest.mark.parametrize("server", ["embedded", "--tritonserver"])
-def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server):
+def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server, own_tmp):
     """Profiling starts only once Model Analyzer's server has loaded the model: with --tritonserver, the user's."""
     pairing = pairing_under_test()
     if server == "embedded":
@@ -137,7 +150,7 @@ def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server):
             break
     else:
         pytest.fail("".join(seen))
-    assert _tune_processes(), "Model Analyzer's server and perf_analyzer should be running now"
+    assert _tune_processes(own_tmp), "Model Analyzer's server and perf_analyzer should be running now"
     proc.send_signal(signal.SIGINT)
     try:
         rest, _ = proc.communicate(timeout=HANG_S)
@@ -149,5 +162,5 @@ def test_ctrl_c_stops_everything_it_started(analyzer, tmp_path, server):
     # handled at once: the search went no further than the measurement it was in (the next one takes seconds)
     assert not [line for line in rest.splitlines() if "Profiling" in line or "Creating model config" in line], rest
     assert rest.strip().endswith("Aborted!"), rest
-    assert not _tune_processes(), "".join(seen) + rest
-    assert not list(Path(tempfile.gettempdir()).glob("repogen-tune-*/variants"))
+    assert not _tune_processes(own_tmp), "".join(seen) + rest
+    assert not list(own_tmp.glob("repogen-tune-*/variants"))

@@ -471,3 +471,26 @@ def test_the_wheel_carries_the_installed_metadata_even_behind_a_checkouts_egg_in
     metadata = archive.read("triton_repogen-0.1.0.dist-info/METADATA").decode()
     assert "Name: triton-repogen" in metadata and "Requires-Dist: tritonclient[all]" in metadata  # its dependencies
     assert "repogen = repogen.cli:main" in archive.read("triton_repogen-0.1.0.dist-info/entry_points.txt").decode()
+
+
+def test_every_generated_probe_has_a_timeout_sized_for_a_loaded_node(repo: Path) -> None:
+    """Kubernetes' default timeoutSeconds (1 s) would fail a healthy server's probes on a busy node: each probe of
+    each form says its own, at least LOADED_NODE_S; the liveness check adds time per model."""
+    from repogen.deploy.files import COMPOSE_FILE
+    from repogen.deploy.probe import LOADED_NODE_S
+
+    models = len(read_repository(repo).models)
+    liveness = min(60, LOADED_NODE_S + 2 * models)
+    for restrict in (DEFAULT_RESTRICTED, ()):  # startup/readiness as an exec (health needs the key) and an httpGet
+        container = _container(_k8s(repo, restrict=restrict))
+        timeouts = {which: container[which].get("timeoutSeconds") for which in PROBES}
+        assert timeouts == {"startupProbe": LOADED_NODE_S, "readinessProbe": LOADED_NODE_S, "livenessProbe": liveness}
+    out = generate(repo, DeployOptions(kserve=True, docker=True, compose=True, image="reg/qs:2", context=repo.parent))
+    isvc = yaml.safe_load(out.files[KSERVE_FILE])
+    assert isvc["spec"]["predictor"]["containers"][0]["livenessProbe"]["timeoutSeconds"] == liveness
+    assert f"HEALTHCHECK --interval=10s --timeout={liveness}s " in out.files[DOCKERFILE]
+    service = next(iter(yaml.safe_load(out.files[COMPOSE_FILE])["services"].values()))
+    assert service["healthcheck"]["timeout"] == f"{liveness}s"
+
+
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")

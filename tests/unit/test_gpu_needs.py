@@ -16,7 +16,8 @@ from repogen.errors import ServeError
 from repogen.ondisk.reader import model_dirs
 from repogen.ondisk.validate import validate_repository
 from repogen.server.running import serving
-from repogen.triton.devices import gpu_shortfall
+from repogen.triton import devices
+from repogen.triton.devices import GpuQueryError, gpu_shortfall, visible_gpus
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
@@ -84,3 +85,43 @@ def test_the_cli_says_so_and_starts_nothing(repo):
     assert done.returncode == 1
     assert done.stderr.startswith("Error: model 'AnyGpu' runs KIND_GPU instances (AnyGpu_0) and needs 1 GPU, but ")
     assert "tritonserver" not in done.stdout
+
+
+def _nvidia_smi(tmp_path, monkeypatch, script: str) -> None:
+    """An nvidia-smi on PATH that runs ``script`` (sh), standing in for a driver in a given state."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(f"#!/bin/sh\n{script}\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(smi.parent))
+
+
+def test_only_a_missing_nvidia_smi_or_no_devices_means_no_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert visible_gpus() == []
+    _nvidia_smi(tmp_path, monkeypatch, 'echo "No devices were found"; exit 6')
+    assert visible_gpus() == []
+
+
+def test_the_gpus_nvidia_smi_lists(tmp_path, monkeypatch):
+    _nvidia_smi(tmp_path, monkeypatch, 'echo "GPU 0: NVIDIA H100 (UUID: GPU-1)"; echo "  MIG 1g.10gb Device 0: x"')
+    assert visible_gpus() == ["GPU 0: NVIDIA H100 (UUID: GPU-1)"]
+
+
+def test_a_broken_driver_is_an_error_not_a_machine_without_gpus(tmp_path, monkeypatch, repo):
+    _nvidia_smi(
+        tmp_path,
+        monkeypatch,
+        'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2; exit 9',
+    )
+    with pytest.raises(GpuQueryError, match=r"-L` failed \(exit 9: NVIDIA-SMI has failed because it couldn't "):
+        visible_gpus()
+    with pytest.raises(ServeError, match=r"has GPU models, but `.*nvidia-smi -L` failed \(exit 9"):
+        serving.gpu_arguments(repo, ())
+
+
+def test_a_hung_driver_is_an_error(tmp_path, monkeypatch):
+    _nvidia_smi(tmp_path, monkeypatch, "exec /bin/sleep 30")
+    monkeypatch.setattr(devices, "NVIDIA_SMI_TIMEOUT_S", 0.5)
+    with pytest.raises(GpuQueryError, match=r"did not answer in 0.5 s: the NVIDIA driver is hung"):
+        visible_gpus()

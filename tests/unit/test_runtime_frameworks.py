@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import array_api_strict as xp  # the dev extra (make install)
 import numpy as np
 import pytest
 from general_path import TritonPythonModel, initialize_args
 from general_path import request as _request
+from torch_cpu import torch  # a failure naming `make frameworks` where it is missing
 
 from repogen import (
     ConstantPadder,
@@ -28,9 +30,6 @@ from repogen.local import backend_shim as pb
 from repogen.runtime.context import TritonContext
 from repogen.runtime.frameworks import framework_of, use_device
 from repogen.runtime.tensors import FORCE_CPU_ONLY_INPUT_TENSORS
-
-xp = pytest.importorskip("array_api_strict", reason="array-api-strict is in the dev extra (make install)")
-torch = pytest.importorskip("torch", reason="torch is not installed in .venv (make frameworks installs the CPU build)")
 
 F32 = np.float32
 X = [Tensor(name="x", dtype=F32, shape=(-1,))]

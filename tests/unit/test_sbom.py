@@ -21,7 +21,9 @@ from repogen.ondisk.describe import read_sbom
 from repogen.runtime.records import SBOM_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = sorted((ROOT / "tests" / "golden").glob(f"*/expected/{SBOM_FILE}"))
+#: Every golden repository's SBOM: ``<family>/expected/`` and a targeted family's ``expected-<release>/``.
+GOLDEN = sorted((ROOT / "tests" / "golden").glob(f"*/expected*/{SBOM_FILE}"))
+GOLDEN_REPOSITORIES = sorted(p for p in (ROOT / "tests" / "golden").glob("*/expected*") if p.is_dir())
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +42,12 @@ def _errors(path: Path) -> object:
     return JsonStrictValidator(SchemaVersion.V1_6).validate_str(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("path", GOLDEN, ids=[p.parts[-3] for p in GOLDEN])
+def test_every_golden_repository_has_an_sbom_checked_here() -> None:
+    assert [p.parent for p in GOLDEN] == GOLDEN_REPOSITORIES
+    assert any(p.parent.name.startswith("expected-") for p in GOLDEN)  # the targets family's builds too
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=["/".join(p.parts[-3:-1]) for p in GOLDEN])
 def test_every_golden_sbom_is_valid_cyclonedx_1_6(path: Path) -> None:
     assert _errors(path) is None
 

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from ...errors import RepogenError, RepositoryError, ServeError, UsageError
 from ...ondisk.reader import model_dirs, read_repository
-from ...triton.devices import visible_gpus
+from ...triton.devices import GpuQueryError, visible_gpus
 from ..client.access_key import Access, forget_run, record_run
 from ..client.states import ModelState, model_states
 from ..provision.install import ServerInstallError
@@ -58,7 +58,11 @@ def gpu_arguments(repository: Path, given: Sequence[str]) -> list[str]:
         return []
     if not info.uses_gpu:
         return []
-    shortfalls = info.gpu_shortfalls(len(visible_gpus()))
+    try:
+        visible = len(visible_gpus())
+    except GpuQueryError as exc:
+        raise ServeError(f"repository {repository} has GPU models, but {exc}") from exc
+    shortfalls = info.gpu_shortfalls(visible)
     if shortfalls:
         raise ServeError("\n".join(shortfalls))
     sized = any(arg.startswith("--cuda-memory-pool-byte-size") for arg in given)

@@ -1,8 +1,11 @@
 """GPU tensors through every path, for tests/gpu (a machine with an NVIDIA GPU, torch and cupy in the server's Python).
 
 Built with torch ``--provided``: it comes from the server's environment (cupy's models are tests/apps/gpu/cupy_app.py,
-served apart). Models that check where their tensors were report it (``on_gpu``: 1 when the callable got device
-memory).
+served apart). Models that check where their tensors were report it: ``on_gpu``, 1 when the callable got device
+memory (which the runtime gives a torch model either way, moving a host tensor there); ``handed_on_gpu``, 1 when
+python_backend handed the model device memory (``is_cpu()`` of its own tensor, before the runtime read it), which
+a trip through host memory on the way, an ensemble's or a BLS call's, cannot leave; ``same_storage``, 1 when a
+fused step got the very memory the step before it made.
 """
 
 import time
@@ -22,8 +25,13 @@ GPU = [InstanceGroup(kind="KIND_GPU", count=1)]
 BATCHED_GPU = ModelConfig(max_batch_size=16, instance_groups=GPU)
 
 
-def flags(x, rows):
-    return torch.full((rows, 1), int(x.is_cuda), dtype=torch.int64, device=x.device)
+def flags(x, rows, value=None):
+    """``value`` (default: whether ``x`` is on a GPU) as one int64 row per row, on ``x``'s device."""
+    return torch.full((rows, 1), int(x.is_cuda if value is None else value), dtype=torch.int64, device=x.device)
+
+
+HANDED_ON_GPU = Tensor(name="handed_on_gpu", dtype=np.int64, shape=(1,))
+STORAGE = Tensor(name="storage", dtype=np.int64, shape=(1,))
 
 
 class Linear:
@@ -99,40 +107,76 @@ models.bind(
 )
 
 
-@models.model("Produce", inputs=X, outputs=Y, config=BATCHED_GPU)
+@models.model("Produce", inputs=X, outputs=[*Y, STORAGE], config=BATCHED_GPU)
 @batch
 def produce(x):
-    return {"y": torch.from_numpy(x).cuda() * 2}
+    """The first step: a GPU tensor out, and the address of the memory it lives in (``storage``)."""
+    y = torch.from_numpy(x).cuda() * 2
+    return {"y": y, "storage": flags(y, y.shape[0], y.untyped_storage().data_ptr())}
 
 
-@models.model("Consume", inputs=X, outputs=[*Y, ON_GPU], config=TORCH_IN)
-@batch
-def consume(x):
-    """The second step: its input is the first step's GPU tensor, handed over without a host round trip."""
-    return {"y": x + 10, "on_gpu": flags(x, x.shape[0])}
+@models.model("Consume", inputs=X, outputs=[*Y, ON_GPU, HANDED_ON_GPU], config=TORCH_IN)
+def consume(requests):
+    """The second step, or a BLS callee: says whether python_backend handed it device memory (undecorated, to see
+    each request as the server handed it)."""
+    answers = []
+    for request in requests:
+        x = request["x"]
+        handed = not request.handed_on_cpu("x")
+        answers.append({"y": x + 10, "on_gpu": flags(x, x.shape[0]), "handed_on_gpu": flags(x, x.shape[0], handed)})
+    return answers
+
+
+SAME_STORAGE = Tensor(name="same_storage", dtype=np.int64, shape=(1,))
+
+
+@models.model("Keep", inputs=[*X, STORAGE], outputs=[*Y, ON_GPU, SAME_STORAGE], config=TORCH_IN)
+def keep(requests):
+    """A fused pipeline's second step: whether it got the memory the first step made (``storage``), not a copy."""
+    answers = []
+    for request in requests:
+        x, made = request["x"], int(request["storage"][0, 0])
+        same = x.untyped_storage().data_ptr() == made
+        answers.append({"y": x + 10, "on_gpu": flags(x, x.shape[0]), "same_storage": flags(x, x.shape[0], same)})
+    return answers
 
 
 def pipeline(x):
     second = consume(x=produce(x=x)["y"])
-    return {"y": second["y"], "on_gpu": second["on_gpu"]}
+    return {"y": second["y"], "on_gpu": second["on_gpu"], "handed_on_gpu": second["handed_on_gpu"]}
 
 
-PIPELINE_OUT = [*Y, ON_GPU]
-models.ensemble("OnGpu", inputs=X, outputs=PIPELINE_OUT, config=ModelConfig(max_batch_size=16))(pipeline)
+def fused_pipeline(x):
+    first = produce(x=x)
+    second = keep(x=first["y"], storage=first["storage"])
+    return {"y": second["y"], "on_gpu": second["on_gpu"], "same_storage": second["same_storage"]}
+
+
+models.ensemble("OnGpu", inputs=X, outputs=[*Y, ON_GPU, HANDED_ON_GPU], config=ModelConfig(max_batch_size=16))(pipeline)
 models.ensemble(
-    "OnGpuFused", inputs=X, outputs=PIPELINE_OUT, config=ModelConfig(max_batch_size=16, instance_groups=GPU), fuse=True
-)(pipeline)
+    "OnGpuFused",
+    inputs=X,
+    outputs=[*Y, ON_GPU, SAME_STORAGE],
+    config=ModelConfig(max_batch_size=16, instance_groups=GPU),
+    fuse=True,
+)(fused_pipeline)
 
 
 @models.model(
-    "Caller", inputs=X, outputs=[*Y, ON_GPU, Tensor(name="back_on_gpu", dtype=np.int64, shape=(1,))], config=TORCH_IN
+    "Caller",
+    inputs=X,
+    outputs=[*Y, ON_GPU, HANDED_ON_GPU, Tensor(name="back_on_gpu", dtype=np.int64, shape=(1,))],
+    config=TORCH_IN,
 )
 @batch
 def caller(x):
-    """BLS with a GPU tensor: the callee gets device memory, the answer comes back on the GPU as torch."""
+    """BLS with a GPU tensor: the callee is handed device memory, the answer comes back on the GPU as torch."""
     answer = consume(x=x * 2)
     back = answer["y"]
-    return {"y": back, "on_gpu": answer["on_gpu"], "back_on_gpu": flags(back, x.shape[0])}
+    return {
+        "y": back, "on_gpu": answer["on_gpu"], "handed_on_gpu": answer["handed_on_gpu"],
+        "back_on_gpu": flags(back, x.shape[0]),
+    }  # fmt: skip
 
 
 @models.model("NumpyCaller", inputs=X, outputs=Y, config=ModelConfig(max_batch_size=16))

@@ -22,7 +22,7 @@ onnxruntime into the repository (the third-party-packages capability) and binds 
 class. ``Pipeline`` is a traced ensemble Pre (Python) -> Affine (ONNX) -> Post (Python) and ``Fused``
 the same steps fused into one Python model; ``Caller`` a Python model calling Affine and ``Handmade``
 (a hand-written Python-backend directory taken in with ``models.include``) through BLS.
-``tests/apps/onnx/expected.py`` runs onnxruntime on the served files for the answers, and the
+``tests/apps/onnx/expected.py`` runs onnxruntime on the graphs made here for the answers, and the
 models in this process (``models.local()``).
 """
 

@@ -1,10 +1,10 @@
-"""onnxruntime's own answers on the graphs a build wrote, run by the builder's Python (which has it).
+"""onnxruntime's own answers on the app's source graphs, run by the builder's Python (which has it).
 
-    <builder venv>/bin/python tests/apps/onnx/expected.py REPOSITORY OUT.npz
+    <builder venv>/bin/python tests/apps/onnx/expected.py OUT.npz
 
-For each (model, version) of ``INPUTS`` it opens ``REPOSITORY/<model>/<version>/model.onnx`` — the
-very file the server runs — in an onnxruntime session, and saves the inputs as
-``<model>.<version>.in.<name>`` and the answers as ``<model>.<version>.out.<name>``.
+For each (model, version) of ``INPUTS`` it opens the graph tests/apps/onnx/app.py makes for it (the source model,
+not the ``model.onnx`` a build wrote: a build that wrote another graph must fail the comparison) in an onnxruntime
+session, and saves the inputs as ``<model>.<version>.in.<name>`` and the answers as ``<model>.<version>.out.<name>``.
 """
 
 from __future__ import annotations
@@ -26,12 +26,25 @@ INPUTS = {
 }  # fmt: skip
 
 
-def main(repository: str, path: str) -> None:
+def _sources() -> dict[tuple[str, int], str]:
+    """The source graph of each served (model, version), as the app makes it (written again, the same bytes)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import app  # the app makes its graphs when imported
+
+    return {
+        ("Affine", 1): app.affine(1.0),
+        ("Affine", 2): app.affine(2.0),
+        ("External", 1): app.affine(1.0, external=True),
+        ("Mixed", 1): app.mixed(),
+        ("Lookup", 1): app.lookup(),
+    }
+
+
+def main(path: str) -> None:
     arrays = {}
+    sources = _sources()
     for (model, version), inputs in INPUTS.items():
-        session = onnxruntime.InferenceSession(
-            os.path.join(repository, model, str(version), "model.onnx"), providers=["CPUExecutionProvider"]
-        )
+        session = onnxruntime.InferenceSession(sources[model, version], providers=["CPUExecutionProvider"])
         feed = {
             k: np.array([s.decode() for s in v], dtype=object) if v.dtype == object else v for k, v in inputs.items()
         }
@@ -43,15 +56,13 @@ def main(repository: str, path: str) -> None:
         arrays.update({f"{model}.{version}.in.{name}": value for name, value in inputs.items()})
     # The pipelines call Affine's latest version (2): Pipeline = Post(Affine(Pre(raw))), Caller = 10 * Affine(x).
     raw = np.array([[0.5, 1.0, -2.0, 3.0], [0.0, 0.25, 0.75, -1.0]], dtype=np.float32)
-    latest = onnxruntime.InferenceSession(os.path.join(repository, "Affine", "2", "model.onnx"),
-                                          providers=["CPUExecutionProvider"])  # fmt: skip
+    latest = onnxruntime.InferenceSession(sources["Affine", 2], providers=["CPUExecutionProvider"])
     (y,) = latest.run(["y"], {"x": raw * 2 - 1})
     arrays.update({"Pipeline.in.raw": raw, "Pipeline.out.total": y.sum(axis=1, keepdims=True)})
     (y,) = latest.run(["y"], {"x": raw})
     arrays.update({"Caller.in.x": raw, "Caller.out.y10": y * 10, "Caller.out.handmade": 2 * y + 1})
     index = np.array([[0, 9], [3, 3], [5, 1]], dtype=np.int64)  # three requests of one row each
-    lookup = onnxruntime.InferenceSession(os.path.join(repository, "Lookup", "1", "model.onnx"),
-                                          providers=["CPUExecutionProvider"])  # fmt: skip
+    lookup = onnxruntime.InferenceSession(sources["Lookup", 1], providers=["CPUExecutionProvider"])
     (rows,) = lookup.run(["rows"], {"index": index})
     arrays.update({"Lookup.in.index": index, "Lookup.out.rows": rows})
     arrays.update(_local(raw, index))
@@ -76,4 +87,4 @@ def _local(raw: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1])

@@ -1,10 +1,17 @@
 """Hand-written BLS consumer: iterates Gen's stream with exec(decoupled=True), as the docs show."""
 
+import faulthandler
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
+    def initialize(self, args):
+        # Not part of the docs' pattern: a crash of this stub prints its signal into the server's log, which
+        # the test reads to tell the known crash from any other failure.
+        faulthandler.enable()
+
     def execute(self, requests):
         responses = []
         for request in requests:
