@@ -228,9 +228,9 @@ def render(path: Path) -> str:
             "",
             *onnx,
         ]
-    analysis = BENCH / "analysis.md"
-    if analysis.exists():
-        parts += [analysis.read_text().rstrip(), ""]
+    for written in ("modelcar.md", "analysis.md"):  # measured by hand (bench/modelcar.py); the findings
+        if (BENCH / written).exists():
+            parts += [(BENCH / written).read_text().rstrip(), ""]
     return "\n".join(parts)
 
 

@@ -67,7 +67,10 @@ from .params import RELEASE_HELP, release_option, restrict_option
 @click.option("--memory-limit", help="Default 4Gi, or more to hold /dev/shm.")
 @click.option("--shm-size", help="/dev/shm size (default: 16 MiB per Python model instance, +25%, at least 64Mi).")
 @click.option("--gpus", type=int, help="nvidia.com/gpu limit (default 1 if a model uses KIND_GPU, else 0).")
-@click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...).")
+@click.option("--storage-uri", help="KServe: where REPOSITORY was uploaded (s3://..., gs://..., pvc://...), or "
+              "oci://REGISTRY/NAME:TAG@sha256:... as `repogen push` printed it (KServe's modelcar).")  # fmt: skip
+@click.option("--models-image", metavar="REF@sha256:...", help="Kubernetes >= 1.33: mount this model image (as "
+              "`repogen push` printed it) read-only on /models as an image volume; run the stock image.")  # fmt: skip
 @click.option("--index-url", help="Docker: the package index the image's pip installs from instead of PyPI (a "
               "mirror); repogen then adds no index of its own.")  # fmt: skip
 @click.option("--extra-index-url", "extra_index_urls", multiple=True, help="Docker: another index beside it.")

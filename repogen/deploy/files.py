@@ -19,7 +19,7 @@ from ..triton.releases import NEWEST, Release, get_release
 from ..triton.restricted_apis import DEFAULT_RESTRICTED
 from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
-from . import access_secret, compose, dockerfile, kserve, kubernetes, probe
+from . import access_secret, compose, dockerfile, kserve, kubernetes, modelcar, probe
 from .build_context import context_path
 from .resources import docker_gpus, format_quantity
 from .verify import VERIFY_KEY_FILE, KeySource, VerifyDeploy, deploy_verification, verify_key_in_context, verify_note
@@ -78,6 +78,9 @@ class DeployOptions:
     """The API groups only a request carrying the access key reaches (PyTriton 0.7's set); ``()``: none."""
     access_secret: str | None = None
     """Kubernetes/KServe: the Secret holding the key (default ``<name>-access-token``)."""
+    models_image: str | None = None
+    """Kubernetes: serve the stock image with this model image (``repogen push``'s reference@digest) mounted as an
+    image volume on /models, instead of an image with the repository baked in."""
 
 
 @dataclass(frozen=True)
@@ -330,9 +333,10 @@ def _kubernetes(
     """kubernetes.yaml: a Deployment, its Service and, with scaling, a HorizontalPodAutoscaler."""
     apis = target.apis
     config_map, header = _cluster_head(target, resources, "--k8s")
+    models_image = _models_image(target, options)
     deployment = kubernetes.deployment(
         target.name,
-        target.image,
+        (options.image or target.release.image) if models_image else target.image,
         resources,
         replicas=options.replicas,
         liveness=probe.liveness_probe(target.info, kubernetes.HTTP_PORT, apis),
@@ -341,6 +345,9 @@ def _kubernetes(
         ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
         verify=target.verify,
     )
+    if models_image:
+        modelcar.mount_models_image(deployment, models_image, kubernetes.MODEL_REPOSITORY)
+        header += modelcar.image_volume_note(models_image)
     documents = [*config_map, deployment, kubernetes.service(target.name)]
     if scaling:
         minimum, maximum, cpu = scaling
@@ -348,6 +355,17 @@ def _kubernetes(
             kubernetes.autoscaler(target.name, min_replicas=minimum, max_replicas=maximum, cpu_utilization=cpu)
         )
     written.files[K8S_FILE] = header + dump_yaml(*documents)
+
+
+def _models_image(target: _Target, options: DeployOptions) -> str | None:
+    if not options.models_image:
+        return None
+    if target.verify is not None:
+        raise UsageError(
+            "--models-image with --verify-key: the stock image holds no verifier; `repogen push --verify-key` "
+            "verifies the signatures before the image is made, and its digest pins those files"
+        )
+    return modelcar.pinned_reference(options.models_image, "--models-image")
 
 
 def _kserve(
@@ -375,5 +393,8 @@ def _kserve(
         verifier_image=options.verifier_image or target.image,
     )  # fmt: skip
     config_map, header = _cluster_head(target, resources, "--kserve")
-    upload = kserve.upload_note(info, storage, target.name) if storage else ""
+    if modelcar.is_oci(storage):
+        upload = modelcar.push_note(info.path.name, modelcar.pinned_reference(str(storage), "--storage-uri"))
+    else:
+        upload = kserve.upload_note(info, storage, target.name) if storage else ""
     written.files[KSERVE_FILE] = header + upload + dump_yaml(*config_map, isvc)

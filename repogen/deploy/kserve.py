@@ -20,7 +20,8 @@ from ..ondisk.reader import BuiltRepository
 from ..triton.endpoints import METRICS_PATH, METRICS_PORT
 from ..triton.releases import Release
 from .kubernetes import MODEL_REPOSITORY, Resources, security_context, server_args, shm_mount, shm_volume
-from .verify import VerifyDeploy
+from .modelcar import is_oci, wait_for_link
+from .verify import ENTRYPOINT, VerifyDeploy
 
 __all__ = ["ARCHIVES", "KSERVE_HTTP_PORT", "inference_service", "stored_sizes", "upload_note"]
 
@@ -114,14 +115,16 @@ STORAGE_MOUNT = "/mnt/models"
 """Where KServe's storage initializer puts a storage URI's files (and its runtime serves them from)."""
 
 
-def _verifying(predictor: dict[str, Any], verify: VerifyDeploy, image: str | None, verifier: str | None) -> None:
+def _verifying(
+    predictor: dict[str, Any], verify: VerifyDeploy, image: str | None, verifier: str | None, modelcar: bool
+) -> None:
     if image:
         predictor["initContainers"] = [verify.init_container(image, security_context(), MODEL_REPOSITORY)]
     else:
         assert verifier is not None
         model = predictor["model"]
         predictor["initContainers"] = [verify.tools_init_container(verifier, security_context())]
-        model["command"] = verify.wrapped_command(STORAGE_MOUNT)
+        model["command"] = verify.wrapped_command(STORAGE_MOUNT, modelcar)
         model["volumeMounts"] = [*model["volumeMounts"], verify.tools_mount(), verify.key_mount()]
         predictor["volumes"].append(verify.tools_volume())
     predictor["volumes"].append(verify.key_volume())
@@ -161,7 +164,9 @@ def inference_service(
         (predictor["containers"][0] if image else predictor["model"])["livenessProbe"] = liveness
     predictor["volumes"] = [shm_volume(resources)]
     if verify is not None:
-        _verifying(predictor, verify, image, verifier_image)
+        _verifying(predictor, verify, image, verifier_image, is_oci(storage_uri))
+    if not image and is_oci(storage_uri):
+        wait_for_link(predictor["model"], ENTRYPOINT)
     if scaling:
         minimum, maximum, cpu = scaling
         predictor.update(minReplicas=minimum, maxReplicas=maximum, scaleMetric="cpu", scaleTarget=cpu)

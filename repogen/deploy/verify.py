@@ -56,11 +56,16 @@ VERIFY_KEY_FILE = "verify-key.pub"
 """The public key `deploy --docker --verify-key` writes beside the Dockerfile, for the verify stage to copy."""
 
 
-def verify_command(repository: str) -> str:
-    """The shell command that verifies ``repository`` (resolved first: upstream refuses a symlinked root)."""
+def verify_command(repository: str, modelcar: bool = False) -> str:
+    """The shell command that verifies ``repository`` (resolved first: upstream refuses a symlinked root).
+
+    A modelcar's ``/mnt/models`` is a link to ``/proc/PID/root/models``: it is followed one step only, since
+    ``readlink -f`` would also follow the magic ``/proc/PID/root`` link, to this container's own ``/``.
+    """
     key = f"{KEY_DIR}/{KEY_FILE}"
+    root = f"readlink {repository}" if modelcar else f"readlink -f {repository}"
     return (
-        f'PYTHONPATH={VERIFIER_DIR} python3 -m model_signing verify key "$(readlink -f {repository})" '
+        f'PYTHONPATH={VERIFIER_DIR} python3 -m model_signing verify key "$({root})" '
         f"--signature {repository}/{SIGNATURE_FILE} --public_key {key}"
     )
 
@@ -181,9 +186,9 @@ class VerifyDeploy:
         return {"name": TOOLS_VOLUME, "mountPath": VERIFIER_DIR, "readOnly": True}
 
     @staticmethod
-    def wrapped_command(repository: str) -> list[str]:
+    def wrapped_command(repository: str, modelcar: bool = False) -> list[str]:
         """Verify, then run the container's own command line (KServe appends the runtime's args after these)."""
-        script = f'{verify_command(repository)} && exec "$0" "$@"'
+        script = f'{verify_command(repository, modelcar)} && exec "$0" "$@"'
         return [ENTRYPOINT, "/bin/sh", "-c", script]
 
 
