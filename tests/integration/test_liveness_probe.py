@@ -34,6 +34,7 @@ _UNANSWERED = BLS_STREAM_UNANSWERED.affects(_pairing.release, _pairing.python)
 pytestmark = [pytest.mark.integration, *([pytest.mark.smoke] if _UNANSWERED else [])]
 
 ROOT = Path(__file__).resolve().parents[2]
+FAST_EXIT = ("--exit-timeout-secs=5",)  # the killed stub (2.51) holds the shutdown for the whole timeout (30 s)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +78,7 @@ def _status(server) -> str:
 def test_the_probe_fails_within_its_period_once_a_stub_is_killed(repo, serve, triton_install):
     kubernetes, docker, _ = _commands(repo)
     assert docker == kubernetes  # one check, two files
-    server = serve(repo)
+    server = serve(repo, extra_args=FAST_EXIT)
     python = triton_install.venv.path / "bin" / "python"
     unanswered = _UNANSWERED
 
