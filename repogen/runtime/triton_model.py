@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
+from . import decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context
 from .conversion import OutputPlan
@@ -184,7 +185,7 @@ class TritonPythonModel:
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
             if self._decoupled:
-                self._execute_decoupled(requests)
+                decoupled.execute(self, requests)
                 return None
             try:
                 results = self.checked_results(self.infer_func([self._request(r) for r in requests]), len(requests))
@@ -234,87 +235,6 @@ class TritonPythonModel:
         ):
             return [outputs]
         return self.checked_results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
-
-    def _execute_decoupled(self, requests: list[Any], senders: list[Any] | None = None) -> None:
-        """Each step of a generator is one response per request; FINAL closes every stream.
-
-        A request cancelled before the callable runs is left out of its batch; once every request of the
-        batch is cancelled, the generator is closed at the step it has just yielded (its ``finally:`` runs
-        then), and nothing more is sent. Each stream gets FINAL exactly once, cancelled or not.
-        """
-        senders = senders or [request.get_response_sender() for request in requests]
-        final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-        watch = Watch(requests)
-        watch.poll()
-        if not all(watch.live):
-            return self._execute_decoupled_live(requests, senders, watch.live)
-        try:
-            try:
-                batch = [self._request(r) for r in requests]
-            except EmptyBatchError:
-                return self._execute_decoupled_apart(requests, senders)
-            results = self.infer_func(batch)
-            if inspect.isawaitable(results):
-                results = self._run(results)
-            if isinstance(results, (list, tuple)):
-                self._send_step(results, senders, watch.live)
-            else:
-                self._stream(results, senders, watch)
-        except BaseException as exc:  # as in execute; a cancelled stream gets its FINAL alone
-            error = self.failure(exc, sum(watch.live))
-            for sender, live in zip(senders, watch.live, strict=True):
-                if live:
-                    sender.send(error, flags=final)
-                else:
-                    sender.send(flags=final)
-            return None
-        for sender in senders:
-            sender.send(flags=final)
-        return None
-
-    def _execute_decoupled_live(self, requests: list[Any], senders: list[Any], live: list[bool]) -> None:
-        """End the streams of requests cancelled before the callable ran; serve the others."""
-        kept, kept_senders = [], []
-        for request, sender, wanted in zip(requests, senders, live, strict=True):
-            if wanted:
-                kept.append(request)
-                kept_senders.append(sender)
-            else:
-                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        if kept:
-            self._execute_decoupled(kept, kept_senders)
-
-    def _stream(self, results: Any, senders: list[Any], watch: Watch) -> None:
-        """Send each step to the requests still wanted; close the generator once none is."""
-        steps = self._steps(results)
-        try:
-            for step in steps:
-                if not watch.step():
-                    return
-                self._send_step(step, senders, watch.live)
-        finally:
-            steps.close()
-            if inspect.isasyncgen(results):
-                self._run(results.aclose())
-            elif inspect.isgenerator(results):
-                results.close()
-
-    def _send_step(self, step: Any, senders: list[Any], live: list[bool]) -> None:
-        if not isinstance(step, (list, tuple)) or len(step) != len(senders):
-            raise InferenceError(self._shape_of_results_message(step, len(senders)))
-        for sender, result, wanted in zip(senders, step, live, strict=True):
-            if wanted:
-                sender.send(self.response(result))
-
-    def _steps(self, results: Any) -> Any:
-        """Iterate a generator, or an async generator on this instance's event loop."""
-        if inspect.isasyncgen(results):
-            while True:
-                try:
-                    yield self._run(results.__anext__())
-                except StopAsyncIteration:
-                    return
-        yield from results
 
     def finalize(self) -> None:
         close = getattr(self.infer_func, "finalize", None) or getattr(self.infer_func, "close", None)
@@ -409,19 +329,6 @@ class TritonPythonModel:
         kept = [r for r, error in zip(requests, errors, strict=True) if error is None]
         served = iter((self._execute(kept) if kept else None) or [])
         return [next(served) if error is None else self.failure(error) for error in errors]
-
-    def _execute_decoupled_apart(self, requests: list[Any], senders: list[Any]) -> None:
-        """The decoupled form of :meth:`_execute_apart`: an empty-batch request's stream ends with its error."""
-        kept, kept_senders = [], []
-        for request, sender in zip(requests, senders, strict=True):
-            error = self._empty_batch(request)
-            if error is None:
-                kept.append(request)
-                kept_senders.append(sender)
-            else:
-                sender.send(self.failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        if kept:
-            self._execute_decoupled(kept, kept_senders)
 
     def _run(self, awaitable: Any) -> Any:
         if self._loop is None:

@@ -1,0 +1,116 @@
+"""A decoupled model's ``execute``: each step of its callable's generator is one response per request.
+
+Apart from runtime/triton_model.py because a stream has rules of its own: every stream gets FINAL exactly
+once, whatever happens; a request cancelled before the callable runs is left out of its batch; once no
+request of the batch is wanted, the generator is closed at the step it has just yielded (its ``finally:``
+runs then) and nothing more is sent. ``model`` is the ``TritonPythonModel`` serving the requests: its
+callable, its request builder, its responses and failures are the non-decoupled path's own.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import triton_python_backend_utils as pb_utils
+
+from .cancellation import Watch
+from .errors import InferenceError
+from .request import EmptyBatchError
+
+__all__ = ["execute"]
+
+
+def execute(model: Any, requests: list[Any], senders: list[Any] | None = None) -> None:
+    """Serve ``requests`` through ``model``'s callable, a response per step and request, then FINAL."""
+    senders = senders or [request.get_response_sender() for request in requests]
+    final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+    watch = Watch(requests)
+    watch.poll()
+    if not all(watch.live):
+        return _execute_live(model, requests, senders, watch.live)
+    try:
+        try:
+            batch = [model._request(r) for r in requests]
+        except EmptyBatchError:
+            return _execute_apart(model, requests, senders)
+        results = model.infer_func(batch)
+        if inspect.isawaitable(results):
+            results = model._run(results)
+        if isinstance(results, (list, tuple)):
+            _send_step(model, results, senders, watch.live)
+        else:
+            _stream(model, results, senders, watch)
+    except BaseException as exc:  # as in a non-decoupled execute; a cancelled stream gets its FINAL alone
+        error = model.failure(exc, sum(watch.live))
+        for sender, live in zip(senders, watch.live, strict=True):
+            if live:
+                sender.send(error, flags=final)
+            else:
+                sender.send(flags=final)
+        return None
+    for sender in senders:
+        sender.send(flags=final)
+    return None
+
+
+def _execute_live(model: Any, requests: list[Any], senders: list[Any], live: list[bool]) -> None:
+    """End the streams of requests cancelled before the callable ran; serve the others."""
+    kept, kept_senders = [], []
+    for request, sender, wanted in zip(requests, senders, live, strict=True):
+        if wanted:
+            kept.append(request)
+            kept_senders.append(sender)
+        else:
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    if kept:
+        execute(model, kept, kept_senders)
+
+
+def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
+    """An empty-batch request's stream ends with its error; the others, which may share its batch, are served."""
+    kept, kept_senders = [], []
+    for request, sender in zip(requests, senders, strict=True):
+        error = model._empty_batch(request)
+        if error is None:
+            kept.append(request)
+            kept_senders.append(sender)
+        else:
+            sender.send(model.failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    if kept:
+        execute(model, kept, kept_senders)
+
+
+def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
+    """Send each step to the requests still wanted; close the generator once none is."""
+    steps = _steps(model, results)
+    try:
+        for step in steps:
+            if not watch.step():
+                return
+            _send_step(model, step, senders, watch.live)
+    finally:
+        steps.close()
+        if inspect.isasyncgen(results):
+            model._run(results.aclose())
+        elif inspect.isgenerator(results):
+            results.close()
+
+
+def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:
+    if not isinstance(step, (list, tuple)) or len(step) != len(senders):
+        raise InferenceError(model._shape_of_results_message(step, len(senders)))
+    for sender, result, wanted in zip(senders, step, live, strict=True):
+        if wanted:
+            sender.send(model.response(result))
+
+
+def _steps(model: Any, results: Any) -> Any:
+    """Iterate a generator, or an async generator on the model instance's event loop."""
+    if inspect.isasyncgen(results):
+        while True:
+            try:
+                yield model._run(results.__anext__())
+            except StopAsyncIteration:
+                return
+    yield from results
