@@ -2,9 +2,11 @@
 
 A class model's ``is_ready`` is only asked from r26.03: a build for one older container refuses it
 (the model would report ready while its check says no), a build for several warns, naming the
-releases that ignore it. (The model names r25.08 refuses cannot be built: repogen's own name rule,
-``repogen.ir.lower``, is stricter and says so; ``validate`` and ``deploy`` check hand-written
-repositories, repogen.ondisk.compatibility.)
+releases that ignore it. A Python model's BF16 inputs and outputs are only taken from r24.08: a
+build for one older container, or for every one (``--all-containers``), refuses them; a build for
+several warns, naming the releases whose stub would refuse each request. (The model names r25.08
+refuses cannot be built: repogen's own name rule, ``repogen.ir.lower``, is stricter and says so;
+``validate`` and ``deploy`` check hand-written repositories, repogen.ondisk.compatibility.)
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import warnings
 from collections.abc import Iterator
 
 from ..errors import BuildError, RepogenWarning
+from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
+from ..runtime.dtypes import BF16
 from ..triton import python_backend
 from ..triton.releases import Release, get_release
 from ..triton.targets import Targets
@@ -35,8 +39,36 @@ def _readiness_owners(spec: RepositorySpec) -> Iterator[tuple[str, str]]:
                     yield model.name, f"{func.__qualname__}.is_ready"
 
 
+def _bf16_users(spec: RepositorySpec) -> Iterator[tuple[str, list[str]]]:
+    """``(model, [tensor, ...])`` for every Python model (a fused ensemble included) with BF16 inputs or outputs."""
+    for model in (*spec.models, *(fused.model for fused in spec.fused)):
+        names = [f"input {t.name!r}" for t in model.inputs if t.data_type == BF16]
+        names += [f"output {t.name!r}" for t in model.outputs if t.data_type == BF16]
+        if names:
+            yield model.name, names
+
+
 def check_release_rules(spec: RepositorySpec, targets: Targets) -> None:
     """Refuse what a targeted release would ignore to the user's harm; warn about what some of them ignore."""
+    _check_bf16(spec, targets)
+    _check_is_ready(spec, targets)
+
+
+def _check_bf16(spec: RepositorySpec, targets: Targets) -> None:
+    refusing = [c for c in targets.containers if not python_backend.has_bf16(c)]
+    first = get_release(python_backend.BF16_FROM)
+    for model, names in _bf16_users(spec) if refusing else ():
+        problem = python_backend.bf16_refusal(f"model {model!r}", names)
+        if len(targets.containers) == 1 or targets.required:
+            with declared_at(spec.site(model)):
+                raise BuildError(
+                    f"{problem}, and the build targets {_span(refusing)}. Target {first.ngc} or newer "
+                    "(--triton-release), or declare them float16 or float32"
+                )
+        warnings.warn(f"{problem}: {_span(refusing)} serve it without answering", ReleaseRuleWarning, stacklevel=4)
+
+
+def _check_is_ready(spec: RepositorySpec, targets: Targets) -> None:
     containers = targets.containers
     first = get_release(python_backend.IS_READY_FROM)
     for model, method in sorted(set(_readiness_owners(spec))):
@@ -53,7 +85,7 @@ def check_release_rules(spec: RepositorySpec, targets: Targets) -> None:
             f"model {model!r}: {method} answers the model's ready endpoint from {first.label} on; "
             f"{_span(ignoring)} never ask it (the model is ready once loaded there)",
             ReleaseRuleWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
 
 

@@ -14,8 +14,10 @@ from typing import Any
 
 from ..packages.cuda import requirement_majors
 from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
+from ..runtime.dtypes import BF16
 from ..runtime.packages import abi_tag
 from ..triton import fields, python_backend
+from ..triton.proto import model_config_pb2
 from ..triton.releases import NEWEST, RELEASES, Release, newest_with_cuda
 from .reader import BuiltRepository, ModelDir
 
@@ -124,6 +126,10 @@ def _stub_names(model: ModelDir) -> list[tuple[str, str]]:
 
 def _model_errors(model: ModelDir, release: Release, configs: bool) -> list[str]:
     errors = [e for name, what in _stub_names(model) if (e := python_backend.refused_name(name, release, what))]
+    bf16 = _bf16_tensors(model)
+    if bf16 and not python_backend.has_bf16(release):
+        problem = python_backend.bf16_refusal(f"model {model.name!r}", bf16)
+        errors.append(f"{problem}; {release.label} is one of them")
     if configs and model.config is not None:
         for name in sorted(set(fields.set_fields(model.config))):
             if not fields.supported_by(name, release):
@@ -132,6 +138,15 @@ def _model_errors(model: ModelDir, release: Release, configs: bool) -> list[str]
                     f"{fields.introduced_in(name)}; {release.label} rejects the whole model"
                 )
     return errors
+
+
+def _bf16_tensors(model: ModelDir) -> list[str]:
+    """A Python model's BF16 inputs and outputs, which only python_backend r24.08 and later take."""
+    if not model.is_python or model.config is None:
+        return []
+    bf16 = model_config_pb2.DataType.Value(BF16)
+    names = [f"input {t.name!r}" for t in model.config.input if t.data_type == bf16]
+    return names + [f"output {t.name!r}" for t in model.config.output if t.data_type == bf16]
 
 
 def serving(pythons: list[str] | tuple[str, ...]) -> str:

@@ -8,6 +8,9 @@ used by a build-time check, a runtime adaptation or the docs (docs/releases.md):
   the same names and corrupt each other's regions (``boost::interprocess::lock_exception``, an abort);
   r24.04 names them by UUID. ``--backend-config=python,shm-region-prefix-name=...`` gives each server
   its own prefix (:func:`region_prefix_args`).
+* r24.08 (#371): BF16 tensors, through DLPack (``Tensor.from_dlpack``/``to_dlpack``; numpy has no bfloat16).
+  Before, a Python model with a ``TYPE_BF16`` input or output loads, but the stub refuses each request with
+  "TYPE_BF16 not currently supported." (measured on 2.39 and 2.41; tests/integration/test_stub_dlpack.py).
 * r25.08 (#404): the stub refuses to start for a model instance whose name (``<model>_<group>_<n>``,
   or the model's own name for the auto-complete stub) contains one of :data:`INVALID_NAME_CHARS`
   ("Invalid stub name: contains invalid characters"), and launches the stub with ``execv`` instead
@@ -25,10 +28,13 @@ from __future__ import annotations
 from .releases import Release, get_release
 
 __all__ = [
+    "BF16_FROM",
     "DEAD_STUB_FAILS_READY_FROM",
     "INVALID_NAME_CHARS",
     "IS_READY_FROM",
     "NAME_CHECK_FROM",
+    "bf16_refusal",
+    "has_bf16",
     "has_is_ready",
     "invalid_characters",
     "name_warnings",
@@ -39,6 +45,7 @@ __all__ = [
 
 INVALID_NAME_CHARS = ";|&$`<>()[]{}\\\"'*?~#!"
 """python_backend's ``INVALID_CHARS`` (src/pb_utils.h, r25.08): none may appear in a stub's name."""
+BF16_FROM = "24.08"
 NAME_CHECK_FROM = "25.08"
 UUID_REGIONS_FROM = "24.04"
 DEAD_STUB_FAILS_READY_FROM = "25.12"
@@ -96,3 +103,19 @@ def ready_detects_dead_stub(release: str | Release) -> bool:
 def has_is_ready(release: str | Release) -> bool:
     """Whether the Python backend asks a model's ``is_ready()`` when its ready endpoint is probed."""
     return _from(release, IS_READY_FROM)
+
+
+def has_bf16(release: str | Release) -> bool:
+    """Whether a Python model's stub takes and sends ``TYPE_BF16`` tensors (else it refuses every such request)."""
+    return _from(release, BF16_FROM)
+
+
+def bf16_refusal(what: str, names: list[str]) -> str:
+    """Why an older stub refuses a Python model's BF16 tensors (``what``: ``model 'M'``; ``names``: ``input 'x'``)."""
+    first = get_release(BF16_FROM)
+    return (
+        f"{what}: {', '.join(names)} {'is' if len(names) == 1 else 'are'} BF16, which the Python backend takes "
+        f"and sends from {first.label} on "
+        f'(python_backend r{first.ngc}); older stubs refuse every request of the model ("TYPE_BF16 not currently '
+        'supported.")'
+    )

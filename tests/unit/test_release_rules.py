@@ -16,8 +16,10 @@ from repogen.emit.release_rules import ReleaseRuleWarning
 from repogen.errors import BuildError
 from repogen.local import backend_shim
 from repogen.ondisk.validate import validate_repository
+from repogen.packages.options import PackageOptions
 from repogen.triton import python_backend
 from repogen.triton.releases import NEWEST, RELEASES, get_release
+from repogen.triton.targets import resolve_targets
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 CONFIG = ModelConfig(max_batch_size=4)
@@ -186,3 +188,44 @@ def test_servers_before_uuid_regions_get_a_region_prefix_of_their_own() -> None:
     ]
     assert python_backend.region_prefix_args(first, "4242_8000") == []
     assert python_backend.region_prefix_args(before, "a/b;c")[0].endswith("=repogen_a_b_c_")
+
+
+RECORD = PackageOptions(mode="record")  # torch, the model's framework, is not what these tests are about
+
+
+def _bf16_models() -> Repository:
+    """A torch model with a BF16 input and output (numpy has no bfloat16)."""
+    models = Repository()
+    half = [Tensor(name="h", dtype="bfloat16", shape=(-1,))]
+
+    @models.model("Half", inputs=half, outputs=half, config=ModelConfig(max_batch_size=4, tensors="torch"))
+    def twice(requests):
+        return [{"h": request["h"] * 2} for request in requests]
+
+    return models
+
+
+def test_bf16_is_refused_for_a_release_whose_stub_refuses_it_and_warned_of_for_several(tmp_path: Path) -> None:
+    first = get_release(python_backend.BF16_FROM)
+    before = RELEASES[RELEASES.index(first) - 1]
+    with pytest.raises(BuildError) as refused:
+        build_repository(_bf16_models(), tmp_path / "old", triton_release=before.ngc, packages=RECORD)
+    message = str(refused.value)
+    assert message.startswith(f"{refused.value.site}: model 'Half': input 'h', output 'h' are BF16")
+    assert f"from {first.label} on (python_backend r{first.ngc})" in message
+    assert '"TYPE_BF16 not currently supported."' in message
+    assert f"the build targets NGC {before.ngc}. Target {first.ngc} or newer (--triton-release)" in message
+    with pytest.raises(BuildError, match=r"the build targets NGC 23\.10-24\.07\."):
+        build_repository(_bf16_models(), tmp_path / "every", triton_release=resolve_targets(all_containers=True))
+    with pytest.warns(ReleaseRuleWarning, match=r"model 'Half': .*: NGC 23\.10-24\.07 serve it without answering"):
+        build_repository(_bf16_models(), tmp_path / "all", packages=RECORD)
+    build_repository(_bf16_models(), tmp_path / "new", triton_release=first.ngc, packages=RECORD)  # no warning
+
+
+def test_validate_names_the_bf16_tensors_a_release_refuses(tmp_path: Path) -> None:
+    build_repository(_bf16_models(), tmp_path / "repo", triton_release="24.10", packages=RECORD)
+    assert validate_repository(tmp_path / "repo", get_release("24.08")) == []
+    errors = [p.message for p in validate_repository(tmp_path / "repo", get_release("24.07")) if not p.warning]
+    assert any(
+        "model 'Half': input 'h', output 'h' are BF16" in e and e.endswith("(NGC 24.07) is one of them") for e in errors
+    ), errors
