@@ -113,19 +113,21 @@ class Watch:
     """Which requests of one ``execute`` are still wanted, asked at the steps of their stream.
 
     Asking costs a round trip to the server process (26-30 µs on 2.51), a quarter of what a step that does no
-    work costs. So a stream is asked after each step that took ``SLOW_STEP_S`` or more (tokens of a language
-    model, tens of ms: it stops at the first step after its cancellation, and asking costs it at most 3 %), and
-    faster steps only once ``STREAM_POLL_S`` has passed since it was last asked (at most that long of steps is
-    made after the cancellation, and asking costs under 1 %). ``asked``: whether the requests were just asked;
-    if not, the clock starts now, as if they had been.
+    work costs. So a stream is asked after each step whose generator took ``SLOW_STEP_S`` or more to make it
+    (tokens of a language model, tens of ms: it stops at the first step after its cancellation, and asking
+    costs it at most 3 %), and after faster steps only once ``STREAM_POLL_S`` has passed since it was last asked
+    (at most that long of steps is made after the cancellation; asking costs under 1 %). Sending a step is not
+    the generator's time: on a busy host a send can wait past ``SLOW_STEP_S``, and asking then would add a round
+    trip to every step. ``asked``: whether the requests were just asked; if not, the clock starts now.
     """
 
-    __slots__ = ("_asked", "_requests", "_stepped", "live")
+    __slots__ = ("_asked", "_requests", "live", "resumed")
 
     def __init__(self, requests: list[Any], asked: bool = False):
         self._requests = requests
         self.live = [True] * len(requests)
-        self._asked = self._stepped = time.perf_counter()
+        self._asked = self.resumed = time.perf_counter()
+        """``resumed``: when the generator was last resumed (its step began); the stream sets it after a send."""
         if asked:
             self.poll()
 
@@ -141,7 +143,6 @@ class Watch:
     def step(self) -> bool:
         """At a step of the stream: True while any request is still wanted, asking them when it is time."""
         now = time.perf_counter()
-        last, self._stepped = self._stepped, now
-        if now - last < SLOW_STEP_S and now - self._asked < STREAM_POLL_S:
+        if now - self.resumed < SLOW_STEP_S and now - self._asked < STREAM_POLL_S:
             return True
         return self.poll()

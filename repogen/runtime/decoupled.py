@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from inspect import CO_ITERABLE_COROUTINE
+from time import perf_counter
 from types import GeneratorType
 from typing import Any
 
@@ -100,6 +101,7 @@ def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
             if not watch.step():
                 return
             _send_step(model, step, senders, watch.live)
+            watch.resumed = perf_counter()
     finally:
         steps.close()
         if inspect.isasyncgen(results):
@@ -128,8 +130,10 @@ def _stream_one(model: Any, results: Any, sender: Any, watch: Watch) -> None:
                 value = result.get(name)
                 if value is not None and accepts(value):
                     send(inference_response(output_tensors=[tensor(name, value)]))
+                    watch.resumed = perf_counter()
                     continue
             send(response(result))
+            watch.resumed = perf_counter()
     finally:
         results.close()
 
