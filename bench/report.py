@@ -75,9 +75,9 @@ def streaming_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
     if counts:
         lines += [
             "",
-            "Stub instructions per stream (callgrind). Under valgrind every step takes over a millisecond, so the",
-            "generated model asks `is_cancelled()` after each, like `TokensHWPolling`: the like-for-like count is",
-            "against that one. At full speed a stream of fast tokens is asked once per 5 ms.",
+            "Stub instructions per stream (callgrind). Under valgrind a stream runs some 50 times slower, so the",
+            "generated model asks `is_cancelled()` a few times a stream (once per 5 ms, and after slow steps) where",
+            "at full speed a stream this short is not asked at all; `TokensHWPolling` asks 20 times a stream.",
             "",
             "| stream | implementation | stub instructions per stream | per token | / hand-written | / polling |",
             "|---|---|---|---|---|---|",
