@@ -26,7 +26,7 @@ from tritonclient.utils import np_to_triton_dtype
 from repogen.server import TritonServer
 from repogen.server.provision.install import ServerInstall, VenvInfo
 from repogen.server.running.process import http_client
-from repogen.testing.client import infer
+from repogen.testing.client import infer, stream
 
 WARMUP = 20
 
@@ -105,7 +105,14 @@ def _total(dump: Path) -> int:
 
 
 def _send(server: TritonServer, model: str, inputs: dict[str, np.ndarray], batch: int, groups: int) -> None:
-    """``groups`` times: ``batch`` requests at once, then wait for every answer (one at a time when batch is 1)."""
+    """``groups`` times: ``batch`` requests at once, then wait for every answer (one at a time when batch is 1).
+
+    A decoupled model's request is a gRPC stream, read to its final flag.
+    """
+    if _decoupled(server, model):
+        for _ in range(groups):
+            stream(server, model, inputs, timeout=300)
+        return
     if batch == 1:
         for _ in range(groups):
             infer("grpc", server, model, inputs)
@@ -127,6 +134,12 @@ def _send(server: TritonServer, model: str, inputs: dict[str, np.ndarray], batch
                     raise RuntimeError(f"{model}: {error}")
     finally:
         client.close()
+
+
+def _decoupled(server: TritonServer, model: str) -> bool:
+    with http_client(server.http_url, 30) as client:
+        config = client.get_model_config(model)
+    return bool(config.get("model_transaction_policy", {}).get("decoupled", False))
 
 
 def _executions(server: TritonServer, model: str) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from repogen.server.provision.perf_analyzer import PerfAnalyzer
 # perf_analyzer's verbose CSV column -> our name (latencies and times in microseconds).
 COLUMNS = {
     "Inferences/Second": "throughput",
+    "Response Throughput": "response_throughput",  # a decoupled model's; its latencies are to the first response
     "p50 latency": "p50_us",
     "p90 latency": "p90_us",
     "p99 latency": "p99_us",
@@ -43,8 +44,16 @@ def measure(
     shapes: dict[str, int],
     concurrency: int,
     window_s: float,
+    input_data: str = "zero",
+    streaming: bool = False,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
-    """One perf_analyzer run; the figures of its last (stable) measurement."""
+    """One perf_analyzer run; the figures of its last (stable) measurement.
+
+    ``input_data``: perf_analyzer's ``--input-data`` (a JSON file for values that matter); ``streaming``: over a
+    gRPC stream, which a decoupled model needs; ``profile``: where perf_analyzer writes every request's send
+    and response timestamps (``--profile-export-file``).
+    """
     failure = ""
     for stability in STABILITY:
         with tempfile.TemporaryDirectory(prefix="repogen-perf-") as tmp:
@@ -52,13 +61,16 @@ def measure(
             command = [
                 str(perf.binary), "-m", model, "-u", url, "-i", protocol,
                 "--concurrency-range", str(concurrency), "--measurement-interval", str(int(window_s * 1000)),
-                "--stability-percentage", str(stability), "--max-trials", "8", "--input-data", "zero",
+                "--stability-percentage", str(stability), "--max-trials", "8", "--input-data", input_data,
+                *(["--streaming"] if streaming else []),
+                *(["--profile-export-file", str(profile)] if profile else []),
                 *(arg for name, size in shapes.items() for arg in ("--shape", f"{name}:{size}")),
                 "-f", str(report), "--verbose-csv",
             ]  # fmt: skip
             proc = subprocess.run(command, env=perf.environment(), capture_output=True, text=True, timeout=600)
             if proc.returncode == 0 and report.is_file():
                 row = next(csv.DictReader(report.open()))
-                return {ours: float(row[theirs]) for theirs, ours in COLUMNS.items()} | {"stability_pct": stability}
+                figures = {ours: float(row[theirs]) for theirs, ours in COLUMNS.items() if theirs in row}
+                return figures | {"stability_pct": stability}
             failure = (proc.stdout + proc.stderr).strip()[-1500:]
     raise RuntimeError(f"perf_analyzer failed for {model} ({protocol}, c={concurrency}):\n{failure}")

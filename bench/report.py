@@ -18,8 +18,76 @@ DOC = ROOT / "docs" / "benchmarks.md"
 
 
 def latest() -> Path:
-    runs = sorted(p for p in (BENCH / "results").glob("*.json") if not p.stem.endswith("-quick"))
+    runs = sorted(p for p in (BENCH / "results").glob("*.json") if not p.stem.endswith(("-quick", "-streaming")))
     return runs[-1] if runs else sorted((BENCH / "results").glob("*.json"))[-1]
+
+
+def streaming_result(result: dict[str, Any], path: Path) -> tuple[dict[str, Any], Path] | None:
+    """The streaming points: the run's own, else the newest ``bench/run.py --only streaming`` result."""
+    if any(s["group"] == "streaming" for s in result["samples"]):
+        return result, path
+    runs = sorted((BENCH / "results").glob("*-streaming.json"))
+    return (json.loads(runs[-1].read_text()), runs[-1]) if runs else None
+
+
+def streaming_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
+    if found is None:
+        return []
+    result, path = found
+    tokens = next(s["elements"] for s in result["samples"] if s["group"] == "streaming")
+    lines = [
+        f"## Streaming: a token generator, {tokens} int32 tokens a stream, gRPC streams",
+        "",
+        "perf_analyzer's streaming mode (`--streaming`) against the generated `Tokens` (`bench/apps/app.py`) and",
+        "the same generator written by hand (`bench/handwritten/TokensHW`, asking nothing; `TokensHWPolling`, asking",
+        "`request.is_cancelled()` before every token as python_backend's docs do), all three under the generated",
+        "model's config.pbtxt (decoupled, max_batch_size 0, one CPU instance). The time to first response is read",
+        "from perf_analyzer's profile export (its own latency columns of a decoupled model are to the last",
+        "response). A cancelled stream: 200 tokens 20 ms apart (`SlowTokens` and its hand-written twins), the",
+        "client reads 5 and cancels; the model counts the tokens it made while its request was already cancelled.",
+        f"From `{path.relative_to(ROOT)}` ({result['date']}, {result['rounds']} round(s), "
+        f"{result['window_s']:.1f} s windows).",
+        "",
+        "| measured (per round, then median [min–max]) | goal | measured | met |",
+        "|---|---|---|---|",
+    ]
+    for r in (r for r in result["ratios"] if r["name"].startswith("streaming")):
+        lines.append(f"| {r['name']} | {r['goal']} | {fmt(r)} | {verdict(r['goal'], r)} |")
+    lines += [
+        "",
+        "| c | implementation | responses/s | streams/s | first response p50 (ms) | first response p99 (ms) "
+        "| whole stream p50 (ms) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in (r for r in result["summary"] if r["group"] == "streaming"):
+        lines.append(
+            f"| {r['concurrency']} | {r['impl']} | {_us(r, 'response_throughput')} | {_us(r, 'throughput')} | "
+            f"{_us(r, 'ttfr_p50_us', 1e-3, 3)} | {_us(r, 'ttfr_p99_us', 1e-3, 3)} | {_us(r, 'p50_us', 1e-3, 3)} |"
+        )
+    lines += [
+        "",
+        "| cancelled at token 5 of 200 | tokens made after the cancellation, per stream | their compute (ms) |",
+        "|---|---|---|",
+    ]
+    for r in (r for r in result["summary"] if r["group"] == "cancelled stream"):
+        lines.append(f"| {r['impl']} | {_us(r, 'after_cancel', 1, 1)} | {_us(r, 'after_cancel_ms')} |")
+    counts = {g: c for g, c in result.get("instructions_per_request", {}).items() if g.startswith("stream")}
+    if counts:
+        lines += [
+            "",
+            "Stub instructions per stream (callgrind). Under valgrind a stream runs some 50 times slower, so the",
+            "generated model asks `is_cancelled()` a few times a stream (once per 5 ms, and after slow steps) where",
+            "at full speed a stream this short is not asked at all; `TokensHWPolling` asks 20 times a stream.",
+            "",
+            "| stream | implementation | stub instructions per stream | per token | / hand-written | / polling |",
+            "|---|---|---|---|---|---|",
+        ]
+        for group, per in counts.items():
+            base, polling = list(per.values())[1], list(per.values())[2]
+            for label, count in per.items():
+                lines.append(f"| {group} | {label} | {count:,.0f} | {count / tokens:,.0f} | {count / base:.3f} | "
+                             f"{count / polling:.3f} |")  # fmt: skip
+    return [*lines, ""]
 
 
 def fmt(s: dict[str, float], digits: int = 2) -> str:
@@ -41,7 +109,7 @@ def verdict(goal: str, s: dict[str, float]) -> str:
 
 def ratio_table(result: dict[str, Any]) -> list[str]:
     lines = ["| measured (per round, then median [min–max]) | goal | measured | met |", "|---|---|---|---|"]
-    for r in result["ratios"]:
+    for r in (r for r in result["ratios"] if not r["name"].startswith("streaming")):  # the streaming section's
         digits = 1 if "us" in r["name"] else 2
         lines.append(f"| {r['name']} | {r['goal']} | {fmt(r, digits)} | {verdict(r['goal'], r)} |")
     cold = result["cold_start"]
@@ -69,6 +137,8 @@ def ratio_table(result: dict[str, Any]) -> list[str]:
 def instructions_table(result: dict[str, Any]) -> list[str]:
     lines = ["| request | implementation | stub instructions per request | / hand-written |", "|---|---|---|---|"]
     for group, counts in result["instructions_per_request"].items():
+        if group.startswith("stream"):  # the streaming section's
+            continue
         base = list(counts.values())[1]  # COUNTED lists repogen's, then the hand-written baseline, then others
         for label, count in counts.items():
             lines.append(f"| {group} | {label} | {count:,.0f} | {count / base:.3f} |")
@@ -165,6 +235,7 @@ def render(path: Path) -> str:
         ".venv/bin/python bench/report.py bench/results/<date>.json  # re-render this page from a result",
         ".venv/bin/python bench/run.py --instructions                # stub instructions per request only",
         ".venv/bin/python bench/ab.py Double DoubleHW --rounds 8     # one point, many rounds, A/B",
+        "make bench BENCH_ARGS='--only streaming'                    # the streaming points alone",
         "```",
         "",
         "`make bench` installs perf_analyzer (tritonclient 2.41.0's binary, with libcudart from PyPI and libb64",
@@ -214,6 +285,7 @@ def render(path: Path) -> str:
         *cold_start_table(result),
         "",
     ]
+    parts += streaming_section(streaming_result(result, path))
     onnx = onnx_tables(result)
     if onnx:
         parts += [

@@ -25,11 +25,16 @@ SAME_CONFIG = {
     "HWStepMul": "StepMul",
     "HWStepSub": "StepSub",
     "HWOne": "Fused",
+    "TokensHW": "Tokens",
+    "TokensHWPolling": "Tokens",
+    "SlowTokensHW": "SlowTokens",
+    "SlowTokensHWPolling": "SlowTokens",
 }
 FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
 VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"
+GPU_ONLY = ("GpuNumpyHW", "GpuTorchHW")  # bench/gpu.py's (they import torch): not in the CPU repository
 
 
 def renamed_config(text: str, old: str, new: str) -> str:
@@ -47,7 +52,8 @@ def assemble(work: Path) -> Path:
     repo.mkdir(parents=True)
     for model in sorted(p for p in generated.iterdir() if p.is_dir()):
         shutil.copytree(model, repo / model.name)
-    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name != COLD_START_TEMPLATE):
+    left_out = (COLD_START_TEMPLATE, *GPU_ONLY)
+    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name not in left_out):
         shutil.copytree(model, repo / model.name)
         if model.name in SAME_CONFIG:
             source = generated / SAME_CONFIG[model.name]

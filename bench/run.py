@@ -33,6 +33,7 @@ import numpy as np
 import onnx_bench
 import perf
 import stats
+import streaming
 from packages import packages_bench
 from repos import FIXED_BATCHES, assemble
 from servers import PyTritonServer, repogen_server
@@ -87,6 +88,7 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
         ("hand-batched class", "OnnxSmallClassX4", 256, (), 4),
     ),
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
+    streaming.COUNTED_GROUP: streaming.COUNTED,
     "ensemble, 3 steps": (
         ("ensemble (repogen)", "Pipeline", 16, ("StepAdd", "StepMul", "StepSub")),
         ("ensemble (hand-written)", "HWPipeline", 16, ("HWStepAdd", "HWStepMul", "HWStepSub")),
@@ -142,6 +144,7 @@ def run_rounds(
                         point("payload", impl, model, servers[where], protocol, payload, elements, concurrency, rnd)
         for group, model, impl, concurrency in EXTRAS if rnd % 2 == 0 else tuple(reversed(EXTRAS)):
             point(group, impl, model, servers["repogen"], "grpc", "16 floats", 16, concurrency, rnd)
+        streaming_round(servers["repogen"], analyzer, rnd, window, samples)
         if onnx:
             onnx_round(point, servers["repogen"], rnd, window, samples)
         for procs, impl in ((1, "1 process"), (2, "2 processes")):
@@ -151,6 +154,27 @@ def run_rounds(
                             "p50_us": 1e6 * procs / rate})  # fmt: skip
             _progress(samples[-1])
     return samples
+
+
+def streaming_round(server: Any, analyzer: Any, rnd: int, window: float, samples: list[dict[str, Any]]) -> None:
+    """The streaming points (perf_analyzer --streaming), then what a cancelled stream still costs."""
+
+    def point(impl: str, model: str, concurrency: int) -> None:
+        measured = streaming.measure(analyzer, model, server.grpc_url, concurrency, window)
+        samples.append({"group": "streaming", "payload": f"{streaming.TOKENS} tokens", "impl": impl, "model": model,
+                        "protocol": "grpc", "elements": streaming.TOKENS, "concurrency": concurrency, "round": rnd,
+                        **measured})  # fmt: skip
+        _progress(samples[-1])
+
+    streaming.run_round(point, rnd)
+    names = list(streaming.CANCEL_IMPLS)
+    for impl in names[rnd % len(names) :] + names[: rnd % len(names)]:
+        model = streaming.CANCEL_IMPLS[impl]
+        cost = streaming.cancelled_cost(server, model)
+        samples.append({"group": "cancelled stream", "payload": f"{streaming.SLOW_TOKENS} tokens", "impl": impl,
+                        "model": model, "protocol": "grpc", "elements": streaming.SLOW_TOKENS, "concurrency": 1,
+                        "round": rnd, **cost})  # fmt: skip
+        print(f"  r{rnd} cancelled stream {impl:26} {cost['after_cancel']:6.1f} tokens after the cancel", flush=True)
 
 
 def onnx_round(point: Any, server: Any, rnd: int, window: float, samples: list[dict[str, Any]]) -> None:
@@ -177,6 +201,8 @@ def onnx_round(point: Any, server: Any, rnd: int, window: float, samples: list[d
 
 def _progress(s: dict[str, Any]) -> None:
     infer = f" infer {s['compute_infer_us']:6.0f} us" if "compute_infer_us" in s else ""
+    if "ttfr_p50_us" in s:
+        infer = f" {s['response_throughput']:8.1f} responses/s, first after {s['ttfr_p50_us'] / 1e3:6.3f} ms"
     print(
         f"  r{s['round']} {s['group']:9} {s['protocol']:4} {s['payload']:9} c={s['concurrency']:<2} {s['impl']:26} "
         f"{s['throughput']:8.1f}/s p50 {s['p50_us'] / 1e3:7.3f} ms{infer}",
@@ -197,8 +223,8 @@ def count_instructions(
     # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
     counted = work / "callgrind-repository"
     shutil.rmtree(counted, ignore_errors=True)
-    cases = {
-        f"{group}/{case[0]}": (case[1], {"x": np.zeros((1, case[2]), np.float32)}, *(case[3:] or ((),)))
+    cases = {  # a case's inputs: that many float32 elements of x, or the arrays themselves
+        f"{group}/{case[0]}": (case[1], _inputs(case[2]), *(case[3:] or ((),)))
         for group, pairs in counted_groups.items()
         for case in pairs
     }
@@ -206,6 +232,10 @@ def count_instructions(
         shutil.copytree(repository / name, counted / name, copy_function=os.link)
     counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
     return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in counted_groups.items()}
+
+
+def _inputs(spec: Any) -> dict[str, np.ndarray]:
+    return spec if isinstance(spec, dict) else {"x": np.zeros((1, spec), np.float32)}
 
 
 def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -250,6 +280,7 @@ def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[di
         rows.append({"name": "machine ceiling: 2 / 1 plain processes (same spin, no Triton)", "goal": "reference",
                      **stats.spread(parallel)})  # fmt: skip
     add("BLS / direct p50 (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_us", "reference")
+    rows += streaming.ratios(samples)
     for group, size, impls, concurrencies in onnx_bench.POINTS:
         num, den = list(impls)
         elements = onnx_bench.ELEMENTS[size]
@@ -283,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
     parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
+    parser.add_argument("--only", choices=("streaming",), help="only this group: bench/results/<date>-<group>.json")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
     window = args.window or (1.0 if args.quick else 2.0)
@@ -295,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     repository = assemble(work)
     onnx = False
     counted_onnx = any(group.startswith("onnx") for group in args.group or COUNTED)
-    if not args.no_onnx and (not args.instructions or counted_onnx):
+    if not args.no_onnx and not args.only and (not args.instructions or counted_onnx):
         try:  # a builder venv with onnx and onnxruntime builds the ONNX models (pip, the first time)
             print(f"  ONNX models: {', '.join(onnx_bench.add_models(repository, work))}", flush=True)
             onnx = True
@@ -304,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
         print(json.dumps(count_instructions(repository, work, 200, args.group), indent=1), flush=True)
         return 0
+    if args.only == "streaming":
+        return streaming_only(repository, work, rounds, window, args.output, began)
     servers: dict[str, Any] = {}
     try:
         servers["repogen"] = repogen_server(repository, work / "tritonserver.log").start().wait_ready(timeout=300)
@@ -346,6 +380,32 @@ def main(argv: list[str] | None = None) -> int:
     }  # fmt: skip
     output = args.output or BENCH / "results" / f"{dt.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {output} in {result['duration_s']} s", flush=True)
+    return 0
+
+
+def streaming_only(repository: Path, work: Path, rounds: int, window: float, output: Path | None,
+                   began: float) -> int:  # fmt: skip
+    """``--only streaming``: its rounds and instruction counts alone, into a result of their own."""
+    server = repogen_server(repository, work / "tritonserver.log").start().wait_ready(timeout=300)
+    samples: list[dict[str, Any]] = []
+    try:
+        print(f"measuring streaming: {rounds} round(s), {window:.1f} s windows", flush=True)
+        for rnd in range(rounds):
+            streaming_round(server, ensure_perf_analyzer(), rnd, window, samples)
+    finally:
+        server.stop()
+    print("stub instructions per stream (callgrind)", flush=True)
+    instructions = count_instructions(repository, work, 100, [streaming.COUNTED_GROUP])
+    print(f"  {instructions}", flush=True)
+    result = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"), "mode": "streaming", "rounds": rounds,
+        "window_s": window, "protocols": ["grpc"], "machine": machine(), "samples": samples,
+        "summary": stats.summarize(samples), "ratios": streaming.ratios(samples),
+        "instructions_per_request": instructions, "duration_s": round(time.monotonic() - began, 1),
+    }  # fmt: skip
+    output = output or BENCH / "results" / f"{dt.date.today().isoformat()}-streaming.json"
     output.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {output} in {result['duration_s']} s", flush=True)
     return 0

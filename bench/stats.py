@@ -15,7 +15,7 @@ Sample = dict[str, Any]
 # What perf_analyzer reports that the summary keeps (times in microseconds).
 METRICS = (
     "throughput", "p50_us", "p99_us", "queue_us", "compute_input_us", "compute_infer_us", "compute_output_us",
-    "mean_batch",
+    "mean_batch", "response_throughput", "ttfr_p50_us", "ttfr_p99_us", "after_cancel", "after_cancel_ms",
 )  # fmt: skip
 
 

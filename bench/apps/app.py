@@ -8,6 +8,8 @@ the same work written directly against ``triton_python_backend_utils``.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from repogen import DynamicBatcher, ModelConfig, Repository, Tensor, batch
@@ -93,3 +95,42 @@ def _pipeline(x):
 
 models.ensemble("Pipeline", inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED)(_pipeline)
 models.ensemble("Fused", inputs=_VECTOR, outputs=_OUT, config=_UNBATCHED, fuse=True)(_pipeline)
+
+
+# Streaming (decoupled) points, bench/streaming.py: a token generator, gRPC streams. bench/handwritten holds the
+# same work written against triton_python_backend_utils (TokensHW, TokensHWPolling; SlowTokensHW...), each served
+# under the config of the generated model here.
+_TOKEN_IO = {
+    "inputs": [Tensor(name="n", dtype=np.int32, shape=(1,))],
+    "outputs": [Tensor(name="token", dtype=np.int32, shape=(-1,))],
+    "config": ModelConfig(batching=False),
+}
+
+
+@models.model("Tokens", **_TOKEN_IO)
+def tokens(requests):
+    """n tokens as fast as they can be sent: what is measured is the serving path of a stream."""
+    for i in range(int(requests[0]["n"][0])):
+        yield [{"token": np.array([i], np.int32)}]
+
+
+SLOW_TOKEN_S = 0.02  # a language model's token, roughly: the cancelled-stream point (bench/streaming.py)
+_slow = {"produced": 0, "after_cancel": 0}
+
+
+@models.model("SlowTokens", **_TOKEN_IO)
+def slow_tokens(requests):
+    """n tokens SLOW_TOKEN_S apart, counting those made after the request was cancelled; n = -1 answers
+    ``[produced, after_cancel]`` since it was last asked (counted in the model's own stub, not by a clock)."""
+    request = requests[0]
+    n = int(request["n"][0])
+    if n == -1:
+        report = np.array([_slow["produced"], _slow["after_cancel"]], np.int32)
+        _slow.update(produced=0, after_cancel=0)
+        yield [{"token": report}]
+        return
+    for i in range(n):
+        time.sleep(SLOW_TOKEN_S)
+        _slow["produced"] += 1
+        _slow["after_cancel"] += bool(request.is_cancelled())
+        yield [{"token": np.array([i], np.int32)}]

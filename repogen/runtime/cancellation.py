@@ -3,9 +3,9 @@
 python_backend answers ``request.is_cancelled()`` from r23.10 (tritonserver 2.39) on, for a cancelled gRPC
 call or stream, ``async_infer(...).cancel()``, a client's timeout and the queue policy's timeouts. Each
 answer is one round trip to the server process, so the runtime asks once per request before a callable
-runs (when it may have waited: ``TritonPythonModel.queued_long``) and at a stream's steps at most once a
-millisecond (``Watch.step``). Where a release has no ``is_cancelled`` the
-answer is always False: nothing is ever cancelled there, and nothing breaks.
+runs when it may have waited (``TritonPythonModel.queued_long``), and at a stream's steps after a slow step
+or once a while (``Watch.step``). Where a release has no ``is_cancelled`` the answer is always False: nothing
+is ever cancelled there, and nothing breaks.
 
 A BLS stream is a request this stub made, not one it serves, so its callee cannot learn through Triton
 that the caller went away before python_backend r25.04 (NGC 25.04), whose response iterators have
@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 __all__ = [
+    "SLOW_STEP_S",
     "STREAM_POLL_S",
     "TOKEN_PREFIX",
     "Watch",
@@ -37,7 +38,8 @@ __all__ = [
 ]
 
 TOKEN_PREFIX = "repogen-stream-"
-STREAM_POLL_S = 0.001  # a stream's requests are asked at most this often (Watch.step)
+SLOW_STEP_S = 0.001  # a stream step that took this long is followed by asking (Watch.step)
+STREAM_POLL_S = 0.005  # faster steps are asked about this often
 _tokens = itertools.count(1)
 # Random per process: a token file left by a stub killed mid-drain must not cancel a later process's stream
 # that reuses its pid (containers restart with the same pids).
@@ -110,30 +112,37 @@ def _caller_token(request: Any) -> str | None:
 class Watch:
     """Which requests of one ``execute`` are still wanted, asked at the steps of their stream.
 
-    Asking costs a round trip to the server process (26-30 µs on 2.51), as much as a quarter of what a step
-    that does no work costs; so a stream is asked at a step only once ``STREAM_POLL_S`` has passed since it was
-    last asked. A generator whose steps take longer (tokens of a language model: tens of ms) is asked at every
-    step and stops at the first one after its cancellation; a faster one makes at most that long of steps more.
+    Asking costs a round trip to the server process (26-30 µs on 2.51), a quarter of what a step that does no
+    work costs. So a stream is asked after each step whose generator took ``SLOW_STEP_S`` or more to make it
+    (tokens of a language model, tens of ms: it stops at the first step after its cancellation, and asking
+    costs it at most 3 %), and after faster steps only once ``STREAM_POLL_S`` has passed since it was last asked
+    (at most that long of steps is made after the cancellation; asking costs under 1 %). Sending a step is not
+    the generator's time: on a busy host a send can wait past ``SLOW_STEP_S``, and asking then would add a round
+    trip to every step. ``asked``: whether the requests were just asked; if not, the clock starts now.
     """
 
-    __slots__ = ("_asked", "_requests", "live")
+    __slots__ = ("_asked", "_requests", "live", "resumed")
 
-    def __init__(self, requests: list[Any]):
+    def __init__(self, requests: list[Any], asked: bool = False):
         self._requests = requests
         self.live = [True] * len(requests)
-        self._asked = 0.0
+        self._asked = self.resumed = time.perf_counter()
+        """``resumed``: when the generator was last resumed (its step began); the stream sets it after a send."""
+        if asked:
+            self.poll()
 
     def poll(self) -> bool:
         """Ask every live request once; True while any is still wanted."""
-        self._asked = time.perf_counter()
         live = self.live
         for index, request in enumerate(self._requests):
             if live[index] and is_cancelled(request):
                 live[index] = False
+        self._asked = time.perf_counter()
         return any(live)
 
     def step(self) -> bool:
         """At a step of the stream: True while any request is still wanted, asking them when it is time."""
-        if time.perf_counter() - self._asked < STREAM_POLL_S:
+        now = time.perf_counter()
+        if now - self.resumed < SLOW_STEP_S and now - self._asked < STREAM_POLL_S:
             return True
         return self.poll()

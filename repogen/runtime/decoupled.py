@@ -10,6 +10,9 @@ callable, its request builder, its responses and failures are the non-decoupled 
 from __future__ import annotations
 
 import inspect
+from inspect import CO_ITERABLE_COROUTINE
+from time import perf_counter
+from types import GeneratorType
 from typing import Any
 
 import triton_python_backend_utils as pb_utils
@@ -21,13 +24,16 @@ from .request import EmptyBatchError
 __all__ = ["execute"]
 
 
-def execute(model: Any, requests: list[Any], senders: list[Any] | None = None) -> None:
-    """Serve ``requests`` through ``model``'s callable, a response per step and request, then FINAL."""
+def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[Any] | None = None) -> None:
+    """Serve ``requests`` through ``model``'s callable, a response per step and request, then FINAL.
+
+    ``waited``: whether they may have waited long enough to be cancelled meanwhile (``model.queued_long``):
+    then they are asked before the callable runs, else at its first step as usual (``Watch``).
+    """
     senders = senders or [request.get_response_sender() for request in requests]
     final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
-    watch = Watch(requests)
-    watch.poll()
-    if not all(watch.live):
+    watch = Watch(requests, asked=waited)
+    if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
         try:
@@ -35,7 +41,11 @@ def execute(model: Any, requests: list[Any], senders: list[Any] | None = None) -
         except EmptyBatchError:
             return _execute_apart(model, requests, senders)
         results = model.infer_func(batch)
-        if inspect.isawaitable(results):
+        # A plain generator is not awaitable (the ABC check inspect makes is skipped); one marked by
+        # types.coroutine is.
+        if (type(results) is not GeneratorType or results.gi_code.co_flags & CO_ITERABLE_COROUTINE) and (
+            inspect.isawaitable(results)
+        ):
             results = model._run(results)
         if isinstance(results, (list, tuple)):
             _send_step(model, results, senders, watch.live)
@@ -64,7 +74,7 @@ def _execute_live(model: Any, requests: list[Any], senders: list[Any], live: lis
         else:
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     if kept:
-        execute(model, kept, kept_senders)
+        execute(model, kept, False, kept_senders)
 
 
 def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
@@ -78,23 +88,54 @@ def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
         else:
             sender.send(model.failure(error), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     if kept:
-        execute(model, kept, kept_senders)
+        execute(model, kept, False, kept_senders)
 
 
 def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
     """Send each step to the requests still wanted; close the generator once none is."""
+    if len(senders) == 1 and type(results) is GeneratorType:
+        return _stream_one(model, results, senders[0], watch)
     steps = _steps(model, results)
     try:
         for step in steps:
             if not watch.step():
                 return
             _send_step(model, step, senders, watch.live)
+            watch.resumed = perf_counter()
     finally:
         steps.close()
         if inspect.isasyncgen(results):
             model._run(results.aclose())
         elif inspect.isgenerator(results):
             results.close()
+
+
+def _stream_one(model: Any, results: Any, sender: Any, watch: Watch) -> None:
+    """``_stream`` for one request and a plain generator, the usual stream (max_batch_size 0): the same rules,
+    with little more per step than a hand-written loop. A step of the one declared output as an array that
+    ``OutputPlan.accepts`` goes out as it is, as ``model.response`` would send it; any other takes that."""
+    send, step_done, response = sender.send, watch.step, model.response
+    plans = model.output_plans
+    plan = plans[0] if len(plans) == 1 else None
+    name, accepts = (plan.name, plan.accepts) if plan is not None else ("", None)
+    tensor, inference_response = pb_utils.Tensor, pb_utils.InferenceResponse
+    try:
+        for step in results:
+            if not step_done():
+                return
+            if not isinstance(step, (list, tuple)) or len(step) != 1:
+                raise InferenceError(model._shape_of_results_message(step, 1))
+            result = step[0]
+            if accepts is not None and type(result) is dict and len(result) == 1:
+                value = result.get(name)
+                if value is not None and accepts(value):
+                    send(inference_response(output_tensors=[tensor(name, value)]))
+                    watch.resumed = perf_counter()
+                    continue
+            send(response(result))
+            watch.resumed = perf_counter()
+    finally:
+        results.close()
 
 
 def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:

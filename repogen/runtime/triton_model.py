@@ -148,11 +148,12 @@ class TritonPythonModel:
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
             return self._refuse(requests)
-        if self.queued_long():
+        waited = self.queued_long()
+        if waited:
             answers = self.answer_cancelled(requests)
             if answers is not None:
                 return answers
-        return self._execute(requests)
+        return self._execute(requests, waited)
 
     def queued_long(self) -> bool:
         """Whether the requests of this ``execute`` may have waited long enough to have been cancelled meanwhile.
@@ -161,7 +162,8 @@ class TritonPythonModel:
         much for every request of a fast model, and a request cannot wait in the queue longer than the
         execute before it plus the batcher's delay. So requests are asked when the previous ``execute``
         started at least ``CANCEL_CHECK_AFTER_S`` ago (a long one, or an idle instance) or the batcher
-        may hold them that long; a stream's requests are asked at each step anyway.
+        may hold them that long. A stream's requests not asked here are asked at its steps (``Watch``): a
+        stream cancelled while it waited behind short ones makes a fast first step, or is closed at a slow one.
         """
         now = time.perf_counter()
         waited = now - self._started >= CANCEL_CHECK_AFTER_S or self._long_delay
@@ -171,7 +173,7 @@ class TritonPythonModel:
     def answer_cancelled(self, requests: list[Any]) -> list[Any] | None:
         """None when every request is still wanted (the caller goes on as usual); else the answers: CANCELLED
         for those cancelled before their callable ran, the others executed as one batch."""
-        if self._decoupled:  # asked before the callable runs, and at every step
+        if self._decoupled:  # decoupled.execute asks them, before the callable runs and at its steps
             return None
         watch = Watch(requests)
         if watch.poll() and all(watch.live):
@@ -181,11 +183,11 @@ class TritonPythonModel:
         cancelled = cancelled_response(pb_utils, self._model)
         return [next(served) if live else cancelled for live in watch.live]
 
-    def _execute(self, requests: list[Any]) -> list[Any] | None:
+    def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
             if self._decoupled:
-                decoupled.execute(self, requests)
+                decoupled.execute(self, requests, waited)
                 return None
             try:
                 results = self.checked_results(self.infer_func([self._request(r) for r in requests]), len(requests))
