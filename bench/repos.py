@@ -30,6 +30,7 @@ FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per ex
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
 VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"
+ONNX_TEMPLATE = "OnnxHW"  # copied beside each ONNX model by bench/onnx_bench.py, with that model's config
 
 
 def renamed_config(text: str, old: str, new: str) -> str:
@@ -47,7 +48,8 @@ def assemble(work: Path) -> Path:
     repo.mkdir(parents=True)
     for model in sorted(p for p in generated.iterdir() if p.is_dir()):
         shutil.copytree(model, repo / model.name)
-    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name != COLD_START_TEMPLATE):
+    templates = (COLD_START_TEMPLATE, ONNX_TEMPLATE)
+    for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name not in templates):
         shutil.copytree(model, repo / model.name)
         if model.name in SAME_CONFIG:
             source = generated / SAME_CONFIG[model.name]
