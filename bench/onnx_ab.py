@@ -101,8 +101,8 @@ def measure(models: list[str], concurrencies: list[int], rounds: int, window: fl
 
 
 def ceilings(samples: list[dict[str, Any]], repository: Path, window: float) -> dict[tuple[str, int], float]:
-    """onnxruntime alone in one process (bench/onnx_ceiling.py) on each model's graph at the batch the server
-    formed for it (the median over rounds, rounded) with the threads of one of its instances: samples per second."""
+    """onnxruntime alone (bench/onnx_ceiling.py) on each model's graph at the batch the server formed for it (the
+    median over rounds, rounded) with the threads of one of its instances, times its instances: samples per second."""
     cores, found, rates = onnx_bench.default_threads(), {}, {}
     for model in sorted({s["model"] for s in samples}):
         config = (repository / model / "config.pbtxt").read_text()
@@ -115,7 +115,7 @@ def ceilings(samples: list[dict[str, Any]], repository: Path, window: float) -> 
                 graph = repository / f"Onnx{key[0]}" / "1" / "model.onnx"  # a class model keeps it elsewhere
                 found[key] = onnx_bench.ceiling(graph, batch, key[2], window)
                 print(f"  onnxruntime alone: {key[0]} batch {batch}, {key[2]} threads: {found[key]:.0f}/s", flush=True)
-            rates[model, c] = found[key]
+            rates[model, c] = found[key] * instances  # each instance a process of its own, as each stub is
     return rates
 
 
