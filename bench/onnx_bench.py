@@ -9,11 +9,13 @@ that venv, on the very ``model.onnx`` the server runs.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import tritonclient.http as httpclient
+from repos import ONNX_TEMPLATE, renamed_config
 
 from repogen.runtime.onnx_options import available_cores
 from repogen.server.provision.install import default_cache_dir
@@ -22,10 +24,12 @@ from repogen.testing.packages_app import BUILDER_PACKAGES, builder_python
 
 BENCH = Path(__file__).resolve().parent
 APP = "bench/apps/onnx_app.py:models"
-ELEMENTS = {"Small": 256, "Big": 8192}  # float32 inputs per sample (onnx_app.SIZES, onnx_app.BIG_IO)
+ELEMENTS = {"Small": 256, "Mlp": 256, "Big": 8192}  # float32 inputs per sample (onnx_app.SIZES, onnx_app.BIG_IO)
 # (group, size, implementation -> model, concurrencies): ratios are taken within each group and point
 POINTS = tuple(
-    (f"onnx {size.lower()}", size, {"generated": f"Onnx{size}", "hand-batched class": f"Onnx{size}Class"}, (1, 8, 16))
+    (f"onnx {size.lower()}", size, {"generated": f"Onnx{size}", "hand-batched class": f"Onnx{size}Class",
+                                    **({"hand-written model.py": f"Onnx{size}HW"} if size != "Big" else {})},
+     (1, 8, 16))
     for size in ELEMENTS
 ) + tuple(
     (f"onnx {size.lower()} fused", size, {"fused": f"Onnx{size}Fused", "ONNX step alone": f"Onnx{size}"}, (1,))
@@ -35,6 +39,11 @@ POINTS = tuple(
      (16,)),
 )  # fmt: skip
 CEILING_POINT = ("onnx big", 16)  # the served throughput compared with onnxruntime alone
+HANDWRITTEN_TEMPLATE = BENCH / "handwritten" / ONNX_TEMPLATE
+# generated model -> the hand-written model.py beside it (bench/handwritten/OnnxHW)
+HANDWRITTEN = {
+    f"Onnx{size}{variant}": f"Onnx{size}HW{variant}" for size in ("Small", "Mlp") for variant in ("", "I2", "T1", "X4")
+}
 
 
 def _venv() -> Path:
@@ -49,7 +58,21 @@ def add_models(repository: Path, work: Path) -> list[str]:
     for name in names:
         shutil.rmtree(repository / name, ignore_errors=True)
         shutil.copytree(built / name, repository / name, symlinks=True)
-    return names
+    for generated, handwritten in HANDWRITTEN.items():
+        add_handwritten(repository, generated, handwritten)
+    return [*names, *HANDWRITTEN.values()]
+
+
+def add_handwritten(repository: Path, generated: str, name: str) -> None:
+    """``bench/handwritten/OnnxHW`` as ``name``: the generated model's config (renamed), graph and onnxruntime."""
+    target = repository / name
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(HANDWRITTEN_TEMPLATE, target)
+    config = (repository / generated / "config.pbtxt").read_text()
+    (target / "config.pbtxt").write_text(renamed_config(config, generated, name))
+    version = repository / generated / "1"
+    os.link(version / "model.onnx", target / "1" / "model.onnx")
+    shutil.copytree(version / "packages", target / "1" / "packages", symlinks=True, copy_function=os.link)
 
 
 def ceiling(graph: Path, batch: int, threads: int, seconds: float) -> float:

@@ -236,6 +236,8 @@ def render(path: Path) -> str:
         ".venv/bin/python bench/run.py --instructions                # stub instructions per request only",
         ".venv/bin/python bench/ab.py Double DoubleHW --rounds 8     # one point, many rounds, A/B",
         "make bench BENCH_ARGS='--only streaming'                    # the streaming points alone",
+        "cd bench && ../.venv/bin/python onnx_ab.py OnnxMlp OnnxMlpHW OnnxMlpClass --ceiling  # ONNX side by side, "
+        "stub CPU per request",
         "```",
         "",
         "`make bench` installs perf_analyzer (tritonclient 2.41.0's binary, with libcudart from PyPI and libb64",

@@ -35,6 +35,7 @@ FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per ex
 VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"
 GPU_ONLY = ("GpuNumpyHW", "GpuTorchHW")  # bench/gpu.py's (they import torch): not in the CPU repository
+ONNX_TEMPLATE = "OnnxHW"  # copied beside each ONNX model by bench/onnx_bench.py, with that model's config
 
 
 def renamed_config(text: str, old: str, new: str) -> str:
@@ -52,7 +53,7 @@ def assemble(work: Path) -> Path:
     repo.mkdir(parents=True)
     for model in sorted(p for p in generated.iterdir() if p.is_dir()):
         shutil.copytree(model, repo / model.name)
-    left_out = (COLD_START_TEMPLATE, *GPU_ONLY)
+    left_out = (COLD_START_TEMPLATE, ONNX_TEMPLATE, *GPU_ONLY)
     for model in sorted(p for p in HANDWRITTEN.iterdir() if p.is_dir() and p.name not in left_out):
         shutil.copytree(model, repo / model.name)
         if model.name in SAME_CONFIG:

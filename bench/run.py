@@ -79,14 +79,15 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
         )
         for n in FIXED_BATCHES
     },
-    "onnx small, 1 request per execute, 1 thread": (
-        ("generated", "OnnxSmallT1", 256),
-        ("hand-batched class", "OnnxSmallClassT1", 256),
-    ),
-    "onnx small, 4 requests per execute, 1 thread": (
-        ("generated", "OnnxSmallX4", 256, (), 4),
-        ("hand-batched class", "OnnxSmallClassX4", 256, (), 4),
-    ),
+    **{
+        f"onnx {size.lower()}, {n} request{'s' * (n > 1)} per execute, 1 thread": (
+            ("generated", f"Onnx{size}{variant}", 256, (), n),
+            ("hand-written model.py", f"Onnx{size}HW{variant}", 256, (), n),
+            ("hand-batched class", f"Onnx{size}Class{variant}", 256, (), n),
+        )
+        for size in ("Small", "Mlp")
+        for variant, n in (("T1", 1), ("X4", 4))
+    },
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
     streaming.COUNTED_GROUP: streaming.COUNTED,
     "ensemble, 3 steps": (
@@ -282,10 +283,13 @@ def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[di
     add("BLS / direct p50 (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_us", "reference")
     rows += streaming.ratios(samples)
     for group, size, impls, concurrencies in onnx_bench.POINTS:
-        num, den = list(impls)
+        num, den, *others = list(impls)
         elements = onnx_bench.ELEMENTS[size]
         for c in concurrencies:
             key = (group, "grpc", elements, c)
+            for other in others:  # the hand-written model.py
+                add(f"{group}: models.onnx(backend='python') / {other}, throughput (c={c})", key, num, other,
+                    "throughput", ">= 1.0")  # fmt: skip
             if group.endswith("fused"):
                 add(f"{group}: fused Python -> ONNX -> Python / the ONNX step alone, p50 (c={c})", key, num, den,
                     "p50_us", "<= 1.1")  # fmt: skip

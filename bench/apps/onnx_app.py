@@ -36,7 +36,7 @@ from onnx import TensorProto, helper
 from repogen import DynamicBatcher, InstanceGroup, ModelConfig, Repository, Tensor, batch
 
 models = Repository()
-SIZES = {"Small": (256, 512, 512, 16)}  # the MLP's widths
+SIZES = {"Small": (256, 512, 512, 16), "Mlp": (256, 2048, 2048, 2048, 2048, 16)}  # the MLPs' widths
 BIG = ((8, 128, 128, 8), 32)  # the convolutions' channels, and the image's side
 BIG_IO = (BIG[0][0] * BIG[1] ** 2, BIG[0][-1])  # 8192 inputs, 8 outputs per sample
 MAX_BATCH = 16
@@ -98,11 +98,12 @@ class HandBatched:
     """One onnxruntime session per instance (on the graph shipped as ``GRAPH``); each batch stacked into one run."""
 
     GRAPH = ""
-    THREADS = 0  # 0: what OnnxSession chooses by default for one instance, a thread per core this process may use
+    THREADS = 0  # 0: what OnnxSession chooses by default, the cores this process may use divided among INSTANCES
+    INSTANCES = 1
 
     def __init__(self, context):
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = self.THREADS or max(1, len(os.sched_getaffinity(0)))
+        options.intra_op_num_threads = self.THREADS or max(1, len(os.sched_getaffinity(0)) // self.INSTANCES)
         self.session = onnxruntime.InferenceSession(context.path(self.GRAPH), sess_options=options,
                                                     providers=["CPUExecutionProvider"])  # fmt: skip
 
@@ -116,6 +117,15 @@ class HandBatched:
         return results
 
 
+# Generated variants of each MLP beside the defaults, the measurements behind them (bench/onnx_ab.py):
+# onnxruntime's spin-wait back on; onnxruntime's own thread count (with 2 instances: 2 threads each on 2 cores).
+VARIANTS = {
+    "Spin": {"session.intra_op.allow_spinning": "1"},
+    "Ort": {"intra_op_thread_count": "0"},
+    "OrtSpin": {"intra_op_thread_count": "0", "session.intra_op.allow_spinning": "1"},
+}
+
+
 def _pipeline(pre, network, post):
     def pipeline(x):
         return {"y": post(y=network(x=pre(x=x)["x"])["y"])["y"]}
@@ -123,8 +133,9 @@ def _pipeline(pre, network, post):
     return pipeline
 
 
-GRAPHS = {"Small": mlp("small", SIZES["Small"]), "Big": convolutions("big", *BIG)}
-for _size, (_inputs, _outputs) in {"Small": (SIZES["Small"][0], SIZES["Small"][-1]), "Big": BIG_IO}.items():
+GRAPHS = {"Small": mlp("small", SIZES["Small"]), "Mlp": mlp("mlp", SIZES["Mlp"]), "Big": convolutions("big", *BIG)}
+_two = [InstanceGroup(count=2)]
+for _size, (_inputs, _outputs) in {"Small": (256, 16), "Mlp": (256, 16), "Big": BIG_IO}.items():
     _graph = GRAPHS[_size]
     _x = [Tensor(name="x", dtype=np.float32, shape=(_inputs,))]
     _y = [Tensor(name="y", dtype=np.float32, shape=(_outputs,))]
@@ -134,24 +145,32 @@ for _size, (_inputs, _outputs) in {"Small": (SIZES["Small"][0], SIZES["Small"][-
     _pre = models.bind(f"Onnx{_size}Pre", batch(lambda x: {"x": x}), inputs=_x, outputs=_x, config=CONFIG)
     _post = models.bind(f"Onnx{_size}Post", batch(lambda y: {"y": y}), inputs=_y, outputs=_y, config=CONFIG)
     models.ensemble(f"Onnx{_size}Fused", inputs=_x, outputs=_y, config=CONFIG, fuse=True)(_pipeline(_pre, _onnx, _post))
+    if _size != "Big":  # 2 instances of each MLP: generated, and the class with the same threads per instance
+        _config2 = dataclasses.replace(CONFIG, instance_groups=_two)
+        models.onnx(f"Onnx{_size}I2", _graph, config=_config2, backend="python")
+        _class2 = type(f"HandBatched{_size}I2", (HandBatched,), {"GRAPH": os.path.basename(_graph), "INSTANCES": 2})
+        models.bind(f"Onnx{_size}ClassI2", _class2, inputs=_x, outputs=_y, config=_config2, files=[_graph])
+        for _name, _params in VARIANTS.items():
+            for _suffix, _cfg in (("", CONFIG), ("I2", _config2)):
+                _variant = dataclasses.replace(_cfg, parameters=_params)
+                models.onnx(f"Onnx{_size}{_suffix}{_name}", _graph, config=_variant, backend="python")
 
-_two = [InstanceGroup(count=2)]
 models.onnx("OnnxBigX2", GRAPHS["Big"], config=dataclasses.replace(CONFIG, instance_groups=_two), backend="python")
 _ort_threads = dataclasses.replace(CONFIG, instance_groups=_two, parameters={"intra_op_thread_count": "0"})
 models.onnx("OnnxBigX2Ort", GRAPHS["Big"], config=_ort_threads, backend="python")
 
 # Counted by callgrind (bench/run.py --instructions): one intra-op thread, so no thread of onnxruntime's pool
 # spins while the stub's instructions are counted; 1 request per execute, and exactly 4 (the batcher holds
-# requests until 4 rows wait, as bench/apps/app.py's DoubleX<n>).
+# requests until 4 rows wait, as bench/apps/app.py's DoubleX<n>). bench/onnx_bench.py adds the hand-written
+# model.py beside each (OnnxSmallHWT1, ...), under the same config.
 _single = {"intra_op_thread_count": "1"}
 _held = DynamicBatcher(preferred_batch_size=[4], max_queue_delay_microseconds=10_000_000)
-_small_x, _small_y = (
-    [Tensor(name="x", dtype=np.float32, shape=(256,))],
-    [Tensor(name="y", dtype=np.float32, shape=(16,))],
-)
-for _suffix, _config in (("T1", CONFIG), ("X4", dataclasses.replace(CONFIG, batcher=_held))):
-    models.onnx(f"OnnxSmall{_suffix}", GRAPHS["Small"], config=dataclasses.replace(_config, parameters=_single),
-                backend="python")  # fmt: skip
-    _one_thread = type(f"HandBatchedSmall{_suffix}", (HandBatched,), {"GRAPH": "small.onnx", "THREADS": 1})
-    models.bind(f"OnnxSmallClass{_suffix}", _one_thread, inputs=_small_x, outputs=_small_y, config=_config,
-                files=[GRAPHS["Small"]])  # fmt: skip
+for _size in ("Small", "Mlp"):
+    _x, _y = [Tensor(name="x", dtype=np.float32, shape=(256,))], [Tensor(name="y", dtype=np.float32, shape=(16,))]
+    _file = os.path.basename(GRAPHS[_size])
+    for _suffix, _config in (("T1", CONFIG), ("X4", dataclasses.replace(CONFIG, batcher=_held))):
+        _config = dataclasses.replace(_config, parameters=_single)
+        models.onnx(f"Onnx{_size}{_suffix}", GRAPHS[_size], config=_config, backend="python")
+        _one_thread = type(f"HandBatched{_size}{_suffix}", (HandBatched,), {"GRAPH": _file, "THREADS": 1})
+        models.bind(f"Onnx{_size}Class{_suffix}", _one_thread, inputs=_x, outputs=_y, config=_config,
+                    files=[GRAPHS[_size]])  # fmt: skip

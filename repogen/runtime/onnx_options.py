@@ -6,11 +6,15 @@ Triton's onnxruntime backend takes ``intra_op_thread_count``, ``inter_op_thread_
 the config's parameters, and the graph optimization level from ``optimization { graph { level } }``;
 the same config means the same session here, so a model moves between the two backends unchanged.
 
-One difference, on purpose: without ``intra_op_thread_count`` onnxruntime gives every session a
+Two differences, on purpose. Without ``intra_op_thread_count`` onnxruntime gives every session a
 thread per core, and each model instance is a stub process with a session of its own, so two
 instances on two cores run four busy threads. Here the default is the cores this process may use
 divided among the model's instances (at least 1); ``"0"`` asks for onnxruntime's own default, as it
-does on Triton's backend.
+does on Triton's backend. And onnxruntime's pool threads spin between runs by default, which pays
+where they have cores to themselves; here they share every core with tritonserver's threads and
+the stub's, so the spin takes the CPU those need to bring the next batch, and the default is off
+(``session.intra_op.allow_spinning``/``session.inter_op.allow_spinning``, onnxruntime's own keys,
+``"1"`` turns it back on).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ BOOLEANS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "n
 # optimization { graph { level } } -> onnxruntime's GraphOptimizationLevel member (0 or absent: all)
 GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED", 2: "ORT_DISABLE_ALL"}
 SESSION_ENTRIES = ("session.use_device_allocator_for_initializers",)
+# onnxruntime's session config keys for its pools' spin-wait, and the value here unless the config gives one
+SPINNING = {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}
 RUN_ENTRIES = ("memory.enable_memory_arena_shrinkage",)
 
 
@@ -64,6 +70,9 @@ def session_options(ort: Any, config: Mapping[str, Any], model: str) -> tuple[An
     for key in SESSION_ENTRIES:
         if key in parameters:
             options.add_session_config_entry(key, parameters[key])
+    for key, default in SPINNING.items():
+        spin = _flag(parameters, key, model)
+        options.add_session_config_entry(key, default if spin is None else str(int(spin)))
     run_options = ort.RunOptions()
     for key in RUN_ENTRIES:
         if key in parameters:

@@ -20,12 +20,15 @@ import types
 
 import numpy as np
 import pytest
+from google.protobuf import text_format
 from serve_cli import ServeProcess
 
+from repogen.errors import TritonServerError
 from repogen.ondisk.validate import validate_repository
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.packages_app import BUILDER_PACKAGES, build_packages_app, builder_python
+from repogen.triton.proto import model_config_pb2 as mc
 
 pytestmark = pytest.mark.integration
 
@@ -226,3 +229,41 @@ def test_the_server_parses_the_native_configs(triton_install, tmp_path):
     log = (tmp_path / "tritonserver.log").read_text()
     assert f"Poll failed for model directory 'broken': failed to read text proto from {broken}" in log
     assert "Poll failed for model directory 'text_" not in log
+
+
+def _with_parameters(repo, tmp_path, model, parameters):
+    """A repository holding only ``model`` (hard links), its config given ``parameters``."""
+    edited = tmp_path / "edited"
+    shutil.copytree(repo / model, edited / model, copy_function=os.link)
+    path = edited / model / "config.pbtxt"
+    config = text_format.Parse(path.read_text(), mc.ModelConfig())
+    for key, value in parameters.items():
+        config.parameters[key].string_value = value
+    path.unlink()  # a hard link: the built repository's copy stays as it was
+    path.write_text(text_format.MessageToString(config))
+    return edited
+
+
+def test_the_spin_wait_is_read_from_the_config_and_a_bad_value_fails_the_load_naming_it(
+    built, triton_install, tmp_path
+):
+    repo, expected = built
+    spinning = _with_parameters(repo, tmp_path / "on", "Affine", {"session.intra_op.allow_spinning": "1"})
+    server = triton_install.server(spinning, log_path=tmp_path / "on.log")
+    try:
+        server.start().wait_ready(120)
+        inputs = {k[len("Affine.1.in.") :]: v for k, v in expected.items() if k.startswith("Affine.1.in.")}
+        answer = infer("grpc", server, "Affine", inputs, model_version="1")
+        np.testing.assert_array_equal(answer["y"], expected["Affine.1.out.y"])
+    finally:
+        server.stop()
+    bad = _with_parameters(repo, tmp_path / "bad", "Affine", {"session.intra_op.allow_spinning": "maybe"})
+    server = triton_install.server(bad, log_path=tmp_path / "bad.log")
+    try:
+        with pytest.raises(TritonServerError):
+            server.start().wait_ready(120)
+    finally:
+        server.stop()
+    assert (
+        "model 'Affine': parameter session.intra_op.allow_spinning is 'maybe'; give 1 or 0 (true/false, on/off, yes/no)"
+    ) in server.log_text()

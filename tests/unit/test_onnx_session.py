@@ -177,8 +177,20 @@ def test_the_triton_backend_s_parameters_set_the_session(monkeypatch):
     assert (options.intra_op_num_threads, options.inter_op_num_threads) == (3, 2)
     assert (options.execution_mode, options.graph_optimization_level) == ("parallel", "none")
     assert (options.enable_cpu_mem_arena, options.enable_mem_pattern) == (False, True)
-    assert options.entries == {"session.use_device_allocator_for_initializers": "1"}
+    assert options.entries == {"session.use_device_allocator_for_initializers": "1", **NO_SPIN}
     assert run_options.entries == {"memory.enable_memory_arena_shrinkage": "cpu:0"}
+
+
+NO_SPIN = {"session.intra_op.allow_spinning": "0", "session.inter_op.allow_spinning": "0"}
+
+
+def test_by_default_the_pools_do_not_spin_and_onnxruntime_s_keys_turn_it_back_on():
+    options, _, _ = session_options(ORT, _config(), "M")
+    assert options.entries == NO_SPIN
+    options, _, _ = session_options(ORT, _config(session__intra_op__allow_spinning="true"), "M")
+    assert options.entries == {**NO_SPIN, "session.intra_op.allow_spinning": "1"}
+    options, _, _ = session_options(ORT, _config(session__inter_op__allow_spinning="1"), "M")
+    assert options.entries == {**NO_SPIN, "session.inter_op.allow_spinning": "1"}
 
 
 @pytest.mark.parametrize(
@@ -212,6 +224,10 @@ def test_the_graph_level_is_read_where_triton_reads_it(level):
         ({"inter_op_thread_count": "-1"}, "model 'M': parameter inter_op_thread_count is '-1'; give a number"),
         ({"execution_mode": "2"}, "model 'M': parameter execution_mode is '2'; onnxruntime takes 0 (sequential"),
         ({"enable_mem_arena": "maybe"}, "model 'M': parameter enable_mem_arena is 'maybe'; give 1 or 0"),
+        (
+            {"session__intra_op__allow_spinning": "spin"},
+            "model 'M': parameter session.intra_op.allow_spinning is 'spin'; give 1 or 0",
+        ),
     ],
 )
 def test_a_value_onnxruntime_cannot_take_names_the_parameter(parameters, message):
