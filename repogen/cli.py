@@ -96,8 +96,9 @@ def _load_all(group: click.Group) -> None:
         _load(group, module)
 
 
-# Commands that run until stopped and promise that Ctrl+C stops everything they started, in every phase.
-_STOPPED_BY_CTRL_C = ("serve", "tune")
+# Commands that run until stopped and promise that Ctrl+C stops everything they started, in every phase; infer,
+# whose interrupted stream or call is cancelled on the server (a token stream may run for minutes).
+_STOPPED_BY_CTRL_C = ("infer", "serve", "tune")
 
 
 def main() -> None:
@@ -106,7 +107,8 @@ def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in _STOPPED_BY_CTRL_C and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # Started with SIGINT ignored (`cmd &` in a script, some CI runners), Python raises no KeyboardInterrupt,
         # and the processes these commands start inherit the ignore: serve's build phase and tune would then
-        # outlive Ctrl+C while serve's serving phase (its own handler, as tritonserver's) stops. One rule for
+        # outlive Ctrl+C while serve's serving phase (its own handler, as tritonserver's) stops, and infer would
+        # run its stream to the end instead of cancelling it on the server. One rule for
         # every phase, as tritonserver has: SIGINT stops them whatever disposition they inherited.
         signal.signal(signal.SIGINT, signal.default_int_handler)
     cli(prog_name="repogen")

@@ -57,7 +57,7 @@ def _stream(server, model: str, n: int, read: int | None = None) -> list[np.ndar
         ended = False
         while not ended and (read is None or len(got) < read):
             event = events.get(timeout=60)
-            assert not isinstance(event, Exception), event
+            assert not isinstance(event, Exception), _described(event, server)
             response = event.get_response()
             if response.outputs:
                 got.append(event.as_numpy("token"))
@@ -66,6 +66,13 @@ def _stream(server, model: str, n: int, read: int | None = None) -> list[np.ndar
     finally:
         client.close()
     return got
+
+
+def _described(error: Exception, server) -> str:
+    """A stream's error with what tritonclient's ``str`` may leave out (an empty message), and the server's state."""
+    status, details = getattr(error, "status", lambda: None)(), getattr(error, "debug_details", lambda: None)()
+    state = "running" if server.is_running() else f"exited:\n{server.log_tail()}"
+    return f"{type(error).__name__}({error!s}) status={status!r} details={details!r}; server {state}"
 
 
 def _read_then_cancel(server, model: str) -> list[int]:
