@@ -112,22 +112,25 @@ def _caller_token(request: Any) -> str | None:
 class Watch:
     """Which requests of one ``execute`` are still wanted, asked at the steps of their stream.
 
-    Asking costs a round trip to the server process (26-30 µs on 2.51), a quarter of what a step that does no
-    work costs. So a stream is asked after each step whose generator took ``SLOW_STEP_S`` or more to make it
-    (tokens of a language model, tens of ms: it stops at the first step after its cancellation, and asking
-    costs it at most 3 %), and after faster steps only once ``STREAM_POLL_S`` has passed since it was last asked
-    (at most that long of steps is made after the cancellation; asking costs under 1 %). Sending a step is not
-    the generator's time: on a busy host a send can wait past ``SLOW_STEP_S``, and asking then would add a round
-    trip to every step. ``asked``: whether the requests were just asked; if not, the clock starts now.
+    Asking costs a round trip to the server process (26-30 µs on 2.51), about what sending a token costs. So
+    a stream is asked after each step its generator took ``SLOW_STEP_S`` or more to make (tokens of a language
+    model, tens of ms: it stops at the first step after its cancellation, and asking costs it at most 3 %),
+    and otherwise once its generator has worked ``STREAM_POLL_S`` since it was last asked (at most that much
+    work is done after the cancellation; asking costs under 1 % of it). Only the generator's own time counts,
+    from the end of a send to its next step: a send waits for the server, and on a busy host that wait alone
+    can pass either limit, which would add a round trip to steps that did no work. ``asked``: whether the
+    requests are asked now, before the first step.
     """
 
-    __slots__ = ("_asked", "_requests", "live", "resumed")
+    __slots__ = ("_requests", "live", "resumed", "work")
 
     def __init__(self, requests: list[Any], asked: bool = False):
         self._requests = requests
         self.live = [True] * len(requests)
-        self._asked = self.resumed = time.perf_counter()
-        """``resumed``: when the generator was last resumed (its step began); the stream sets it after a send."""
+        self.work = 0.0
+        """The generator's time since the requests were last asked; ``step`` adds each step's."""
+        self.resumed = time.perf_counter()
+        """When the generator was last resumed (its step began); the stream sets it after each send."""
         if asked:
             self.poll()
 
@@ -137,12 +140,13 @@ class Watch:
         for index, request in enumerate(self._requests):
             if live[index] and is_cancelled(request):
                 live[index] = False
-        self._asked = time.perf_counter()
+        self.work = 0.0
         return any(live)
 
     def step(self) -> bool:
-        """At a step of the stream: True while any request is still wanted, asking them when it is time."""
-        now = time.perf_counter()
-        if now - self.resumed < SLOW_STEP_S and now - self._asked < STREAM_POLL_S:
+        """At a step of the stream: True while any request is still wanted, asking them when it is due."""
+        took = time.perf_counter() - self.resumed
+        self.work += took
+        if took < SLOW_STEP_S and self.work < STREAM_POLL_S:
             return True
         return self.poll()

@@ -15,13 +15,16 @@ from time import perf_counter
 from types import GeneratorType
 from typing import Any
 
+import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from .cancellation import Watch
+from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch
 from .errors import InferenceError
 from .request import EmptyBatchError
 
 __all__ = ["execute"]
+
+_NO_OUTPUT = object()  # a key no step has: a model of several outputs takes model.response at every step
 
 
 def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[Any] | None = None) -> None:
@@ -112,30 +115,48 @@ def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
 
 def _stream_one(model: Any, results: Any, sender: Any, watch: Watch) -> None:
     """``_stream`` for one request and a plain generator, the usual stream (max_batch_size 0): the same rules,
-    with little more per step than a hand-written loop. A step of the one declared output as an array that
-    ``OutputPlan.accepts`` goes out as it is, as ``model.response`` would send it; any other takes that."""
-    send, step_done, response = sender.send, watch.step, model.response
+    with little more per step than a hand-written loop, so ``Watch.step``'s rule is written out on locals.
+
+    A step of the one declared output as an array that ``OutputPlan.accepts`` goes out as it is, as
+    ``model.response`` would send it, and any other takes that. For a plan with no shape to check (not
+    strict), ``accepts`` is an ndarray of its very dtype, with a dimension, C-contiguous: written out too,
+    and asked only where that fails (tests/unit/test_fast_lane.py holds both paths to one answer).
+    """
+    send, response, poll = sender.send, model.response, watch.poll
     plans = model.output_plans
     plan = plans[0] if len(plans) == 1 else None
-    name, accepts = (plan.name, plan.accepts) if plan is not None else ("", None)
-    tensor, inference_response = pb_utils.Tensor, pb_utils.InferenceResponse
+    name, accepts = (plan.name, plan.accepts) if plan is not None else (_NO_OUTPUT, _never)
+    dtype = plan.dtype if plan is not None and not plan.strict else None
+    ndarray, tensor, inference_response = np.ndarray, pb_utils.Tensor, pb_utils.InferenceResponse
+    clock, slow, due = perf_counter, SLOW_STEP_S, STREAM_POLL_S
+    resumed, work = watch.resumed, watch.work
     try:
         for step in results:
-            if not step_done():
-                return
-            if not isinstance(step, (list, tuple)) or len(step) != 1:
+            took = clock() - resumed
+            work += took
+            if took >= slow or work >= due:
+                if not poll():
+                    return
+                work = 0.0
+            if type(step) is not list and not isinstance(step, (list, tuple)) or len(step) != 1:
                 raise InferenceError(model._shape_of_results_message(step, 1))
             result = step[0]
-            if accepts is not None and type(result) is dict and len(result) == 1:
+            if type(result) is dict and len(result) == 1:
                 value = result.get(name)
-                if value is not None and accepts(value):
+                if type(value) is ndarray and (
+                    value.dtype is dtype and value.ndim and value.flags.c_contiguous or accepts(value)
+                ):
                     send(inference_response(output_tensors=[tensor(name, value)]))
-                    watch.resumed = perf_counter()
+                    resumed = clock()
                     continue
             send(response(result))
-            watch.resumed = perf_counter()
+            resumed = clock()
     finally:
         results.close()
+
+
+def _never(value: Any) -> bool:
+    return False
 
 
 def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:

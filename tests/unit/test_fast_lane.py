@@ -11,6 +11,7 @@ import pytest
 
 from repogen.emit.model_source import INDENT, OutputCode
 from repogen.ir.spec import IOSpec
+from repogen.local import backend_shim
 from repogen.runtime.conversion import OutputPlan
 
 TENSORS = [
@@ -55,3 +56,36 @@ def test_the_inline_check_is_accepts(tensor, strict):
         for rows in (2, 3):
             assert inline({"y": value}, rows) is plan.accepts(value, rows), (value, rows)
     assert INDENT  # the generated code is indented for execute's body; dedented above
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("tensor", TENSORS, ids=lambda t: f"{t.data_type}{list(t.dims)}")
+def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
+    """decoupled._stream_one writes ``accepts`` out for plans with no shape to check: the same values pass."""
+    backend_shim.install()
+    from repogen.runtime import decoupled
+    from repogen.runtime.cancellation import Watch
+
+    plan = OutputPlan("M", "y", tensor.data_type, list(tensor.dims), False, strict)
+
+    class Model:
+        output_plans = [plan]
+
+        @staticmethod
+        def response(result):
+            return ("model.response", result)
+
+    class Sender:
+        sent: list = []
+
+        def send(self, response=None, flags=0):
+            self.sent.append(response)
+
+    sender = Sender()
+    steps = ([{"y": value}] for value in VALUES)  # a plain generator, as the stream's own loop takes
+    decoupled._stream_one(Model, steps, sender, Watch([object()]))
+    fast = [not isinstance(sent, tuple) for sent in sender.sent]
+    assert fast == [plan.accepts(value) for value in VALUES]
+    for value, sent in zip(VALUES, sender.sent, strict=True):
+        if not isinstance(sent, tuple):
+            assert sent.output_tensors()[0].as_numpy() is value

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -147,3 +148,96 @@ def test_a_bls_stream_is_cancelled_through_triton_where_the_release_can(tmp_path
     cancellation.cancel_stream(responses, cancellation.stream_token())
     assert responses.cancelled
     assert list(tmp_path.iterdir()) == []
+
+
+# When a stream asks: after a slow step, and once its generator has worked STREAM_POLL_S; never for time spent
+# sending (a send waits for the server). Both stream loops keep the rule: the plain generator's own
+# (decoupled._stream_one) and the general one (an async generator here).
+_PACE = {
+    "inputs": [Tensor(name="n", dtype=np.int32, shape=(1,)), Tensor(name="ms", dtype=np.float32, shape=(1,))],
+    "outputs": [Tensor(name="token", dtype=np.int32, shape=(1,))],
+    "config": ModelConfig(batching=False),
+}
+
+
+def _paced(kind: str, sleep: bool) -> Repository:
+    """Tokens, each taking ``ms`` of the generator's time: slept, or worked (a busy loop)."""
+    models = Repository()
+
+    def take(ms: float) -> None:
+        if sleep:
+            time.sleep(ms / 1000)
+            return
+        end = time.perf_counter() + ms / 1000
+        while time.perf_counter() < end:
+            pass
+
+    if kind == "function":
+
+        @models.model("Paced", **_PACE)
+        def paced(requests):
+            for i in range(int(requests[0]["n"][0])):
+                take(float(requests[0]["ms"][0]))
+                yield [{"token": np.array([i], np.int32)}]
+
+    else:
+
+        @models.model("Paced", **_PACE)
+        async def paced(requests):
+            for i in range(int(requests[0]["n"][0])):
+                take(float(requests[0]["ms"][0]))
+                yield [{"token": np.array([i], np.int32)}]
+
+    return models
+
+
+class _CountedRequest:
+    """A request that counts how often it is asked, whose sends take ``send_ms`` (a busy server)."""
+
+    def __init__(self, request: Any, send_ms: float):
+        self._request, self.asked, self._send_ms = request, 0, send_ms
+        self.sent: list[Any] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    def is_cancelled(self) -> bool:
+        self.asked += 1
+        return False
+
+    def get_response_sender(self) -> Any:
+        return self
+
+    def send(self, response: Any = None, flags: int = 0) -> None:
+        time.sleep(self._send_ms / 1000)
+        self.sent.append((response, flags))
+
+
+def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, sleep: bool = True) -> int:
+    local = _paced(kind, sleep).local()
+    spec = local._model_spec("Paced")
+    instance, request = local._request(spec, {"n": np.array([n], np.int32), "ms": np.array([ms], np.float32)}, None)
+    counted = _CountedRequest(request, send_ms)
+    instance._started = time.perf_counter()  # it did not wait: nothing is asked before the callable runs
+    assert instance.execute([counted]) is None
+    assert [int(r.output_tensors()[0].as_numpy()[0]) for r, _ in counted.sent[:-1]] == list(range(n))
+    return counted.asked
+
+
+@pytest.mark.parametrize("kind", ["function", "async function"])
+def test_a_stream_is_asked_after_each_slow_step(kind):
+    assert _asked_at_steps(kind, n=6, ms=2 * cancellation.SLOW_STEP_S * 1000, send_ms=0) == 6
+
+
+@pytest.mark.parametrize("kind", ["function", "async function"])
+def test_time_spent_sending_never_makes_a_stream_ask(kind):
+    # 20 sends of 2 ms: 40 ms of waiting for the server, 8 times STREAM_POLL_S; the generator itself works µs
+    assert _asked_at_steps(kind, n=20, ms=0, send_ms=2) == 0
+
+
+@pytest.mark.parametrize("kind", ["function", "async function"])
+def test_fast_steps_ask_once_their_work_adds_up(kind):
+    step_ms = cancellation.SLOW_STEP_S * 1000 / 4
+    steps = int(4 * cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of work
+    asked = _asked_at_steps(kind, n=steps, ms=step_ms, send_ms=0, sleep=False)
+    assert 3 <= asked <= steps // 4, asked  # ~4; a step that a busy machine stretches past SLOW_STEP_S asks too
