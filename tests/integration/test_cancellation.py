@@ -142,18 +142,22 @@ def test_a_cancelled_request_waiting_in_the_queue_never_reaches_the_callable(ser
     assert int(served[0, 0]) == 2  # the 1.5 s request and the live one; the cancelled one never ran
 
 
-def _cli(server, *args: str) -> subprocess.Popen:
+def _cli(server, *args: str, sigint: signal.Handlers = signal.SIG_DFL) -> subprocess.Popen:
+    """``repogen infer ARGS`` against the server, started with SIGINT as ``sigint`` (what it inherits)."""
     return subprocess.Popen(
         [sys.executable, "-m", "repogen", "infer", *args, "--url", server.grpc_url],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
     )
 
 
-def test_cli_stream_interrupted_by_ctrl_c_cancels_the_request(server):
+@pytest.mark.parametrize("inherited", [signal.SIG_DFL, signal.SIG_IGN], ids=["sigint-default", "sigint-ignored"])
+def test_cli_stream_interrupted_by_ctrl_c_cancels_the_request(server, inherited):
+    """Also when infer starts with SIGINT ignored (``nohup``, a background job in a script, some CI runners)."""
     _report(server, "Tokens")  # from zero: Relay's streams count in Tokens too
-    infer_cli = _cli(server, "Tokens", "--stream", "-i", f"n={TOKENS}")
+    infer_cli = _cli(server, "Tokens", "--stream", "-i", f"n={TOKENS}", sigint=inherited)
     try:
         assert infer_cli.stdout is not None
         lines = []
