@@ -18,6 +18,7 @@ import http.client
 import json
 import queue
 import re
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -129,11 +130,14 @@ def _drive(server, first: int, count: int, transport: str) -> list[str]:
     """``count`` streams from ``CONCURRENCY`` threads (a gRPC client each); what went wrong, one line each."""
     errors: list[str] = []
     host, port = server.http_url.split("://", 1)[-1].rsplit(":", 1)
+    stop = threading.Event()
 
     def worker(offset: int) -> None:
         client = grpcclient.InferenceServerClient(server.grpc_url) if transport == "grpc" else None
         try:
             for i in range(offset, count, CONCURRENCY):
+                if stop.is_set():
+                    return
                 cancel = (first + i) % 2 == 1
                 if client is not None:
                     right = _one_grpc(client, cancel, errors)
@@ -146,7 +150,10 @@ def _drive(server, first: int, count: int, transport: str) -> list[str]:
                 client.close()
 
     with ThreadPoolExecutor(CONCURRENCY) as pool:
-        list(pool.map(worker, range(CONCURRENCY)))
+        try:
+            list(pool.map(worker, range(CONCURRENCY)))
+        finally:  # Ctrl+C: each worker ends after its stream in flight, not after its share of the streams
+            stop.set()
     return errors
 
 
