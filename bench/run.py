@@ -82,9 +82,10 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
     **{
         f"onnx {size.lower()}, {n} request{'s' * (n > 1)} per execute, 1 thread": (
             ("generated", f"Onnx{size}{variant}", 256, (), n),
-            ("generated, no cancellation check", f"Onnx{size}{variant}{callgrind.QUIET}", 256, (), n),
             ("hand-written model.py", f"Onnx{size}HW{variant}", 256, (), n),
             ("hand-batched class", f"Onnx{size}Class{variant}", 256, (), n),
+            # after the baselines (report.py divides by the second); QUIET: bench/callgrind.quiet_copy
+            ("generated, no cancellation check", f"Onnx{size}{variant}{callgrind.QUIET}", 256, (), n),
         )
         for size in ("Small", "Mlp")
         for variant, n in (("T1", 1), ("X4", 4))
@@ -317,7 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="seconds per perf_analyzer measurement window")
     parser.add_argument("--no-pytriton", action="store_true", help="leave PyTriton out (no bench/.venv-pytriton)")
     parser.add_argument("--no-onnx", action="store_true", help="leave the ONNX points out (no builder venv)")
-    parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json")
+    parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json; "
+                        "with --instructions, where to add the counts (none: printed only)")  # fmt: skip
     parser.add_argument(
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
@@ -342,7 +344,14 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        print(json.dumps(count_instructions(repository, work, 200, args.group), indent=1), flush=True)
+        counts = count_instructions(repository, work, 200, args.group)
+        print(json.dumps(counts, indent=1), flush=True)
+        if args.output:  # the groups join those already in the file (one group per run when each is slow)
+            kept = json.loads(args.output.read_text()) if args.output.exists() else {}
+            counted = {**kept.get("instructions_per_request", {}), **counts}
+            result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
+                      "instructions_per_request": counted}  # fmt: skip
+            args.output.write_text(json.dumps(result, indent=1) + "\n")
         return 0
     if args.only == "streaming":
         return streaming_only(repository, work, rounds, window, args.output, began)
