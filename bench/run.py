@@ -324,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
     parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
+    parser.add_argument("--requests", type=int, default=200, help="with --instructions: requests counted per model")
     parser.add_argument("--only", choices=("streaming",), help="only this group: bench/results/<date>-<group>.json")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
@@ -344,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        counts = count_instructions(repository, work, 200, args.group)
+        counts = count_instructions(repository, work, args.requests, args.group)
         print(json.dumps(counts, indent=1), flush=True)
         if args.output:  # the groups join those already in the file (one group per run when each is slow)
             kept = json.loads(args.output.read_text()) if args.output.exists() else {}
