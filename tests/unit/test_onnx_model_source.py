@@ -125,3 +125,13 @@ def test_bytes_and_what_is_not_an_onnx_session_keep_the_general_template():
     plain = VersionSpec(version=1, infer_funcs=(lambda requests: requests,))
     spec = network_model("model 'M'", "M", ModelConfig(max_batch_size=8), (X,), (Y,), 8, (plain,), True)
     assert onnx_model_py(spec, plain) is None
+
+
+def test_a_request_cancelled_while_queued_is_answered_cancelled_and_left_out_of_the_run(tmp_path):
+    models = _models(tmp_path)
+    requests = [_request(x=_x(1, v)) for v in (1, 2, 3)]
+    requests[1].cancelled = True
+    answers = _same(models, *requests)  # freshly loaded: nothing says how long the requests waited, so they are asked
+    assert answers[1] == "request cancelled before model 'M' ran it"
+    assert answers[2] == {"y": ("<f4", (_x(1, 3) @ W).tolist())}
+    assert [model.infer_func.session.runs for model in models] == [[(2, 3)], [(2, 3)]]  # the two live rows, once
