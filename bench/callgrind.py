@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
+from repos import renamed_config
 from tritonclient.utils import np_to_triton_dtype
 
 from repogen.server import TritonServer
@@ -29,6 +30,9 @@ from repogen.server.running.process import http_client
 from repogen.testing.client import infer, stream
 
 WARMUP = 20
+# A counted model named <generated model>Quiet: the same files, but a vendored runtime that asks no request whether
+# it was cancelled while it waited (quiet_copy).
+QUIET = "Quiet"
 
 
 class _CallgrindServer(TritonServer):
@@ -59,6 +63,30 @@ class _CallgrindServer(TritonServer):
         with http_client(self.http_url, timeout) as client:
             for name in names:
                 client.load_model(name)
+
+
+def quiet_copy(repository: Path, name: str, target: Path) -> None:
+    """Generated model ``name`` of ``repository`` as ``target`` (named ``<name>Quiet``), its runtime never asking
+    ``is_cancelled()`` (the cancellation check's threshold raised to an hour).
+
+    The runtime asks each request of an ``execute`` when the execute before it started at least
+    ``CANCEL_CHECK_AFTER_S`` (10 ms) earlier. Under valgrind every ``execute`` takes longer than that, so every
+    one asks, a round trip to the server in both stub threads, which at native speed and these request rates
+    never happens and which the hand-written models do not do: the copy counts the same request path without
+    it. Only this copy's runtime file is changed (written anew: the others are hard links to the built ones).
+    """
+    shutil.copytree(repository / name, target, copy_function=os.link)
+    config = target / "config.pbtxt"
+    text = config.read_text()
+    config.unlink()
+    config.write_text(renamed_config(text, name, target.name))
+    for runtime in target.glob("*/repogen/runtime/triton_model.py"):
+        text = runtime.read_text()
+        quiet = text.replace("\nCANCEL_CHECK_AFTER_S = 0.01\n", "\nCANCEL_CHECK_AFTER_S = 3600.0\n")
+        if quiet == text:
+            raise RuntimeError(f"{runtime}: no CANCEL_CHECK_AFTER_S = 0.01 to raise; update bench/callgrind.py")
+        runtime.unlink()
+        runtime.write_text(quiet)
 
 
 def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:

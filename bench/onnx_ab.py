@@ -14,6 +14,7 @@ the samples.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
 import re
@@ -105,8 +106,7 @@ def ceilings(samples: list[dict[str, Any]], repository: Path, window: float) -> 
     median over rounds, rounded) with the threads of one of its instances, times its instances: samples per second."""
     cores, found, rates = onnx_bench.default_threads(), {}, {}
     for model in sorted({s["model"] for s in samples}):
-        config = (repository / model / "config.pbtxt").read_text()
-        instances = sum(int(n) for n in re.findall(r"^\s*count: (\d+)", config, re.MULTILINE)) or 1
+        instances = _instances(repository / model)
         for c in sorted({s["concurrency"] for s in samples}):
             batch = max(1, round(stats.spread([s["mean_batch"] for s in samples if (s["model"], s["concurrency"])
                                                == (model, c)])["median"]))  # fmt: skip
@@ -117,6 +117,16 @@ def ceilings(samples: list[dict[str, Any]], repository: Path, window: float) -> 
                 print(f"  onnxruntime alone: {key[0]} batch {batch}, {key[2]} threads: {found[key]:.0f}/s", flush=True)
             rates[model, c] = found[key] * instances  # each instance a process of its own, as each stub is
     return rates
+
+
+def _instances(model_dir: Path) -> int:
+    config = (model_dir / "config.pbtxt").read_text()
+    return sum(int(n) for n in re.findall(r"^\s*count: (\d+)", config, re.MULTILINE)) or 1
+
+
+def _cpu() -> str:
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
 
 
 def _size(model: str) -> str:
@@ -170,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     work = ROOT / "build" / "bench"
     work.mkdir(parents=True, exist_ok=True)
     repository = served(args.models, work, args.rebuild)
+    began, load = dt.datetime.now(dt.timezone.utc), os.getloadavg()[0]
     samples = measure(args.models, args.concurrency, args.rounds, args.window, repository, work, args.json)
     alone = ceilings(samples, work / "onnx-repository", args.window) if args.ceiling else {}
     rows = summary(args.models, args.concurrency, samples, alone)
@@ -177,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
         print(_line(row))
     if args.json:
         alone_rows = [{"model": m, "concurrency": c, "throughput": r} for (m, c), r in alone.items()]
-        args.json.write_text(json.dumps({"samples": samples, "summary": rows, "alone": alone_rows}, indent=1))
+        run = {
+            "began": began.isoformat(timespec="minutes"), "ended": dt.datetime.now(dt.timezone.utc).isoformat(
+                timespec="minutes"), "load_average": [round(load, 1), round(os.getloadavg()[0], 1)],
+            "nproc": os.cpu_count(), "cpu": _cpu(), "rounds": args.rounds, "window_s": args.window,
+            "instances": {m: _instances(repository / m) for m in args.models},
+        }  # fmt: skip
+        document = {"run": run, "samples": samples, "summary": rows, "alone": alone_rows}
+        args.json.write_text(json.dumps(document, indent=1))
     return 0
 
 

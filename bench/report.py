@@ -8,6 +8,7 @@ Usage: ``python bench/report.py [RESULTS.json]`` (default: the newest full run).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ DOC = ROOT / "docs" / "benchmarks.md"
 
 
 def latest() -> Path:
-    runs = sorted(p for p in (BENCH / "results").glob("*.json") if not p.stem.endswith(("-quick", "-streaming")))
+    runs = sorted(p for p in (BENCH / "results").glob("*.json") if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem))
     return runs[-1] if runs else sorted((BENCH / "results").glob("*.json"))[-1]
 
 
@@ -198,6 +199,41 @@ def onnx_tables(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def onnx_side_by_side() -> list[str]:
+    """The newest ``bench/onnx_ab.py --json bench/results/<date>-onnx-ab-<name>.json`` runs and ONNX instruction
+    counts (``bench/run.py --instructions --output bench/results/<date>-onnx-instructions.json``): measured after
+    the make bench run the tables above come from, each under the bench lock."""
+    results = BENCH / "results"
+    lines: list[str] = []
+    counts = sorted(results.glob("*-onnx-instructions.json"))
+    if counts:
+        found = json.loads(counts[-1].read_text())
+        lines += [f"### Stub instructions per request, ONNX (callgrind, `{counts[-1].relative_to(ROOT)}`)", "",
+                  *instructions_table(found), ""]  # fmt: skip
+    runs = sorted(results.glob("*-onnx-ab-*.json"))
+    newest = [p for p in runs if p.name[:10] == runs[-1].name[:10]] if runs else []
+    for path in newest:
+        found = json.loads(path.read_text())
+        run = found["run"]
+        instances = ", ".join(f"{m} {n}" for m, n in run["instances"].items())
+        lines += [
+            f"### {' / '.join(run['instances'])} (`{path.relative_to(ROOT)}`)",
+            "",
+            f"{run['began']} to {run['ended']}, {run['rounds']} interleaved rounds of {run['window_s']:.1f} s windows, "
+            f"load average {run['load_average'][0]} then {run['load_average'][1]}; {run['cpu']}, {run['nproc']} "
+            f"cores; instances: {instances}.",
+            "",
+            "| c | model or ratio | throughput (inf/s) or ratio, median [min–max] | stub CPU per request (µs) |",
+            "|---|---|---|---|",
+        ]
+        for row in found["summary"]:
+            value = row.get("ratio") or row["throughput"]
+            cpu = _us(row, "stub_cpu_us") if "stub_cpu_us" in row else ""
+            lines.append(f"| {row['c']} | {row['model']} | {fmt(value, 2 if 'ratio' in row else 0)} | {cpu} |")
+        lines.append("")
+    return lines
+
+
 def machine(result: dict[str, Any]) -> list[str]:
     m = result["machine"]
     return [
@@ -302,6 +338,12 @@ def render(path: Path) -> str:
             "",
             *onnx,
         ]
+    side = onnx_side_by_side()
+    if side:
+        parts += ["## ONNX on the Python backend: later runs (`bench/onnx_ab.py`, `bench/run.py --instructions`)",
+                  "", "Measured after the run above, on the same kind of machine, each under the bench lock. A ratio",
+                  "is taken within a round (the first model's throughput over the second's), then median [min–max].",
+                  "", *side]  # fmt: skip
     for written in ("modelcar.md", "analysis.md"):  # measured by hand (bench/modelcar.py); the findings
         if (BENCH / written).exists():
             parts += [(BENCH / written).read_text().rstrip(), ""]

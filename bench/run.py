@@ -84,6 +84,8 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
             ("generated", f"Onnx{size}{variant}", 256, (), n),
             ("hand-written model.py", f"Onnx{size}HW{variant}", 256, (), n),
             ("hand-batched class", f"Onnx{size}Class{variant}", 256, (), n),
+            # after the baselines (report.py divides by the second); QUIET: bench/callgrind.quiet_copy
+            ("generated, no cancellation check", f"Onnx{size}{variant}{callgrind.QUIET}", 256, (), n),
         )
         for size in ("Small", "Mlp")
         for variant, n in (("T1", 1), ("X4", 4))
@@ -218,7 +220,7 @@ def count_instructions(
     counted_groups = {  # a group whose models the repository lacks (the ONNX ones, without a builder venv) is left out
         group: COUNTED[group]
         for group in groups or COUNTED
-        if all((repository / c[1]).is_dir() for c in COUNTED[group])
+        if all((repository / c[1].removesuffix(callgrind.QUIET)).is_dir() for c in COUNTED[group])
     }
     server = repogen_server(repository, work / "unused.log")
     # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
@@ -230,7 +232,10 @@ def count_instructions(
         for case in pairs
     }
     for name in sorted({name for model, _, stubs, *_ in cases.values() for name in (model, *stubs)}):
-        shutil.copytree(repository / name, counted / name, copy_function=os.link)
+        if name.endswith(callgrind.QUIET):  # the same model without the check valgrind's pace sets off
+            callgrind.quiet_copy(repository, name.removesuffix(callgrind.QUIET), counted / name)
+        else:
+            shutil.copytree(repository / name, counted / name, copy_function=os.link)
     counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
     return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in counted_groups.items()}
 
@@ -313,11 +318,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="seconds per perf_analyzer measurement window")
     parser.add_argument("--no-pytriton", action="store_true", help="leave PyTriton out (no bench/.venv-pytriton)")
     parser.add_argument("--no-onnx", action="store_true", help="leave the ONNX points out (no builder venv)")
-    parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json")
+    parser.add_argument("--output", type=Path, default=None, help="default: bench/results/<date>[-quick].json; "
+                        "with --instructions, where to add the counts (none: printed only)")  # fmt: skip
     parser.add_argument(
         "--instructions", action="store_true", help="only count the stub's instructions per request (callgrind)"
     )
     parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
+    parser.add_argument("--requests", type=int, default=200, help="with --instructions: requests counted per model")
     parser.add_argument("--only", choices=("streaming",), help="only this group: bench/results/<date>-<group>.json")
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 3)
@@ -338,7 +345,14 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:
             print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        print(json.dumps(count_instructions(repository, work, 200, args.group), indent=1), flush=True)
+        counts = count_instructions(repository, work, args.requests, args.group)
+        print(json.dumps(counts, indent=1), flush=True)
+        if args.output:  # the groups join those already in the file (one group per run when each is slow)
+            kept = json.loads(args.output.read_text()) if args.output.exists() else {}
+            counted = {**kept.get("instructions_per_request", {}), **counts}
+            result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
+                      "instructions_per_request": counted}  # fmt: skip
+            args.output.write_text(json.dumps(result, indent=1) + "\n")
         return 0
     if args.only == "streaming":
         return streaming_only(repository, work, rounds, window, args.output, began)

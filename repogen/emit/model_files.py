@@ -18,6 +18,7 @@ from ..runtime.tensors import NUMPY
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
+from .onnx_model_source import onnx_model_py
 from .payloads import PayloadPlan, PayloadUnit
 from .templates import cloudpickle_files, render, runtime_files
 
@@ -123,8 +124,10 @@ def version_files(
     }
     if model.placement.tensors != NUMPY:
         metadata[Metadata.TENSORS] = model.placement.tensors
+    if source is None:
+        source = onnx_model_py(model, version) or model_py(model, version)
     files: dict[str, Entry] = {
-        f"{base}/{MODEL_FILE}": model_py(model, version) if source is None else source,
+        f"{base}/{MODEL_FILE}": source,
         f"{base}/{PAYLOAD_FILE}": payload.data,
         f"{base}/{METADATA_FILE}": dumps(metadata),
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},

@@ -37,10 +37,10 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         input_names=", ".join(repr(t.name) for t in model.inputs),
         output_names=", ".join(repr(t.name) for t in model.outputs),
         dtypes="\n".join(o.dtype_constant() for o in outputs),
-        count_check=_count_check(inputs),
+        count_check=count_check(inputs),
         sizes=SIZES,
         read_inputs=read_inputs(inputs),
-        read_inputs_many=_read_inputs_many(inputs),
+        read_inputs_many=read_inputs_many(inputs),
         call_arguments=call_arguments([(i.tensor.name, i.var) for i in inputs]),
         output_count=len(outputs),
         check_outputs="\n".join(o.check("self.finish_batch(result, [rows])") for o in outputs),
@@ -86,7 +86,7 @@ def read_inputs(inputs: list[InputCode], rows: bool = True) -> str:
     return "\n".join(INDENT + line for line in lines)
 
 
-def _count_check(inputs: list[InputCode], indent: str = INDENT) -> str:
+def count_check(inputs: list[InputCode], indent: str = INDENT) -> str:
     """Leave for the general path when a request lacks an optional input; Triton admits no request that lacks a
     required one or holds an undeclared one, so without optional inputs every request has them all."""
     if not any(i.tensor.optional for i in inputs):
@@ -95,7 +95,7 @@ def _count_check(inputs: list[InputCode], indent: str = INDENT) -> str:
     return "".join(indent + line + "\n" for line in lines)
 
 
-def _read_inputs_many(inputs: list[InputCode]) -> str:
+def read_inputs_many(inputs: list[InputCode]) -> str:
     """Each request's inputs into one list per input, then concatenated (a request's rows: its part's first dim).
 
     Requests whose other dims, or ranks, differ do not concatenate (ValueError); a concatenated input has
@@ -107,7 +107,7 @@ def _read_inputs_many(inputs: list[InputCode]) -> str:
         lines += ["for request in requests:", f"    {inputs[0].var}_parts.append(request.inputs()[0].as_numpy())"]
     else:
         lines += ["for request in requests:", "    tensors = request.inputs()"]
-        lines += _count_check(inputs, "    ").splitlines()
+        lines += count_check(inputs, "    ").splitlines()
         lines.append("    by_name = {t.name(): t for t in tensors}")
         lines += [f"    {i.var}_parts.append(by_name[{i.tensor.name!r}].as_numpy())" for i in inputs]
     lines.append("try:")

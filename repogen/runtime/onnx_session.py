@@ -11,6 +11,10 @@ requests whose inputs agree past the batch axis (the graph's leading dim, which 
 symbolic) are stacked along it and the outputs cut back per request; requests of other shapes form
 groups of their own. A batch onnxruntime refuses, or whose outputs lose the batch axis, runs again
 request by request, so a failing request fails alone and the others are answered.
+
+For most graphs this is the general path only: the generated ``model.py`` (model_onnx.py.tmpl) runs the
+common request itself through ``session`` and ``run_options``, which are therefore part of the contract
+with files already built, and calls the runtime's ``execute`` (and so this class) for the rest.
 """
 
 from __future__ import annotations
