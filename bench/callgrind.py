@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import shutil
 import subprocess
 import time
@@ -31,7 +32,7 @@ from repogen.testing.client import infer, stream
 
 WARMUP = 20
 # A counted model named <generated model>Quiet: the same files, but a vendored runtime that asks no request whether
-# it was cancelled while it waited (quiet_copy).
+# it was cancelled (quiet_copy).
 QUIET = "Quiet"
 
 
@@ -65,28 +66,37 @@ class _CallgrindServer(TritonServer):
                 client.load_model(name)
 
 
+# The thresholds of the cancellation checks that quiet_copy raises, by file of the vendored runtime.
+_QUIETED = {"triton_model.py": ("CANCEL_CHECK_AFTER_S",), "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S")}
+
+
 def quiet_copy(repository: Path, name: str, target: Path) -> None:
     """Generated model ``name`` of ``repository`` as ``target`` (named ``<name>Quiet``), its runtime never asking
-    ``is_cancelled()`` (the cancellation check's threshold raised to an hour).
+    ``is_cancelled()`` (the cancellation checks' thresholds raised to an hour).
 
     The runtime asks each request of an ``execute`` when the execute before it started at least
-    ``CANCEL_CHECK_AFTER_S`` (10 ms) earlier. Under valgrind every ``execute`` takes longer than that, so every
-    one asks, a round trip to the server in both stub threads, which at native speed and these request rates
-    never happens and which the hand-written models do not do: the copy counts the same request path without
-    it. Only this copy's runtime file is changed (written anew: the others are hard links to the built ones).
+    ``CANCEL_CHECK_AFTER_S`` (10 ms) earlier, and a stream after a step of ``SLOW_STEP_S`` (1 ms) or once its
+    generator has worked ``STREAM_POLL_S`` (5 ms). Under valgrind every ``execute`` takes longer than 10 ms and a
+    stream's steps add up ~50 times faster, so they ask: a round trip to the server in both stub threads, whose
+    shm messages also leave the stub's allocator slower for every later send, and which at native speed and
+    these request rates never happens and which the hand-written models do not do. The copy counts the same
+    path without it. Only the copy's runtime files are changed (written anew: the others are hard links to the
+    built ones).
     """
     shutil.copytree(repository / name, target, copy_function=os.link)
     config = target / "config.pbtxt"
     text = config.read_text()
     config.unlink()
     config.write_text(renamed_config(text, name, target.name))
-    for runtime in target.glob("*/repogen/runtime/triton_model.py"):
-        text = runtime.read_text()
-        quiet = text.replace("\nCANCEL_CHECK_AFTER_S = 0.01\n", "\nCANCEL_CHECK_AFTER_S = 3600.0\n")
-        if quiet == text:
-            raise RuntimeError(f"{runtime}: no CANCEL_CHECK_AFTER_S = 0.01 to raise; update bench/callgrind.py")
-        runtime.unlink()
-        runtime.write_text(quiet)
+    for file, names in _QUIETED.items():
+        for runtime in target.glob(f"*/repogen/runtime/{file}"):
+            text = runtime.read_text()
+            for constant in names:
+                text, found = re.subn(rf"^{constant} = [0-9.]+", f"{constant} = 3600.0", text, flags=re.MULTILINE)
+                if found != 1:
+                    raise RuntimeError(f"{runtime}: no `{constant} = <seconds>` to raise; update bench/callgrind.py")
+            runtime.unlink()
+            runtime.write_text(text)
 
 
 def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:

@@ -77,8 +77,10 @@ def streaming_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
         lines += [
             "",
             "Stub instructions per stream (callgrind). Under valgrind a stream runs some 50 times slower, so the",
-            "generated model asks `is_cancelled()` a few times a stream (once per 5 ms, and after slow steps) where",
-            "at full speed a stream this short is not asked at all; `TokensHWPolling` asks 20 times a stream.",
+            "generated model asks `is_cancelled()` before its callable (the execute before it took over 10 ms) and",
+            "as its steps add up to 5 ms of work, where at full speed a stream this short is not asked at all; the",
+            "last row counts the same model with those checks off (`bench/callgrind.py`, `quiet_copy`), the stream",
+            "a full-speed stub serves. `TokensHWPolling` asks 20 times a stream.",
             "",
             "| stream | implementation | stub instructions per stream | per token | / hand-written | / polling |",
             "|---|---|---|---|---|---|",
