@@ -33,14 +33,16 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
     ``waited``: whether they may have waited long enough to be cancelled meanwhile (``model.queued_long``):
     then they are asked before the callable runs, else at its first step as usual (``Watch``).
     """
-    senders = senders or [request.get_response_sender() for request in requests]
+    one = len(requests) == 1  # the usual stream (max_batch_size 0): no comprehension, no dispatch on the way
+    if not senders:
+        senders = [requests[0].get_response_sender()] if one else [r.get_response_sender() for r in requests]
     final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
     watch = Watch(requests, asked=waited)
     if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
         try:
-            batch = [model._request(r) for r in requests]
+            batch = [model._request(requests[0])] if one else [model._request(r) for r in requests]
         except EmptyBatchError:
             return _execute_apart(model, requests, senders)
         results = model.infer_func(batch)
@@ -50,7 +52,9 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
             inspect.isawaitable(results)
         ):
             results = model._run(results)
-        if isinstance(results, (list, tuple)):
+        if one and type(results) is GeneratorType:
+            _stream_one(model, results, senders[0], watch)
+        elif isinstance(results, (list, tuple)):
             _send_step(model, results, senders, watch.live)
         else:
             _stream(model, results, senders, watch)
@@ -96,8 +100,6 @@ def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
 
 def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
     """Send each step to the requests still wanted; close the generator once none is."""
-    if len(senders) == 1 and type(results) is GeneratorType:
-        return _stream_one(model, results, senders[0], watch)
     steps = _steps(model, results)
     try:
         for step in steps:
