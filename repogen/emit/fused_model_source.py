@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..ir.spec import FusedSpec
 from ..runtime.fused import read_again
-from ..version import __version__
-from .model_source import INDENT, InputCode, OutputCode, call_arguments, model_py, read_inputs, writes_out
+from .model_source import INDENT, InputCode, OutputCode, call_arguments, header, model_py, read_inputs, writes_out
 from .templates import render
 
 FUSED_TEMPLATE = "model_fused.py.tmpl"
@@ -46,11 +45,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
     calls = [f"call{index}" for index in range(len(fused.steps))]
     return render(
         FUSED_TEMPLATE,
-        repogen_version=__version__,
-        model_name=model.name,
-        model_version=version.version,
-        input_names=", ".join(repr(t.name) for t in model.inputs),
-        output_names=", ".join(repr(t.name) for t in model.outputs),
+        **header(model, version),
         step_names=", ".join(repr(step.model) for step in fused.steps),
         dtypes="\n".join(dtypes),
         input_count=len(inputs),

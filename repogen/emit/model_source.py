@@ -24,18 +24,28 @@ INDENT = " " * 8
 SIZES = "[part.shape[0] for part in in0_parts]"  # each request's rows, in _execute_many
 
 
+def header(model: ModelSpec, version: VersionSpec) -> dict[str, object]:
+    """The values every specialized ``model.py`` template opens with: who generated it, for which model, and
+    the tensor names its ``execute`` reads and writes."""
+    return {
+        "repogen_version": __version__,
+        "model_name": model.name,
+        "model_version": version.version,
+        "input_names": ", ".join(repr(t.name) for t in model.inputs),
+        "output_names": ", ".join(repr(t.name) for t in model.outputs),
+    }
+
+
 def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
     """This version's ``model.py``: specialized when every callable can take the straight line."""
-    header = {"repogen_version": __version__, "model_name": model.name, "model_version": version.version}
     if not writes_out(model, version):
-        return render(GENERAL_TEMPLATE, **header)
+        return render(GENERAL_TEMPLATE, repogen_version=__version__, model_name=model.name,
+                      model_version=version.version)  # fmt: skip
     inputs = [InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
     outputs = [OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
     return render(
         SPECIALIZED_TEMPLATE,
-        **header,
-        input_names=", ".join(repr(t.name) for t in model.inputs),
-        output_names=", ".join(repr(t.name) for t in model.outputs),
+        **header(model, version),
         dtypes="\n".join(o.dtype_constant() for o in outputs),
         count_check=count_check(inputs),
         sizes=SIZES,

@@ -14,8 +14,7 @@ from __future__ import annotations
 from ..ir.spec import ModelSpec, SequenceBatchingSpec, VersionSpec
 from ..runtime.onnx_session import OnnxSession
 from ..triton.dtypes import BF16, STRING
-from ..version import __version__
-from .model_source import InputCode, OutputCode, count_check, read_inputs, read_inputs_many
+from .model_source import InputCode, OutputCode, count_check, header, read_inputs, read_inputs_many
 from .templates import render
 
 ONNX_TEMPLATE = "model_onnx.py.tmpl"
@@ -44,11 +43,7 @@ def onnx_model_py(model: ModelSpec, version: VersionSpec) -> bytes | None:
     alone = f"[self.response({{{result}}})]"
     return render(
         ONNX_TEMPLATE,
-        repogen_version=__version__,
-        model_name=model.name,
-        model_version=version.version,
-        input_names=", ".join(repr(t.name) for t in model.inputs),
-        output_names=", ".join(repr(t.name) for t in model.outputs),
+        **header(model, version),
         dtypes="\n".join(o.dtype_constant() for o in outputs),
         execute_many="self._execute_many(requests, graph)" if batched else GENERAL,
         count_check=count_check(inputs),
