@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fake_onnx import FakeSession, W
 from general_path import TritonPythonModel, initialize_args, load_module
 from general_path import answer as _answer
 from general_path import request as _request
@@ -21,25 +22,9 @@ from repogen.ir.networks import network_model
 from repogen.ir.spec import IOSpec, VersionSpec
 from repogen.runtime.onnx_session import OnnxSession
 
-W = np.arange(6, dtype=np.float32).reshape(3, 2)
 X = IOSpec(name="x", data_type="TYPE_FP32", dims=(3,))
 Y = IOSpec(name="y", data_type="TYPE_FP32", dims=(2,))
 N = IOSpec(name="n", data_type="TYPE_INT64", dims=(-1,))
-
-
-class FakeSession:
-    """``y = x @ W``; ``n``: the rows, without a batch axis; refuses a negative value, as a Gather out of bounds."""
-
-    def __init__(self):
-        self.runs = []
-
-    def run(self, outputs, feed, run_options):
-        x = feed["x"]
-        self.runs.append(x.shape)
-        if (x < 0).any():
-            raise RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : negative index")
-        values = {"y": x @ W[: x.shape[-1]], "n": np.array(x.shape[0], np.int64)}
-        return [values[name] for name in outputs]
 
 
 def _models(tmp_path, outputs=(Y,), batch=8):

@@ -12,27 +12,12 @@ import types
 
 import numpy as np
 import pytest
+from fake_onnx import FakeSession, W
 
 from repogen.runtime import onnx_options
 from repogen.runtime.fused import StepFailure
 from repogen.runtime.onnx_options import OnnxOptionError, cgroup_cpu_quota, default_intra_op_threads, session_options
 from repogen.runtime.onnx_session import OnnxSession
-
-W = np.arange(6, dtype=np.float32).reshape(3, 2)
-
-
-class FakeSession:
-    """``y = x @ W`` for x [batch, 3]; refuses a row holding a negative value, like a Gather out of bounds."""
-
-    def __init__(self):
-        self.runs = []
-
-    def run(self, outputs, feed, run_options):
-        x = feed["x"]
-        self.runs.append(x.shape)
-        if (x < 0).any():
-            raise RuntimeError("[ONNXRuntimeError] : 2 : INVALID_ARGUMENT : negative index")
-        return [x @ W, np.array(x.shape[0], np.int64)] if outputs == ["y", "n"] else [x @ W]
 
 
 def _session(outputs=("y",), batching=True, strings=False):
