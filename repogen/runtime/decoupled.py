@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch
+from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled
 from .errors import InferenceError
-from .request import EmptyBatchError
+from .request import EmptyBatchError, Request
 
-__all__ = ["execute"]
+__all__ = ["execute", "serve_one"]
 
 _NO_OUTPUT = object()  # a key no step has: a model of several outputs takes model.response at every step
 
@@ -36,16 +36,25 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
     one = len(requests) == 1  # the usual stream (max_batch_size 0): no comprehension, no dispatch on the way
     if not senders:
         senders = [requests[0].get_response_sender()] if one else [r.get_response_sender() for r in requests]
-    final = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
     watch = Watch(requests, asked=waited)
     if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
-        try:
-            batch = [model._request(requests[0])] if one else [model._request(r) for r in requests]
-        except EmptyBatchError:
-            return _execute_apart(model, requests, senders)
+        batch = [model._request(requests[0])] if one else [model._request(r) for r in requests]
+    except EmptyBatchError:
+        return _execute_apart(model, requests, senders)
+    except BaseException as exc:
+        return _fail(model, exc, senders, watch.live)
+    try:
         results = model.infer_func(batch)
+    except BaseException as exc:
+        return _fail(model, exc, senders, watch.live)
+    return _serve(model, results, senders, watch, one)
+
+
+def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, one: bool) -> None:
+    """From the callable's result on: awaited if it is awaitable, its steps sent, then FINAL to every stream."""
+    try:
         # A plain generator is not awaitable (the ABC check inspect makes is skipped); one marked by
         # types.coroutine is.
         if (type(results) is not GeneratorType or results.gi_code.co_flags & CO_ITERABLE_COROUTINE) and (
@@ -53,21 +62,50 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
         ):
             results = model._run(results)
         if one and type(results) is GeneratorType:
-            _stream_one(model, results, senders[0], watch)
+            _stream_one(model, results, senders[0], watch.poll, watch.resumed)
         elif isinstance(results, (list, tuple)):
             _send_step(model, results, senders, watch.live)
         else:
             _stream(model, results, senders, watch)
-    except BaseException as exc:  # as in a non-decoupled execute; a cancelled stream gets its FINAL alone
-        error = model.failure(exc, sum(watch.live))
-        for sender, live in zip(senders, watch.live, strict=True):
-            if live:
-                sender.send(error, flags=final)
-            else:
-                sender.send(flags=final)
-        return None
+    except BaseException as exc:
+        return _fail(model, exc, senders, watch.live)
     for sender in senders:
-        sender.send(flags=final)
+        sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    return None
+
+
+def _fail(model: Any, exc: BaseException, senders: list[Any], live: list[bool]) -> None:
+    """As in a non-decoupled execute, the error is each stream's answer; a cancelled stream gets its FINAL alone."""
+    error = model.failure(exc, sum(live))
+    for sender, wanted in zip(senders, live, strict=True):
+        if wanted:
+            sender.send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        else:
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    return None
+
+
+def serve_one(model: Any, request: Any) -> None:
+    """``execute`` for the usual stream: one request that has not waited, of a model that takes numpy inputs
+    as the stub hands them, with no batch axis to check, and records no request in flight
+    (``TritonPythonModel.lean_stream``). A plain generator is streamed at once; any other result takes
+    ``execute``'s way from there. Written out because a stream's own set-up, before its first response, is
+    what a reader waits for: each call on the way was ~1 % of the time to first response.
+    """
+    sender = request.get_response_sender()
+    try:
+        data = Request(source=request)
+        for tensor in request.inputs():
+            data[tensor.name()] = tensor.as_numpy()
+        results = model.infer_func([data])
+        plain = type(results) is GeneratorType and not results.gi_code.co_flags & CO_ITERABLE_COROUTINE
+        if plain:
+            _stream_one(model, results, sender, lambda: not is_cancelled(request), perf_counter())
+    except BaseException as exc:
+        return _fail(model, exc, [sender], [not is_cancelled(request)])
+    if not plain:
+        return _serve(model, results, [sender], Watch([request]), True)
+    sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None
 
 
@@ -115,7 +153,7 @@ def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
             results.close()
 
 
-def _stream_one(model: Any, results: Any, sender: Any, watch: Watch) -> None:
+def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float) -> None:
     """``_stream`` for one request and a plain generator, the usual stream (max_batch_size 0): the same rules,
     with little more per step than a hand-written loop, so ``Watch.step``'s rule is written out on locals.
 
@@ -124,14 +162,14 @@ def _stream_one(model: Any, results: Any, sender: Any, watch: Watch) -> None:
     strict), ``accepts`` is an ndarray of its very dtype, with a dimension, C-contiguous: written out too,
     and asked only where that fails (tests/unit/test_fast_lane.py holds both paths to one answer).
     """
-    send, response, poll = sender.send, model.response, watch.poll
+    send, response = sender.send, model.response
     plans = model.output_plans
     plan = plans[0] if len(plans) == 1 else None
     name, accepts = (plan.name, plan.accepts) if plan is not None else (_NO_OUTPUT, _never)
     dtype = plan.dtype if plan is not None and not plan.strict else None
     ndarray, tensor, inference_response = np.ndarray, pb_utils.Tensor, pb_utils.InferenceResponse
     clock, slow, due = perf_counter, SLOW_STEP_S, STREAM_POLL_S
-    resumed, work = watch.resumed, watch.work
+    work = 0.0
     try:
         for step in results:
             took = clock() - resumed

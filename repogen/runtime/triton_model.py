@@ -73,6 +73,7 @@ class TritonPythonModel:
         self.configure(args, funcs, bool(meta.get(Metadata.STRICT, False)), tensors, meta.get(Metadata.REQUIREMENTS))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
+            self.lean_stream = False
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
@@ -131,6 +132,8 @@ class TritonPythonModel:
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
         self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
+        self.lean_stream = self._decoupled and self._cpu_inputs and not batched
+        """Whether a lone stream that has not waited takes ``decoupled.serve_one``, the usual stream's own way."""
         self._started = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
         delay_us = int(config.get("dynamic_batching", {}).get("max_queue_delay_microseconds", 0))
         self._long_delay = delay_us >= CANCEL_CHECK_AFTER_S * 1e6
@@ -149,6 +152,9 @@ class TritonPythonModel:
         if self.stopped is not None:
             return self._refuse(requests)
         waited = self.queued_long()
+        if self.lean_stream and not waited and len(requests) == 1:
+            decoupled.serve_one(self, requests[0])
+            return None
         if waited:
             answers = self.answer_cancelled(requests)
             if answers is not None:
