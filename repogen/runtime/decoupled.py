@@ -89,8 +89,10 @@ def serve_one(model: Any, request: Any) -> None:
     """``execute`` for the usual stream: one request that has not waited, of a model that takes numpy inputs
     as the stub hands them, with no batch axis to check, and records no request in flight
     (``TritonPythonModel.lean_stream``). A plain generator is streamed at once; any other result takes
-    ``execute``'s way from there. Written out because a stream's own set-up, before its first response, is
-    what a reader waits for: each call on the way was ~1 % of the time to first response.
+    ``execute``'s way from there. Written out because what a stream does before its first response is what
+    its reader waits for: the general way (``execute``, ``Watch``, ``_request``) cost a 20-token stream 20 k
+    more stub instructions (callgrind, bench/analysis.md). tests/unit/test_lean_stream.py holds the two ways
+    to one answer.
     """
     sender = request.get_response_sender()
     try:
