@@ -22,8 +22,9 @@ from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled
 from .errors import InferenceError
 from .request import EmptyBatchError, Request
 
-__all__ = ["execute", "serve_one"]
+__all__ = ["execute", "lane", "serve_one"]
 
+_new_request = Request.__new__
 _NO_OUTPUT = object()  # a key no step has: a model of several outputs takes model.response at every step
 
 
@@ -96,7 +97,8 @@ def serve_one(model: Any, request: Any) -> None:
     """
     sender = request.get_response_sender()
     try:
-        data = Request(source=request)
+        data = _new_request(Request)  # Request(source=request) without its __init__'s frame: all the fields it sets
+        data._source, data._parameters, data._handed = request, None, True
         for tensor in request.inputs():
             data[tensor.name()] = tensor.as_numpy()
         results = model.infer_func([data])
@@ -165,10 +167,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
     and asked only where that fails (tests/unit/test_fast_lane.py holds both paths to one answer).
     """
     send, response = sender.send, model.response
-    plans = model.output_plans
-    plan = plans[0] if len(plans) == 1 else None
-    name, accepts = (plan.name, plan.accepts) if plan is not None else (_NO_OUTPUT, _never)
-    dtype = plan.dtype if plan is not None and not plan.strict else None
+    name, accepts, dtype = model.stream_lane
     ndarray, tensor, inference_response = np.ndarray, pb_utils.Tensor, pb_utils.InferenceResponse
     clock, slow, due = perf_counter, SLOW_STEP_S, STREAM_POLL_S
     work = 0.0
@@ -195,6 +194,16 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
             resumed = clock()
     finally:
         results.close()
+
+
+def lane(plans: list[Any]) -> tuple[Any, Any, Any]:
+    """``_stream_one``'s fast lane for a model's output plans, worked out once per instance: the one output's
+    name, its ``accepts``, and its dtype where no shape is checked (not strict: the loop writes ``accepts``
+    out). A model of several outputs, or none, has no lane: ``model.response`` takes every step."""
+    if len(plans) != 1:
+        return _NO_OUTPUT, _never, None
+    plan = plans[0]
+    return plan.name, plan.accepts, None if plan.strict else plan.dtype
 
 
 def _never(value: Any) -> bool:

@@ -124,6 +124,7 @@ class TritonPythonModel:
             for t in config.get("output", [])
         ]
         self._declared = frozenset(plan.name for plan in self.output_plans)
+        self.stream_lane = decoupled.lane(self.output_plans)
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None

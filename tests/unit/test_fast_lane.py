@@ -70,6 +70,7 @@ def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
 
     class Model:
         output_plans = [plan]
+        stream_lane = decoupled.lane([plan])
 
         @staticmethod
         def response(result):

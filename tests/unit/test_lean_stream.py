@@ -175,3 +175,27 @@ def test_a_failure_after_the_cancellation_is_nobodys_answer(monkeypatch):
 
     final = backend_shim.TRITONSERVER_RESPONSE_COMPLETE_FINAL
     assert _serve(models.local(), "Late", True, 1, monkeypatch)[0] == [({"token": [0]}, 0), (None, final)]
+
+
+def test_the_lean_ways_request_is_what_request_init_makes(monkeypatch):
+    """serve_one fills a Request's fields itself (no __init__ frame): every slot as ``Request(source=...)`` sets it."""
+    from repogen.runtime.request import Request
+
+    seen: list[Any] = []
+    models = Repository()
+
+    @models.model("Seen", **_IO)
+    def seen_requests(requests):
+        seen.append(requests[0])
+        yield [{"token": np.array([0], np.int32)}]
+
+    local = models.local()
+    _serve(local, "Seen", True, None, monkeypatch)
+    (made,) = seen
+    source = made._source
+    expected = Request(source=source)
+    assert type(made) is Request and dict(made) == {"n": [4]}
+    assert {slot: getattr(made, slot) for slot in Request.__slots__} == {
+        slot: getattr(expected, slot) for slot in Request.__slots__
+    }
+    assert made.parameters == {} and made.is_cancelled() is False
