@@ -46,8 +46,8 @@ def streaming_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
         "from perf_analyzer's profile export (its own latency columns of a decoupled model are to the last",
         "response). A cancelled stream: 200 tokens 20 ms apart (`SlowTokens` and its hand-written twins), the",
         "client reads 5 and cancels; the model counts the tokens it made while its request was already cancelled.",
-        f"From `{path.relative_to(ROOT)}` ({result['date']}, {result['rounds']} round(s), "
-        f"{result['window_s']:.1f} s windows).",
+        f"From `{path.relative_to(ROOT)}` ({result['date']}, {result['rounds']} round(s) on "
+        f"{result.get('servers', 1)} fresh server(s), {result['window_s']:.1f} s windows).",
         "",
         "| measured (per round, then median [min–max]) | goal | measured | met |",
         "|---|---|---|---|",

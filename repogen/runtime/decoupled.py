@@ -5,6 +5,10 @@ once, whatever happens; a request cancelled before the callable runs is left out
 request of the batch is wanted, the generator is closed at the step it has just yielded (its ``finally:``
 runs then) and nothing more is sent. ``model`` is the ``TritonPythonModel`` serving the requests: its
 callable, its request builder, its responses and failures are the non-decoupled path's own.
+
+Two ways in: ``execute``, for any batch of requests, and ``serve_one``, the usual stream's own (one request
+that has not waited, ``TritonPythonModel.lean_stream``), which skips what that stream does not need. Both end
+in the same stream loop and answer alike (tests/unit/test_lean_stream.py).
 """
 
 from __future__ import annotations
