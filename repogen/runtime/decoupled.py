@@ -38,14 +38,12 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
     ``waited``: whether they may have waited long enough to be cancelled meanwhile (``model.queued_long``):
     then they are asked before the callable runs, else at its first step as usual (``Watch``).
     """
-    one = len(requests) == 1  # the usual stream (max_batch_size 0): no comprehension, no dispatch on the way
-    if not senders:
-        senders = [requests[0].get_response_sender()] if one else [r.get_response_sender() for r in requests]
+    senders = senders or [request.get_response_sender() for request in requests]
     watch = Watch(requests, asked=waited)
     if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
-        batch = [model._request(requests[0])] if one else [model._request(r) for r in requests]
+        batch = [model._request(r) for r in requests]
     except EmptyBatchError:
         return _execute_apart(model, requests, senders)
     except BaseException as exc:
@@ -54,10 +52,10 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
         results = model.infer_func(batch)
     except BaseException as exc:
         return _fail(model, exc, senders, watch.live)
-    return _serve(model, results, senders, watch, one)
+    return _serve(model, results, senders, watch)
 
 
-def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, one: bool) -> None:
+def _serve(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
     """From the callable's result on: awaited if it is awaitable, its steps sent, then FINAL to every stream."""
     try:
         # A plain generator is not awaitable (the ABC check inspect makes is skipped); one marked by
@@ -66,7 +64,7 @@ def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, one: bool
             inspect.isawaitable(results)
         ):
             results = model._run(results)
-        if one and type(results) is GeneratorType:
+        if len(senders) == 1 and type(results) is GeneratorType:
             _stream_one(model, results, senders[0], watch.poll, watch.resumed)
         elif isinstance(results, (list, tuple)):
             _send_step(model, results, senders, watch.live)
@@ -112,7 +110,7 @@ def serve_one(model: Any, request: Any) -> None:
     except BaseException as exc:
         return _fail(model, exc, [sender], [not is_cancelled(request)])
     if not plain:
-        return _serve(model, results, [sender], Watch([request]), True)
+        return _serve(model, results, [sender], Watch([request]))
     sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None
 
