@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import itertools
 import json
 import os
 import platform
@@ -440,7 +441,7 @@ def _shares(rounds: int, servers: int) -> list[tuple[int, int]]:
     """Rounds [first, last) for each of ``servers`` servers, as even as they go (none empty)."""
     servers = max(1, min(servers, rounds))
     bounds = [rounds * i // servers for i in range(servers + 1)]
-    return list(zip(bounds, bounds[1:], strict=False))
+    return list(itertools.pairwise(bounds))
 
 
 if __name__ == "__main__":

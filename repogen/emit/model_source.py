@@ -39,8 +39,7 @@ def header(model: ModelSpec, version: VersionSpec) -> dict[str, object]:
 def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
     """This version's ``model.py``: specialized when every callable can take the straight line."""
     if not writes_out(model, version):
-        return render(GENERAL_TEMPLATE, repogen_version=__version__, model_name=model.name,
-                      model_version=version.version)  # fmt: skip
+        return render(GENERAL_TEMPLATE, **header(model, version))
     inputs = [InputCode(i, tensor, model.max_batch_size > 0) for i, tensor in enumerate(model.inputs)]
     outputs = [OutputCode(i, tensor, model.strict) for i, tensor in enumerate(model.outputs)]
     return render(
