@@ -132,6 +132,11 @@ class ModelConfig:
     then arrive without a copy and the others are moved there once; ``@batch`` and its kin merge and
     split them with the framework's own operations. Whatever ``tensors`` says, a callable may return numpy arrays or any
     framework's tensors, on the CPU or a GPU.
+
+    ``output_memory`` says where a ``KIND_GPU`` instance's GPU outputs go: ``"host"`` copies each to host memory once
+    a batch (readers over HTTP or gRPC), ``"gpu"`` leaves them on the GPU (readers there: CUDA shared-memory
+    clients). Left None, the build decides from the repository: ``"gpu"`` where an ensemble step or a BLS caller
+    that takes a framework's tensors on a GPU reads them, else ``"host"``.
     """
 
     batching: bool = True
@@ -144,3 +149,4 @@ class ModelConfig:
     version_policy: VersionPolicy | None = None
     warmup: tuple[Warmup, ...] | list[Warmup] | None = None
     tensors: str = "numpy"
+    output_memory: str | None = None

@@ -14,7 +14,7 @@ from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
 from ..runtime.records import CONFIG_FILE, METADATA_FILE, MODEL_FILE, PAYLOAD_FILE, Metadata, dumps
-from ..runtime.tensors import NUMPY
+from ..runtime.tensors import GPU, NUMPY
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
@@ -124,6 +124,8 @@ def version_files(
     }
     if model.placement.tensors != NUMPY:
         metadata[Metadata.TENSORS] = model.placement.tensors
+    if model.placement.outputs_to == GPU and model.on_gpu:
+        metadata[Metadata.OUTPUTS] = GPU
     if source is None:
         source = onnx_model_py(model, version) or model_py(model, version)
     files: dict[str, Entry] = {

@@ -36,7 +36,7 @@ def lower_config(
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     groups = lower_instance_groups(name, config.instance_groups, instances)
     parameters = lower_parameters(where, config.parameters)
-    placement, parameters = lower_placement(where, config.tensors, inputs, groups, parameters)
+    placement, parameters = lower_placement(where, config.tensors, inputs, groups, parameters, config.output_memory)
     return LoweredConfig(
         scheduler=lower_scheduler(where, config.batcher, batch, inputs),
         instance_groups=groups,

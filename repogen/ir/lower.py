@@ -26,6 +26,7 @@ from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
 from .included import lower_included
 from .networks import lower_network
+from .placement import settle_transfers
 from .references import referenced_handles
 from .sites import declared_at, located
 from .spec import (
@@ -106,6 +107,8 @@ def _with_ensembles(
         raise located(error, claimed[cycle[0]].site)
     sites = {name: claim.site for name, claim in claimed.items()}
     models = [_with_clients(repository, model, interfaces, sites.get(model.name)) for model in models]
+    fused_names = {d.name for d in repository.ensembles if d.fuse}  # their steps run in-process, not on Triton
+    models = settle_transfers(models, [e for e in ensembles if e.name not in fused_names], networks)
     fused = _fused(repository, ensembles, models, exported, included, sites)
     return RepositorySpec(
         models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),

@@ -35,6 +35,12 @@ class PlacementSpec:
 
     tensors: str = "numpy"
     inputs_anywhere: bool = False
+    outputs_to: str = "host"
+    """Where a GPU instance's GPU outputs go: ``host`` (copied once a batch, for network readers) or ``gpu``."""
+    output_memory: str | None = None
+    """What the user said of ``outputs_to`` (``ModelConfig(output_memory=...)``); None: the build decides."""
+    inputs_given: bool = False
+    """Whether the user set FORCE_CPU_ONLY_INPUT_TENSORS: the build then leaves it as it is."""
 
     @property
     def numpy_on_cpu(self) -> bool:

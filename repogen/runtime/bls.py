@@ -21,7 +21,7 @@ from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError
-from .frameworks import Framework, framework_named, framework_of, host_copy
+from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .tensors import NUMPY, backend_tensor
 
 
@@ -129,6 +129,11 @@ class ModelClient:
                 f"model '{self.model}' has no input(s) {unknown}; its inputs are {sorted(self.input_types)}"
             )
         tensors = [self._tensor(pb_utils, name, value) for name, value in inputs.items()]
+        on_gpu = [(i, t) for i, t in enumerate(tensors) if type(t) is _OnGpu]  # sent after one wait, together
+        for device in sorted({t.framework.address(t.value)[0] for _, t in on_gpu}):
+            on_gpu[0][1].framework.synchronize(device)
+        for i, t in on_gpu:
+            tensors[i] = pb_utils.Tensor.from_dlpack(t.name, t.framework.capsule(t.value))
         options = {}
         if self.memory is not None:
             context = find_context()
@@ -149,7 +154,10 @@ class ModelClient:
             element = BY_ENUM[data_type].element
             if framework.element(value) not in (element, ""):
                 value = framework.cast(value, element)
-            return backend_tensor(pb_utils, name, framework.contiguous(value))
+            value = framework.contiguous(value)
+            if framework.batch_transfers and not on_cpu(value) and framework.element(value) != "bfloat16":
+                return _OnGpu(name, value, framework)  # the call's GPU inputs wait once, together (_request)
+            return backend_tensor(pb_utils, name, value)
         if framework is not None:
             value = framework.host(value)
         array = np.asarray(value)
@@ -197,6 +205,15 @@ class ModelClient:
 
     def __repr__(self) -> str:
         return f"<ModelClient {self.model!r}>"
+
+
+class _OnGpu:
+    """A GPU input of a BLS call, checked, waiting for the call's one wait before it leaves as a capsule."""
+
+    __slots__ = ("framework", "name", "value")
+
+    def __init__(self, name: str, value: Any, framework: Any):  # a framework with batch_transfers (torch)
+        self.name, self.value, self.framework = name, value, framework
 
 
 def _finish(responses: Any, cancel: str | None = None) -> None:

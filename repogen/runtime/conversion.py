@@ -13,6 +13,7 @@ import numpy as np
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
 from .frameworks import Framework, framework_of
+from .transfers import Ready
 
 
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
@@ -71,11 +72,13 @@ class OutputPlan:
             return False
         return rows is None or value.shape[0] == rows
 
-    def convert(self, value: Any) -> np.ndarray:
+    def convert(self, value: Any) -> Any:
         if type(value) is np.ndarray and value.dtype == self.dtype and value.flags.c_contiguous:
             # Fast path (numeric output of the declared dtype): only the strict shape check remains.
             if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
                 self._check_shape(value.shape)
+            return value
+        if type(value) is Ready:  # already made into the backend's tensor, after these checks (runtime/transfers.py)
             return value
         if type(value) is not np.ndarray and (framework := framework_of(value)) is not None:
             return self._tensor(value, framework)
@@ -147,6 +150,37 @@ class OutputPlan:
 
     def _fail(self, what: str) -> None:
         raise InferenceError(f"model '{self.model}' output '{self.name}': expected {what} (strict=True)")
+
+
+def output_pairs(
+    model: str, plans: list[OutputPlan], declared: frozenset[str], strict: bool, result: Any
+) -> list[tuple[OutputPlan, Any]]:
+    """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in the declared
+    order); what is missing, extra (strict) or of another form fails, naming it."""
+    if isinstance(result, dict):
+        if strict and not result.keys() <= declared:
+            extra = sorted(set(result) - declared)
+            raise InferenceError(
+                f"model '{model}' returned undeclared outputs {extra}; declared: {sorted(declared)} (strict=True)"
+            )
+        pairs = []
+        for plan in plans:
+            if plan.name not in result:
+                raise InferenceError(
+                    f"model '{model}' did not return output '{plan.name}'; it returned {sorted(result)}"
+                )
+            pairs.append((plan, result[plan.name]))
+        return pairs
+    if isinstance(result, (list, tuple)):
+        if len(result) != len(plans):
+            raise InferenceError(
+                f"model '{model}' returned {len(result)} outputs as a sequence; expected "
+                f"{len(plans)} in the declared order {[p.name for p in plans]}"
+            )
+        return list(zip(plans, result, strict=True))
+    raise InferenceError(
+        f"model '{model}' returned {type(result).__name__} for a request; expected a dict of output name to array"
+    )
 
 
 def describe(value: Any) -> str:

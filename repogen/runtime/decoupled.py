@@ -43,7 +43,7 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
     if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
-        batch = [model._request(r) for r in requests]
+        batch = model.requests(requests)
     except EmptyBatchError:
         return _execute_apart(model, requests, senders)
     except BaseException as exc:
@@ -168,7 +168,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
     strict), ``accepts`` is an ndarray of its very dtype, with a dimension, C-contiguous: written out too,
     and asked only where that fails (tests/unit/test_fast_lane.py holds both paths to one answer).
     """
-    send, response = sender.send, model.response
+    send, response = sender.send, model.responses
     name, accepts, dtype = model.stream_lane
     ndarray, tensor, inference_response = np.ndarray, pb_utils.Tensor, pb_utils.InferenceResponse
     clock, slow, due = perf_counter, SLOW_STEP_S, STREAM_POLL_S
@@ -192,7 +192,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
                     send(inference_response(output_tensors=[tensor(name, value)]))
                     resumed = clock()
                     continue
-            send(response(result))
+            send(response([result])[0])
             resumed = clock()
     finally:
         results.close()
@@ -215,9 +215,10 @@ def _never(value: Any) -> bool:
 def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:
     if not isinstance(step, (list, tuple)) or len(step) != len(senders):
         raise InferenceError(model._shape_of_results_message(step, len(senders)))
-    for sender, result, wanted in zip(senders, step, live, strict=True):
-        if wanted:
-            sender.send(model.response(result))
+    wanted = [(sender, result) for sender, result, still in zip(senders, step, live, strict=True) if still]
+    responses = model.responses([result for _, result in wanted])  # a GPU instance's outputs leave together
+    for (sender, _), response in zip(wanted, responses, strict=True):
+        sender.send(response)
 
 
 def _steps(model: Any, results: Any) -> Any:

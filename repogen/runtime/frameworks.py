@@ -31,6 +31,8 @@ class Framework:
     """The operations the runtime needs, as a framework's own array namespace spells them."""
 
     name = "array API"
+    batch_transfers = False
+    """Whether it offers what runtime/transfers.py moves a batch with (pinned memory, asynchronous copies): torch."""
 
     def __init__(self, module: Any):
         self.xp = module
@@ -84,6 +86,10 @@ class Framework:
 class Torch(Framework):
     name = "torch"
 
+    def __init__(self, module: Any):
+        super().__init__(module)
+        self._dtypes: dict[np.dtype, Any] = {}
+
     def cast(self, value: Any, element: str) -> Any:
         return value.to(getattr(self.xp, element))
 
@@ -94,7 +100,25 @@ class Torch(Framework):
         return value.detach() if value.requires_grad else value  # DLPack refuses tensors that keep a graph
 
     def concat(self, parts: list[Any]) -> Any:
-        return self.xp.cat(parts)
+        joined = self._joined(parts) if len(parts) > 1 else None
+        return self.xp.cat(parts) if joined is None else joined
+
+    def _joined(self, parts: list[Any]) -> Any:
+        """Requests' rows that already lie one after another in one buffer (runtime/transfers.py staged them so) as
+        one view of them all, without a copy; None where they do not."""
+        first = parts[0]
+        base, trailing, end, rows = first._base, first.shape[1:], first.data_ptr(), 0
+        if base is None:
+            return None
+        for part in parts:
+            if part._base is not base or part.dtype != first.dtype or part.shape[1:] != trailing:
+                return None
+            if part.data_ptr() != end or not part.is_contiguous():
+                return None
+            end += part.numel() * part.element_size()
+            rows += part.shape[0]
+        span = self.span(first, end - first.data_ptr())
+        return None if span is None else span.view(first.dtype).view((rows, *trailing))
 
     def rows(self, value: Any, index: np.ndarray) -> Any:
         return value.index_select(0, self.xp.from_numpy(index).to(value.device))
@@ -118,6 +142,61 @@ class Torch(Framework):
     def from_backend(self, tensor: Any) -> Any:
         to_dlpack = getattr(tensor, "to_dlpack", None)  # Triton's own PyTorch handler's idiom, where it is one
         return self.xp.from_dlpack(to_dlpack() if to_dlpack is not None else tensor)
+
+    # -- a batch's crossings (runtime/transfers.py): pinned host memory, asynchronous copies, one sync ---------
+
+    batch_transfers = True
+
+    def pinned(self, nbytes: int) -> tuple[Any, np.ndarray]:
+        """Page-locked host memory of ``nbytes`` bytes, as a uint8 tensor and a numpy view of the same bytes."""
+        tensor = self.xp.empty(nbytes, dtype=self.xp.uint8, pin_memory=True)
+        return tensor, tensor.numpy()
+
+    def upload(self, host: Any, device: str) -> Any:
+        """Pinned bytes copied to ``device`` without waiting for the copy (it is ordered on the device's stream)."""
+        return host.to(device, non_blocking=True)
+
+    def download(self, into: Any, source: Any) -> None:
+        """Device bytes copied into pinned host bytes without waiting; :meth:`synchronize` says when they are there."""
+        into.copy_(source, non_blocking=True)
+
+    def raw(self, value: Any) -> Any:
+        """A contiguous tensor's bytes, as a flat uint8 view on its device."""
+        return value.reshape(-1).view(self.xp.uint8)
+
+    def typed(self, raw: Any, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+        """Bytes ``offset``.. of ``raw`` viewed as a tensor of numpy's ``dtype`` and ``shape`` (no copy)."""
+        torch_dtype = self._dtypes.get(dtype)
+        if torch_dtype is None:
+            torch_dtype = self._dtypes[dtype] = self.xp.from_numpy(np.empty(0, dtype)).dtype
+        return raw[offset : offset + dtype.itemsize * int(np.prod(shape))].view(torch_dtype).view(shape)
+
+    def span(self, first: Any, nbytes: int) -> Any:
+        """The ``nbytes`` bytes of device memory from ``first``'s start, as one view, where one contiguous tensor
+        holds them (rows of one batch); None where ``first`` is not a view into one."""
+        base = first if first._base is None else first._base
+        start = first.data_ptr() - base.data_ptr()
+        if not base.is_contiguous() or start < 0 or start + nbytes > base.numel() * base.element_size():
+            return None
+        return self.raw(base)[start : start + nbytes]
+
+    def address(self, value: Any) -> tuple[str, int, int]:
+        """(device, first byte's address, byte count) of a contiguous tensor."""
+        return str(value.device), value.data_ptr(), value.numel() * value.element_size()
+
+    def synchronize(self, device: str) -> None:
+        """Wait for everything queued on ``device``'s current stream: the one wait of a batch."""
+        self.xp.cuda.current_stream(self.xp.device(device)).synchronize()
+
+    def marker(self, device: str) -> Any:
+        """An event recorded on ``device``'s current stream now: ``marker.synchronize()`` waits for what came before."""
+        event = self.xp.cuda.Event()
+        event.record(self.xp.cuda.current_stream(self.xp.device(device)))
+        return event
+
+    def capsule(self, value: Any) -> Any:
+        """A DLPack capsule of ``value``: python_backend's ``from_dlpack`` then neither asks its stream nor waits."""
+        return self.xp.utils.dlpack.to_dlpack(value)
 
 
 class Cupy(Framework):
@@ -248,3 +327,14 @@ def host_copy(tensor: Any) -> np.ndarray:
         "the tensor lives in GPU memory and numpy cannot read it; no framework that can copy it to the host "
         "(torch, cupy) is loaded in this model"
     )
+
+
+def free_gpu_caches() -> None:
+    """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), so that what one
+    batch left cached does not make the next one fail too."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None:
+        cupy.get_default_memory_pool().free_all_blocks()

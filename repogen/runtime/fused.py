@@ -69,6 +69,8 @@ class _Step:
     def one(self, pool: dict[str, Any]) -> StepFailure | None:
         """Run this step for one request whose tensors are ``pool``; add its outputs there, or fail."""
         data = self.data(pool)
+        if self.adopt is not None:
+            self.model.placement.arrive([data])
         try:
             result = self.call(**data)
         except BaseException as exc:  # the step's failure is this request's answer
@@ -222,6 +224,8 @@ class FusedPipeline:
             step_requests = []
             for i in live:
                 step_requests.append(Request(step.data(pools[i]), source=requests[i]._source, handed=False))
+            if step.adopt is not None:  # host tensors onto this step's GPU, the batch's in one copy
+                step.model.placement.arrive(step_requests)
             for i, result in zip(live, step.run(step_requests), strict=True):
                 if type(result) is StepFailure:
                     pools[i] = result

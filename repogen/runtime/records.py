@@ -43,6 +43,7 @@ class Metadata:
     FUSED = "fused"  # the step models a fused ensemble runs in-process
     MODEL = "model"
     PACKAGES = "packages"  # tag -> shipped tree: digest, lock, files, size, bytecode
+    OUTPUTS = "outputs"  # "gpu" where a GPU instance's outputs stay on the GPU for their readers (else host memory)
     PAYLOAD = "payload"  # {"file", "sha256"}
     PORTABLE = "portable"
     PYTHONS = "pythons"

@@ -20,7 +20,7 @@ hold, always goes out through DLPack.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,12 @@ import numpy as np
 from .dtypes import BF16, STRING
 from .errors import InferenceError
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
+from .transfers import CUDA_POOL_DEFAULT, Arrival, Departure, Ready
 
 NUMPY = "numpy"
+# Where a model's GPU outputs go (ModelConfig(output_memory=...), settled by the build from who reads them):
+# host memory, once per batch, for network clients; left on the GPU, as capsules, for a reader there.
+HOST, GPU = "host", "gpu"
 
 # python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
 FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
@@ -59,6 +63,8 @@ def backend_tensor(pb_utils: Any, name: str, value: Any) -> Any:
     """The python_backend tensor that sends ``value`` (already checked against its declaration)."""
     if type(value) is np.ndarray:
         return pb_utils.Tensor(name, value)
+    if type(value) is Ready:  # made by the batch's Departure
+        return value.tensor
     framework = framework_of(value)
     if framework is None:
         return pb_utils.Tensor(name, value)
@@ -124,6 +130,18 @@ class Placement:
         self.tensors = tensors
         self.device = device
         self.framework: Framework | None = None if tensors == NUMPY else framework_named(tensors)
+        on_gpu = device.startswith("cuda")
+        self.arrival: Arrival | None = None
+        """Where host inputs cross to the GPU in one copy a batch: a GPU instance taking torch's tensors."""
+        if on_gpu and self.framework is not None and self.framework.batch_transfers:
+            self.arrival = Arrival(self.framework, device)
+
+    def departure(self, pb_utils: Any, model: str, to_gpu: bool, log: Callable[[str, str], None]) -> Departure | None:
+        """How a GPU instance's outputs leave, a batch at a time (None elsewhere: whatever it returns is sent as is)."""
+        if not self.device.startswith("cuda"):
+            return None
+        warn = lambda line: log("log_warn", line)  # noqa: E731
+        return Departure(pb_utils, model, to_gpu, CUDA_POOL_DEFAULT, self.arrival, warn)
 
     def reader(self, model: str, data_types: dict[str, str]) -> Callable[[Any], Any]:
         """How each input tensor of a request is read (``data_types``: input name -> Triton data type)."""
@@ -134,6 +152,8 @@ class Placement:
         through_dlpack = frozenset(name for name, data_type in data_types.items() if data_type == BF16)
         device = self.device
 
+        staged = self.arrival is not None
+
         def read(tensor: Any) -> Any:
             name = tensor.name()
             if name in as_numpy:
@@ -142,17 +162,27 @@ class Placement:
                 return framework.from_backend(tensor)
             if name in through_dlpack:  # as_numpy cannot read BF16
                 return _moved(framework, tensor, device)
+            if staged:  # moved with the rest of the batch (TritonPythonModel.requests)
+                return tensor.as_numpy()
             return framework.adopt(tensor.as_numpy(), device)
 
         return read
 
     def adopt(self, value: Any) -> Any:
-        """A tensor another step produced, as this model's callable takes its inputs (fused pipelines)."""
+        """A tensor another step produced, as this model's callable takes its inputs (fused pipelines); host arrays
+        of a GPU instance with an ``arrival`` stay as they are until :meth:`arrive` moves the batch's together."""
         if self.framework is None:
             return host_array(value)
         if type(value) is np.ndarray:
-            return value if value.dtype == object else self.framework.adopt(value, self.device)
+            if value.dtype == object or self.arrival is not None:
+                return value
+            return self.framework.adopt(value, self.device)
         return value
+
+    def arrive(self, requests: Sequence[dict[str, Any]]) -> None:
+        """The host arrays that :meth:`adopt` left, moved onto the device in one copy (a no-op without an arrival)."""
+        if self.arrival is not None:
+            self.arrival.move(requests)
 
 
 def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndarray:

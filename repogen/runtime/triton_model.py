@@ -30,12 +30,12 @@ import triton_python_backend_utils as pb_utils
 from . import decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context
-from .conversion import OutputPlan
+from .conversion import OutputPlan, output_pairs
 from .decorator_base import then
 from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
-from .failures import error_message, error_response, log, log_failure
-from .frameworks import use_device
+from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
+from .frameworks import free_gpu_caches, use_device
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate
 from .internals import CANNOT_STOP, load_problems
@@ -47,7 +47,8 @@ from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
-from .tensors import NUMPY, Placement, backend_tensor, inputs_on_cpu
+from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
+from .transfers import pool_bytes
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -70,12 +71,16 @@ class TritonPythonModel:
             imports = meta.get(Metadata.REQUIREMENTS) or ()
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel, imports)]
         tensors = meta.get(Metadata.TENSORS, NUMPY)
-        self.configure(args, funcs, bool(meta.get(Metadata.STRICT, False)), tensors, meta.get(Metadata.REQUIREMENTS))
+        strict = bool(meta.get(Metadata.STRICT, False))
+        self.configure(args, funcs, strict, tensors, meta.get(Metadata.REQUIREMENTS), meta.get(Metadata.OUTPUTS, HOST))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
             self.lean_stream = False
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
+        if self._departure is not None and self._stub is not None:  # the pool the server was started with
+            server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
+            self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
         for problem in filter(None, problems):  # what this release moved, and what still works
@@ -90,13 +95,20 @@ class TritonPythonModel:
         return self._model
 
     def configure(
-        self, args: dict[str, str], funcs: list[Any], strict: bool, tensors: str = NUMPY, imports: Any = None
+        self,
+        args: dict[str, str],
+        funcs: list[Any],
+        strict: bool,
+        tensors: str = NUMPY,
+        imports: Any = None,
+        outputs_to: str = HOST,
     ) -> None:
         """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file.
 
         ``tensors`` is what the callable takes (``numpy``, ``torch``, ...); ``imports``, the modules the build
         recorded the payload importing, say which frameworks to point at the instance's GPU before the user's
-        class or factory is constructed.
+        class or factory is constructed; ``outputs_to`` (``host`` or ``gpu``), where its GPU outputs' readers take
+        them (runtime/transfers.py).
         """
         self._model = args["model_name"]
         config = json.loads(args["model_config"])
@@ -123,6 +135,8 @@ class TritonPythonModel:
             OutputPlan(self._model, t["name"], t["data_type"], [int(d) for d in t["dims"]], batched, strict)
             for t in config.get("output", [])
         ]
+        self._arrival = self.placement.arrival
+        self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         self._declared = frozenset(plan.name for plan in self.output_plans)
         self.stream_lane = decoupled.lane(self.output_plans)
         self._output_count = len(self.output_plans)
@@ -197,12 +211,12 @@ class TritonPythonModel:
                 decoupled.execute(self, requests, waited)
                 return None
             try:
-                results = self.checked_results(self.infer_func([self._request(r) for r in requests]), len(requests))
+                results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
                 return [self.failure(exc, len(requests))] * len(requests)
-            return [self.response(result) for result in results]
+            return self.responses(results)
         finally:
             executing(None)
 
@@ -231,11 +245,11 @@ class TritonPythonModel:
                 results = self.checked_results(split, len(sizes))
         except BaseException as exc:  # as in execute
             return [self.failure(exc, len(sizes))] * len(sizes)
-        return [self.response(result) for result in results]
+        return self.responses(results)
 
     def finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
         """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
-        return [self.response(self.infer_func.resume(pool, index, result, rows))]
+        return self.responses([self.infer_func.resume(pool, index, result, rows)])
 
     def batch_results(self, outputs: Any, rows: int) -> Any:
         """What ``@batch`` and ``_results`` make of the ``@batch`` function's ``outputs`` for one request."""
@@ -253,6 +267,30 @@ class TritonPythonModel:
             self._loop.close()
 
     # -- per request -------------------------------------------------------------------------------
+
+    def requests(self, requests: list[Any]) -> list[Request]:
+        """The server's requests as the callable takes them; host inputs of a GPU instance moved there in one copy."""
+        data = [self._request(r) for r in requests]
+        if self._arrival is not None:
+            self._arrival.move(data)
+        return data
+
+    def responses(self, results: list[Any]) -> list[Any]:
+        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
+        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
+        if self._departure is not None:
+            try:
+                results = self._departure.prepare(results, self._converted)
+            except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
+                return [self.failure(exc, len(results))] * len(results)
+        return [self.response(result) for result in results]
+
+    def _converted(self, result: Any) -> dict[str, Any] | None:
+        """A result's outputs as its response would send them, None where it cannot (the response says why)."""
+        try:
+            return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
+        except Exception:
+            return None
 
     def _request(self, request: Any) -> Request:
         cpu = self._cpu_inputs
@@ -296,32 +334,8 @@ class TritonPythonModel:
             raise plan.unconvertible(value, exc) from None
 
     def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
-        if isinstance(result, dict):
-            if self._strict and not result.keys() <= self._declared:
-                extra = sorted(set(result) - self._declared)
-                raise InferenceError(
-                    f"model '{self._model}' returned undeclared outputs {extra}; declared: "
-                    f"{sorted(self._declared)} (strict=True)"
-                )
-            pairs = []
-            for plan in self.output_plans:
-                if plan.name not in result:
-                    raise InferenceError(
-                        f"model '{self._model}' did not return output '{plan.name}'; it returned {sorted(result)}"
-                    )
-                pairs.append((plan, result[plan.name]))
-            return pairs
-        if isinstance(result, (list, tuple)):
-            if len(result) != len(self.output_plans):
-                raise InferenceError(
-                    f"model '{self._model}' returned {len(result)} outputs as a sequence; expected "
-                    f"{len(self.output_plans)} in the declared order {[p.name for p in self.output_plans]}"
-                )
-            return list(zip(self.output_plans, result, strict=True))
-        raise InferenceError(
-            f"model '{self._model}' returned {type(result).__name__} for a request; expected a dict of "
-            "output name to array"
-        )
+        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
+        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
 
     # -- rarely taken paths ------------------------------------------------------------------------
 
@@ -361,6 +375,9 @@ class TritonPythonModel:
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
             self.stopped = error_message(exc)
             stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
+        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
+            free_gpu_caches()
+            return error_response(out_of_gpu_memory_message(self._model, self.placement.device, exc))
         return error_response(error_message(exc))
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:

@@ -73,8 +73,8 @@ def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
         stream_lane = decoupled.lane([plan])
 
         @staticmethod
-        def response(result):
-            return ("model.response", result)
+        def responses(results):
+            return [("model.response", result) for result in results]
 
     class Sender:
         sent: list = []

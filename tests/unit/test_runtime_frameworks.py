@@ -150,7 +150,9 @@ def test_the_config_lets_inputs_stay_where_they_are_unless_the_user_said_otherwi
         spec = lower(repo).model("M")
         return {"parameters": dict(spec.parameters), "placement": spec.placement}
 
-    found = config(tensors="torch")
+    found = config(tensors="torch")  # alone: its inputs come over the network, in host memory either way
+    assert found["parameters"] == {} and not found["placement"].inputs_anywhere
+    found = config(tensors="torch", parameters={FORCE_CPU_ONLY_INPUT_TENSORS: "no"})  # CUDA shared-memory clients
     assert found["parameters"] == {FORCE_CPU_ONLY_INPUT_TENSORS: "no"} and found["placement"].inputs_anywhere
     found = config(tensors="torch", parameters={FORCE_CPU_ONLY_INPUT_TENSORS: "yes"})
     assert found["parameters"] == {FORCE_CPU_ONLY_INPUT_TENSORS: "yes"} and not found["placement"].inputs_anywhere

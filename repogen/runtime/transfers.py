@@ -1,0 +1,255 @@
+"""How a batch's tensors cross between host memory and a GPU: one copy in, one copy per output out, one wait.
+
+python_backend hands a model the inputs of HTTP and gRPC requests in host memory. A GPU output whose reader is a
+network client makes the server call back into the stub after ``execute`` for its buffers and copy each one,
+blocking, into pageable memory; ``pb_utils.Tensor.from_dlpack(name, tensor)`` waits on the producer's stream once
+per tensor (DESIGN.md, "The GPU machine"). Triton's own PyTorch handler moves each request's inputs on their own
+and sends each request's slice. Here a batch crosses once:
+
+* in (:class:`Arrival`): every request's host inputs are written into page-locked memory the instance keeps and
+  copied to its GPU in one asynchronous copy; each request's inputs are views of that copy, one input's rows after
+  another's, so ``@batch`` joins them without copying again;
+* out (:class:`Departure`), for readers over the network: each output's rows (one run of memory under ``@batch``)
+  are copied into page-locked host memory without waiting, the batch waits once, and numpy views of it are sent,
+  so the server has nothing left to fetch from the stub; for readers on a GPU (an ensemble step or a BLS caller
+  that takes a framework's tensors, CUDA shared-memory clients: ``ModelConfig(output_memory="gpu")``), the batch
+  waits once and each output leaves as a DLPack capsule, which python_backend neither synchronises nor copies.
+
+Only a framework offering pinned memory and asynchronous copies takes these ways (``Framework.batch_transfers``:
+torch); cupy and array-API libraries keep moving each tensor on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .frameworks import framework_of, on_cpu
+
+ALIGN = 256
+"""Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
+CUDA_POOL_DEFAULT = 64 << 20
+"""tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), shared with the backend stubs since
+python_backend r23.11: GPU tensors between the server and a stub pass through it; past it, a CUDA IPC handle per
+buffer (the server logs "will use CUDA IPC")."""
+POOL_FLAG = "--cuda-memory-pool-byte-size"
+_NUMERIC = frozenset("biufc")  # numpy kinds a framework's tensor holds: booleans and numbers, not BYTES
+
+
+def aligned(nbytes: int) -> int:
+    return -(-nbytes // ALIGN) * ALIGN
+
+
+def pool_bytes(server_argv: list[str] | None, device_id: int) -> int:
+    """The CUDA memory pool tritonserver was started with on GPU ``device_id`` (its command line), else the default."""
+    size = CUDA_POOL_DEFAULT
+    argv = server_argv or []
+    for index, arg in enumerate(argv):
+        value = arg.partition("=")[2] if arg.startswith(POOL_FLAG + "=") else None
+        if arg == POOL_FLAG and index + 1 < len(argv):
+            value = argv[index + 1]
+        gpu, _, count = (value or "").partition(":")
+        if gpu.strip().isdigit() and int(gpu) == device_id and count.strip().isdigit():
+            size = int(count)
+    return size
+
+
+class Staging:
+    """Page-locked host memory an instance keeps for one direction, grown to the largest batch it has carried."""
+
+    def __init__(self, framework: Any):
+        self.framework = framework
+        self.tensor: Any = None
+        self.array: np.ndarray | None = None
+        self.pending: Any = None
+        """The marker of the last copy out of this memory, until a wait that covers it (a batch's) settles it."""
+
+    def take(self, nbytes: int) -> tuple[Any, np.ndarray]:
+        """The memory, free to be written: the copy that last read it has finished."""
+        if self.pending is not None:
+            self.pending.synchronize()
+            self.pending = None
+        if self.array is None or self.array.nbytes < nbytes:
+            have = 0 if self.array is None else self.array.nbytes
+            self.tensor, self.array = self.framework.pinned(aligned(max(nbytes, 2 * have, 1 << 16)))
+        assert self.array is not None
+        return self.tensor, self.array
+
+
+class Arrival:
+    """Host inputs onto the instance's GPU: the batch's numeric numpy arrays in one asynchronous copy."""
+
+    def __init__(self, framework: Any, device: str):
+        self.framework = framework
+        self.device = device
+        self.staging = Staging(framework)
+
+    def move(self, requests: Sequence[dict[str, Any]]) -> None:
+        """Every numeric numpy array of ``requests`` replaced, in place, by its tensor on the device."""
+        places = []
+        size = 0
+        for name in _names(requests):
+            size = aligned(size)  # each input's rows start aligned and follow one another without a gap
+            for request in requests:
+                array = request.get(name)
+                if type(array) is np.ndarray and array.dtype.kind in _NUMERIC:
+                    places.append((request, name, array, size))
+                    size += array.nbytes
+        if not places:
+            return
+        pinned, view = self.staging.take(size)
+        for _, _, array, offset in places:
+            view[offset : offset + array.nbytes] = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        framework = self.framework
+        copied = framework.upload(pinned[:size], self.device)
+        self.staging.pending = framework.marker(self.device)
+        for request, name, array, offset in places:
+            request[name] = framework.typed(copied, offset, array.dtype, array.shape)
+
+    def settle(self) -> None:
+        """A wait on the device's stream came after the last copy: the staged memory is free again."""
+        self.staging.pending = None
+
+
+class Ready:
+    """An output already made into python_backend's tensor (a capsule after the batch's wait): sent as it is."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Any):
+        self.tensor = tensor
+
+
+class Departure:
+    """A batch's GPU outputs out of the instance: to host memory for network readers, as capsules for GPU readers."""
+
+    def __init__(
+        self,
+        pb_utils: Any,
+        model: str,
+        to_gpu: bool,
+        pool: int,
+        arrival: Arrival | None,
+        warn: Callable[[str], None],
+    ):
+        self.pb_utils = pb_utils
+        self.model = model
+        self.to_gpu = to_gpu
+        self.pool = pool
+        self.arrival = arrival
+        self.warn = warn
+        self.staging: Staging | None = None
+        self.warned = False
+
+    def prepare(self, results: list[Any], convert: Callable[[Any], dict[str, Any] | None]) -> list[Any]:
+        """``results`` with each GPU output replaced by what leaves: a host view, or a :class:`Ready` capsule.
+
+        ``convert`` gives a result's outputs checked and converted as its response would send them (None where
+        that fails: the response says why). Anything else is left for the response as it is.
+        """
+        found: list[tuple[int, str, Any, Any]] = []
+        converted: dict[int, dict[str, Any]] = {}
+        for index, result in enumerate(results):
+            if type(result) is dict and all(type(v) is np.ndarray for v in result.values()):
+                continue  # numpy only: nothing crosses
+            outputs = convert(result)
+            if outputs is None:
+                continue
+            for name, value in outputs.items():
+                framework = framework_of(value) if type(value) is not np.ndarray else None
+                if framework is None or not framework.batch_transfers or on_cpu(value):
+                    continue
+                if framework.element(value) != "bfloat16":  # numpy cannot hold BF16: it leaves as it did
+                    found.append((index, name, value, framework))
+                    converted[index] = outputs
+        if not found:
+            return results
+        results = list(results)
+        sizes = sum(framework.address(value)[2] for _, _, value, framework in found)
+        if self.to_gpu and sizes > self.pool:
+            self._warn_pool(sizes)
+        if self.to_gpu and sizes <= self.pool:
+            self._capsules(found, converted)
+        else:
+            self._to_host(found, converted)
+        for index, outputs in converted.items():
+            results[index] = outputs
+        return results
+
+    def _capsules(self, found: list[tuple[int, str, Any, Any]], converted: dict[int, dict[str, Any]]) -> None:
+        self._wait(found)
+        from_dlpack = self.pb_utils.Tensor.from_dlpack
+        for index, name, value, framework in found:
+            converted[index][name] = Ready(from_dlpack(name, framework.capsule(value)))
+
+    def _to_host(self, found: list[tuple[int, str, Any, Any]], converted: dict[int, dict[str, Any]]) -> None:
+        runs = _runs(sorted(found, key=lambda item: (item[1], item[0])))  # each output's rows, request by request
+        size = 0
+        laid = []
+        for run in runs:
+            offset = aligned(size)
+            nbytes = sum(framework.address(value)[2] for _, _, value, framework in run)
+            laid.append((run, offset, nbytes))
+            size = offset + nbytes
+        framework = found[0][3]
+        if self.staging is None or self.staging.framework is not framework:
+            self.staging = Staging(framework)
+        pinned, view = self.staging.take(size)
+        for run, offset, nbytes in laid:
+            first = run[0][2]
+            source = framework.span(first, nbytes) if len(run) > 1 else framework.raw(first)
+            framework.download(pinned[offset : offset + nbytes], source)
+        self._wait(found)
+        for run, offset, _ in laid:
+            for index, name, value, framework in run:
+                nbytes = framework.address(value)[2]
+                dtype = np.dtype(framework.element(value))
+                converted[index][name] = view[offset : offset + nbytes].view(dtype).reshape(framework.shape(value))
+                offset += nbytes
+
+    def _wait(self, found: list[tuple[int, str, Any, Any]]) -> None:
+        """The batch's one wait (one per GPU its outputs are on: one, but for a callable that spreads them)."""
+        for device in sorted({framework.address(value)[0] for _, _, value, framework in found}):
+            found[0][3].synchronize(device)
+        if self.arrival is not None:
+            self.arrival.settle()
+
+    def _warn_pool(self, nbytes: int) -> None:
+        if self.warned:
+            return
+        self.warned = True
+        self.warn(
+            f"model '{self.model}': a batch's GPU outputs ({nbytes} bytes) outgrow tritonserver's CUDA memory pool "
+            f"({self.pool} bytes), so they are sent through host memory instead of staying on the GPU; start "
+            f"tritonserver with {POOL_FLAG}=<gpu>:<bytes> of at least twice that to keep them there"
+        )
+
+
+def _names(requests: Sequence[dict[str, Any]]) -> list[str]:
+    names = list(requests[0])
+    for request in requests[1:]:
+        names.extend(name for name in request if name not in names)
+    return names
+
+
+def _runs(found: list[tuple[int, str, Any, Any]]) -> list[list[tuple[int, str, Any, Any]]]:
+    """Consecutive outputs of one name that lie one after another in device memory, with a view over them all
+    (``@batch``'s rows of one output): one copy each; anything else, one copy per tensor."""
+    runs: list[list[tuple[int, str, Any, Any]]] = []
+    end: tuple[str, str, int] | None = None
+    for item in found:
+        _, name, value, framework = item
+        device, start, nbytes = framework.address(value)
+        if runs and end == (name, device, start) and framework.span(runs[-1][0][2], start + nbytes - _start(runs[-1])):
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+        end = (name, device, start + nbytes)
+    return runs
+
+
+def _start(run: list[tuple[int, str, Any, Any]]) -> int:
+    first = run[0]
+    return first[3].address(first[2])[1]  # type: ignore[no-any-return]
