@@ -11,12 +11,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from ..runtime.transfers import CUDA_POOL_DEFAULT, POOL_FLAG  # its home: the runtime reads the server's flag too
+
 __all__ = ["CUDA_POOL_DEFAULT", "GpuQueryError", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
 
-CUDA_POOL_DEFAULT = 64 << 20
-"""tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), which it shares with the backend
-stubs (python_backend r23.11+): GPU tensors between the server and a stub pass through it, and a full pool
-falls back to a CUDA IPC handle per buffer, with a warning."""
 CUDA_POOL_HEADROOM = 2  # a batch in flight while the next one is read in
 CUDA_POOL_STEP = 64 << 20
 
@@ -68,7 +66,7 @@ def cuda_pool_args(batch_bytes: int, gpus: int) -> list[str]:
     if gpus <= 0 or needed <= CUDA_POOL_DEFAULT:
         return []
     size = -(-needed // CUDA_POOL_STEP) * CUDA_POOL_STEP
-    return [f"--cuda-memory-pool-byte-size={gpu}:{size}" for gpu in range(gpus)]
+    return [f"{POOL_FLAG}={gpu}:{size}" for gpu in range(gpus)]
 
 
 def gpu_shortfall(model: str, needed: int, groups: list[str], visible: int) -> str | None:
