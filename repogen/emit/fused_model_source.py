@@ -52,7 +52,7 @@ def fused_model_py(fused: FusedSpec) -> bytes:
         read_inputs=read_inputs(inputs, rows=False),
         calls=", ".join(calls) + ("," if len(calls) == 1 else ""),
         steps="\n".join(steps),
-        check_outputs="\n".join(o.check(f"[self.response({answer})]", source="", rows=False) for o in finals),
+        check_outputs="\n".join(o.check(f"self.responses([{answer}])", source="", rows=False) for o in finals),
         tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in finals),
         answer=answer,
     )

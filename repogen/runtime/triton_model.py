@@ -10,7 +10,7 @@ it, and with it the server (PyTriton's contract).
 Generated ``model.py`` files subclass it and runtime/fused.py drives step models through it, so its
 fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_plans``, ``stopped``,
 ``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``, ``finish_fused``,
-``response`` and ``failure``. Generated files use nothing else of it, so the rest can change without a
+``response``, ``responses`` and ``failure``. Generated files use nothing else of it, so the rest can change without a
 template changing (tested in tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane
 is ``OutputPlan.accepts``, one rule.
 """

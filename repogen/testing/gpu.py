@@ -52,7 +52,7 @@ def build_arguments() -> list[str]:
 # rehearsal, where the suite itself stops at its GPU check.
 SUITE_APPS = (
     "tests/apps/gpu/app.py:models", "tests/apps/gpu/cupy_app.py:models", "tests/apps/gpu/onnx_app.py:models",
-    "tests/apps/gpu/second_gpu.py:models", "examples/quickstart/app.py:models",
+    "tests/apps/gpu/second_gpu.py:models", "tests/apps/gpu/faults_app.py:models", "examples/quickstart/app.py:models",
 )  # fmt: skip
 
 

@@ -35,6 +35,9 @@ RELEASE = os.environ.get("REPOGEN_TRITON_RELEASE") or os.environ.get("REPOGEN_TR
 RESULTS = "REPOGEN_GPU_RESULTS"
 # One model that fails to load must not take the server, and every test sharing it, down with it.
 LENIENT = ["--exit-on-error=false", "--strict-readiness=false"]
+# python_backend's warnings when a GPU tensor does not fit the server's CUDA memory pool ("... will use CUDA IPC for
+# GPU output transfer", "... Will use CUDA IPC."): each such buffer then costs an uncached cudaIpcOpenMemHandle.
+CUDA_IPC = "use cuda ipc"
 NO_GPU = "no NVIDIA GPU on this machine (nvidia-smi lists none): tests/gpu runs on a GPU machine (make test-gpu)"
 
 
@@ -108,7 +111,8 @@ def gpu_build(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
 def gpu_serve(gpu_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., TritonServer]]:
     """``gpu_serve(repo, venv=None)``: a live server of ``repo`` on the GPU, stopped after the module.
 
-    Its models that failed to load are UNAVAILABLE, said by ``test_every_model_is_ready`` and their own tests."""
+    Its models that failed to load are UNAVAILABLE, said by ``test_every_model_is_ready`` and their own tests. A
+    server whose log says a GPU transfer fell back to CUDA IPC fails the module (at its last test's teardown)."""
     servers: list[TritonServer] = []
     install = ensure_server(RELEASE)
 
@@ -129,3 +133,6 @@ def gpu_serve(gpu_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         for server in servers:
             server.stop()
+    fallbacks = [line for server in servers for line in server.log_text().splitlines() if CUDA_IPC in line.lower()]
+    if fallbacks:  # a transfer the CUDA pool could not hold: the pool is sized, or the outputs routed, wrongly
+        pytest.fail("the server fell back to CUDA IPC for a GPU transfer:\n" + "\n".join(fallbacks[:10]))

@@ -88,8 +88,8 @@ class TritonPythonModel(_Runtime):
             or not s1_0.flags.c_contiguous
             or s1_0.ndim != 2
         ):
-            return [self.response({'y': s1_0})]
+            return self.responses([{'y': s1_0}])
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', s1_0)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return [self.response({'y': s1_0})]
+            return self.responses([{'y': s1_0}])
