@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import enum
 import importlib
 import pickle
 import queue
@@ -273,6 +274,7 @@ _CHECKED: tuple[tuple[type, Callable[[Any], None]], ...] = (
     (concurrent.futures.ThreadPoolExecutor, _executor_subclass),
 )
 _UNSEEN = object()
+_IMMUTABLE = (enum.Enum, tuple, frozenset, str, bytes, int, float, complex)
 
 
 def handler(cls: type) -> Handler | None:
@@ -334,9 +336,11 @@ class Tracker:
         return reduced
 
     def _users(self, cls: type) -> bool:
-        """An instance of a class of the user's (pickled by value), not a class or function itself."""
+        """An instance of a class of the user's (pickled by value) that can change: not a class or function, not
+        a value that cannot (an enum member, a namedtuple, a frozen dataclass), which two models may well share."""
         known = self._by_value.get(cls)
         if known is None:
-            known = not issubclass(cls, type) and cls.__module__ != "builtins"  # code, function, module, ...
-            known = self._by_value[cls] = known and not _cp._should_pickle_by_reference(cls)
+            known = not issubclass(cls, (type, *_IMMUTABLE)) and cls.__module__ != "builtins"  # code, function, ...
+            frozen = getattr(getattr(cls, "__dataclass_params__", None), "frozen", False)
+            known = self._by_value[cls] = known and not frozen and not _cp._should_pickle_by_reference(cls)
         return known

@@ -115,6 +115,36 @@ def test_three_models_all_hold_it(tmp_path):
     assert "all hold one" in messages[0] and "not seen by the others" in messages[0]
 
 
+def _values() -> tuple[Any, Any, Any]:
+    import collections
+    import dataclasses
+    import enum
+
+    class Mode(enum.Enum):
+        FAST = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class Limits:
+        top: int = 3
+
+    Pair = collections.namedtuple("Pair", "a b")
+    return Mode.FAST, Limits(), Pair(1, 2)
+
+
+def test_values_that_cannot_change_are_shared_without_a_word(tmp_path):
+    """An enum member, a frozen dataclass, a namedtuple of the user's: two copies of a value are the value."""
+    mode, limits, pair = _values()
+
+    def first(requests):
+        return [mode, limits, pair] and requests
+
+    def second(requests):
+        return [mode, limits, pair] and requests
+
+    result, messages = _build(tmp_path, ("A", first), ("B", second))
+    assert messages == [] and result.shared == ()
+
+
 def test_models_that_share_nothing_are_not_warned(tmp_path):
     result, messages = _build(tmp_path, ("train", Learner().train), ("infer", Learner().infer))
     assert messages == [] and result.shared == ()
