@@ -80,3 +80,13 @@ def test_the_decoupled_bot_streams_from_its_own_copy(server):
     assert {int(r["served"][0, 0]) for r in responses} == {1}
     again = stream(server, "BotStream", {"text": np.array([[b"four"]], dtype=object)})
     assert [(r["token"].tolist(), int(r["served"][0, 0])) for r in again] == [([[b"FOUR"]], 2)]
+
+
+def test_built_by_python_3_13_the_servers_python_makes_them(builder, serve, tmp_path_factory):
+    """On 3.13 ``threading.Lock`` is a class, a function before: the payload names it, the server's 3.10 makes it."""
+    repo = tmp_path_factory.mktemp("live-3.13") / "repo"
+    builder("3.13", APP, repo)
+    server = serve(repo)
+    out = infer("grpc", server, "Bot", {"text": np.array([[b"made anew"]], dtype=object)})
+    assert out["reply"].tolist() == [[b"MADE ANEW"]] and out["same_lock"].tolist() == [[True]]
+    assert out["thread"][0, 0].startswith(b"bot_") and out["max_workers"].tolist() == [[2]]
