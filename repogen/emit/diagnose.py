@@ -65,6 +65,7 @@ def _instance_parts(obj: Any, reduce: bool) -> Iterator[tuple[str, Any]]:
     if isinstance(attributes, dict):
         yield from ((f"attribute {k!r}", v) for k, v in attributes.items())
     if not reduce:
+        yield from _slots(obj)
         return
     try:
         reduced = obj.__reduce_ex__(4)
@@ -74,6 +75,15 @@ def _instance_parts(obj: Any, reduce: bool) -> Iterator[tuple[str, Any]]:
         yield from ((f"constructor argument #{i + 1}", v) for i, v in enumerate(reduced[1] or ()))
         if len(reduced) > 2 and reduced[2] is not None and not isinstance(attributes, dict):
             yield "state", reduced[2]
+
+
+def _slots(obj: Any) -> Iterator[tuple[str, Any]]:
+    """The attributes ``__slots__`` hold (what ``__reduce_ex__`` would give as state), without reducing."""
+    for cls in type(obj).__mro__:
+        names = cls.__dict__.get("__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                yield f"attribute {name!r}", getattr(obj, name)
 
 
 def describe(obj: Any) -> str:

@@ -292,6 +292,15 @@ def test_the_build_records_each_object_made_anew_and_where_it_was(tmp_path):
     assert holder.ready._lock is holder.streamer.lock
 
 
+def test_an_object_with_slots_is_walked_too(tmp_path):
+    slotted = type("Slotted", (), {"__slots__": ("guard",)})()
+    slotted.guard = threading.Lock()
+    result = _build(tmp_path, slotted=slotted)
+    assert [made.at for _, made in result.made_anew] == [
+        "infer_func -> method self -> attribute 'slotted' -> attribute 'guard'"
+    ]
+
+
 def test_a_condition_s_own_lock_is_not_listed_apart(tmp_path):
     result = _build(tmp_path, ready=threading.Condition())
     assert [made.object for _, made in result.made_anew] == ["threading.Condition(threading.RLock())"]
