@@ -25,7 +25,9 @@ from repogen import ModelConfig, Repository, Tensor
 from repogen.build import build_repository
 from repogen.cli import cli
 from repogen.emit import pickling
+from repogen.emit.payloads import MADE_ANEW as EMITTED_KEY
 from repogen.errors import BuildError
+from repogen.ondisk.describe import MADE_ANEW as MADE_ANEW_KEY
 from repogen.runtime.payload import load_payload
 from repogen.server.provision.pythons import find_python
 
@@ -304,6 +306,21 @@ def test_an_object_with_slots_is_walked_too(tmp_path):
 def test_a_condition_s_own_lock_is_not_listed_apart(tmp_path):
     result = _build(tmp_path, ready=threading.Condition())
     assert [made.object for _, made in result.made_anew] == ["threading.Condition(threading.RLock())"]
+
+
+def test_repogen_inspect_shows_them_from_model_json(tmp_path):
+    _build(tmp_path, jobs=queue.Queue(maxsize=2))
+    shown = CliRunner().invoke(cli, ["inspect", str(tmp_path / "repo")])
+    assert shown.exit_code == 0, shown.output
+    assert (
+        "  made anew in the server (v1): queue.Queue(maxsize=2) at infer_func -> method self -> attribute 'jobs'\n"
+        in (shown.stdout)
+    )
+    described = json.loads(CliRunner().invoke(cli, ["inspect", "--json", str(tmp_path / "repo")]).stdout)
+    assert described["models"][0][MADE_ANEW_KEY] == {
+        "1": [{"object": "queue.Queue(maxsize=2)", "at": "infer_func -> method self -> attribute 'jobs'"}]
+    }
+    assert MADE_ANEW_KEY == EMITTED_KEY  # the key the build writes is the one inspect reads
 
 
 def test_a_payload_without_live_objects_records_nothing(tmp_path):
