@@ -51,10 +51,10 @@ def _holder_class() -> type:
 Holder = _holder_class()
 
 
-def _build(tmp_path: Path, **live: Any):
+def _build(tmp_path: Path, pin_python: bool = False, **live: Any):
     models = Repository()
     models.bind("M", infer_func=Holder(**live).infer, inputs=X, outputs=X, config=UNBATCHED)
-    return build_repository(models, tmp_path / "repo")
+    return build_repository(models, tmp_path / "repo", pin_python=pin_python)
 
 
 def _executor_initializer(value):
@@ -301,6 +301,18 @@ def test_an_object_with_slots_is_walked_too(tmp_path):
     assert [made.at for _, made in result.made_anew] == [
         "infer_func -> method self -> attribute 'slotted' -> attribute 'guard'"
     ]
+
+
+def test_a_pinned_build_makes_them_anew_too(tmp_path):
+    """--pin-python ships this Python's bytecode instead of source: the live objects travel the same way."""
+    result = _build(tmp_path, pin_python=True, pool=ThreadPoolExecutor(2, "pinned"))
+    assert [made.object for _, made in result.made_anew] == [
+        "concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix='pinned')"
+    ]
+    pool = load_payload(str(result.output / "M" / "1"), "M")[1]["infer_funcs"][0].__self__.pool
+    assert pool.submit(threading.current_thread).result().name == "pinned_0"
+    with pytest.raises(BuildError, match=r"attribute 'held' \(a _thread.lock object\): a held threading\.Lock, and"):
+        _build(tmp_path / "held", pin_python=True, held=_held_lock())
 
 
 def test_a_condition_s_own_lock_is_not_listed_apart(tmp_path):
