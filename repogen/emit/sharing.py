@@ -41,7 +41,7 @@ Groups = Sequence[tuple[str, Sequence[Unit]]]
 Held = Mapping[tuple[str, int], Sequence[tuple[Any, str]]]
 
 FIX = (
-    "if they must share it, bind one model that does both (its inputs say which: a trainer that also answers), or "
+    "if they must share it, bind one model that does both (an optional input can say which), or "
     "keep the shared state outside the server (a file, a database, another service)"
 )
 

@@ -74,7 +74,7 @@ def test_two_models_bound_to_one_object_are_told_each_gets_its_own_copy(tmp_path
         "model 'infer' (at infer_func -> method self) and model 'train' (at infer_func -> method self) both hold "
         "one test_shared_objects._classes.<locals>.Learner object: in the server each model gets its own copy, and "
         "changes one makes are not seen by the other. PyTriton served them from one process; if they must share it, "
-        "bind one model that does both (its inputs say which: a trainer that also answers), or keep the shared "
+        "bind one model that does both (an optional input can say which), or keep the shared "
         "state outside the server (a file, a database, another service)"
     )
     assert messages[0].startswith("tests/unit/test_shared_objects.py:")  # where the first of them was bound
@@ -99,7 +99,7 @@ def test_a_lock_two_functions_share_is_named_with_its_chain(tmp_path):
         "model 'A' (at infer_func -> closure variable 'lock') and model 'B' (at infer_func -> closure variable "
         "'lock') both hold a threading.Lock(): in the server each model gets its own copy, and changes one makes are "
         "not seen by the other. PyTriton served them from one process; if they must share it, bind one model that "
-        "does both (its inputs say which: a trainer that also answers), or keep the shared state outside the server "
+        "does both (an optional input can say which), or keep the shared state outside the server "
         "(a file, a database, another service)"
     ]
 
