@@ -3,7 +3,7 @@
 PyTriton keeps a callable's locks, queues and executors alive in its own process; a repository's payload
 is unpickled in the server, where the server's standard library makes each anew with the same settings.
 These tests pickle every kind in both states, read the build's record and its messages; the real server
-serves tests/apps/live (tests/integration/test_live_objects.py).
+serves tests/apps/live (tests/integration/test_live_objects_served.py).
 """
 
 from __future__ import annotations

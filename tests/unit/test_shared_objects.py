@@ -3,7 +3,7 @@
 PyTriton serves every bound model from one process, so models bound to one object share it; in the server
 each model unpickles its own copy. PyTriton's online_learning_mnist binds `train` and `infer` to one started
 thread: that is refused, with the fix. The real server shows the copies apart in
-tests/integration/test_live_objects.py.
+tests/integration/test_live_objects_served.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 producer per request) and a lock, a condition over it and an event. They are in their initial state
 when the app is built, so the server makes each anew with the same settings. Both models are bound to
 the one bot, as PyTriton's ``online_learning_mnist`` binds ``train`` and ``infer`` to one object: the
-build warns that each model gets its own copy (tests/integration/test_live_objects.py shows it).
+build warns that each model gets its own copy (tests/integration/test_live_objects_served.py shows it).
 """
 
 import queue
