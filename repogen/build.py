@@ -13,7 +13,9 @@ from .dsl.repository import Repository
 from .emit import pickling
 from .emit.assemble import emit_repository
 from .emit.model_files import configs as emit_configs
+from .emit.payloads import MadeAnew, PayloadPlan
 from .emit.plan import Progress, plan_payloads
+from .emit.sharing import Shared, SharedObjectWarning
 from .errors import RepogenWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower
@@ -41,6 +43,10 @@ class BuildResult:
     """What the shipped packages add, in one line (None when nothing ships)."""
     targets: Targets | None = None
     """The containers the repository serves: all it was asked for, less those its packages cannot reach."""
+    made_anew: tuple[tuple[str, MadeAnew], ...] = ()
+    """(model, what) for each live object the server makes anew (a lock, an empty queue, an idle executor)."""
+    shared: tuple[Shared, ...] = ()
+    """Objects several models hold: each model gets its own copy in the server (one ``SharedObjectWarning`` each)."""
 
 
 class ContainersLeftOutWarning(RepogenWarning):
@@ -121,11 +127,25 @@ def build_repository(
             ContainersLeftOutWarning,
             stacklevel=2,
         )
+    for shared in plan.shared:
+        site = spec.site(shared.holders[0][0])
+        warnings.warn(f"{site}: {shared.message()}" if site else shared.message(), SharedObjectWarning, stacklevel=2)
     files = emit_repository(spec, plan, options.get("progress"))
     _write(spec, files, Path(output), plan.packager, options)
     _warn_heavy(plan.packager)
     summary = plan.packager.summary() if plan.packager else None
-    return BuildResult(output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=plan.targets)
+    return BuildResult(
+        output=Path(output), spec=spec, files=tuple(files), packages=summary, targets=plan.targets,
+        made_anew=_made_anew(plan), shared=plan.shared,
+    )  # fmt: skip
+
+
+def _made_anew(plan: PayloadPlan) -> tuple[tuple[str, MadeAnew], ...]:
+    """Each model's live objects made anew, once per model whatever its versions, in the order models were built."""
+    found: dict[tuple[str, MadeAnew], None] = {}
+    for (model, _), payload in plan.pickled.items():
+        found.update(dict.fromkeys((model, made) for made in payload.made_anew))
+    return tuple(found)
 
 
 def _renamed(options: BuildOptions, caller: str) -> None:

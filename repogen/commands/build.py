@@ -143,6 +143,10 @@ def build(
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
+    if result.made_anew:
+        click.echo("Made anew in the server, as they were at build time (each model instance gets its own):")
+        for model, made in result.made_anew:
+            click.echo(f"  model '{model}': {made.object} at {made.at}")
     if result.packages:
         click.echo(result.packages)
     if sign_key:

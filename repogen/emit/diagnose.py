@@ -3,7 +3,8 @@
 pickle reports only the type it failed on (``cannot pickle '_thread.lock' object``). Walking
 the callable as cloudpickle would (the globals its code uses, closure variables, defaults,
 attributes, containers) and pickling each part on its own finds the innermost part that fails,
-and the path to it is what the user needs to see.
+and the path to it is what the user needs to see. ``reach.py`` walks the same parts (without asking
+objects to reduce themselves) to name where a payload holds an object that pickled.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ from cloudpickle import cloudpickle as _cp
 _MAX_DEPTH = 32
 
 
-def _parts(obj: Any) -> Iterator[tuple[str, Any]]:
-    """(how the parent refers to it, the part) for what pickling ``obj`` pickles."""
+def parts(obj: Any, reduce: bool = True) -> Iterator[tuple[str, Any]]:
+    """(how the parent refers to it, the part) for what pickling ``obj`` pickles.
+
+    Without ``reduce``, an instance gives its attributes only: ``__reduce_ex__`` can cost as much as pickling
+    (an array's data), which a walk over payloads that pickled must not pay.
+    """
     if isinstance(obj, types.FunctionType):
         if _cp._should_pickle_by_reference(obj):
             return
@@ -52,13 +57,16 @@ def _parts(obj: Any) -> Iterator[tuple[str, Any]]:
         yield "method function", obj.__func__
         yield "method self", obj.__self__
     else:
-        yield from _instance_parts(obj)
+        yield from _instance_parts(obj, reduce)
 
 
-def _instance_parts(obj: Any) -> Iterator[tuple[str, Any]]:
+def _instance_parts(obj: Any, reduce: bool) -> Iterator[tuple[str, Any]]:
     attributes = getattr(obj, "__dict__", None)
     if isinstance(attributes, dict):
         yield from ((f"attribute {k!r}", v) for k, v in attributes.items())
+    if not reduce:
+        yield from _slots(obj)
+        return
     try:
         reduced = obj.__reduce_ex__(4)
     except Exception:  # noqa: BLE001 - the object cannot even describe itself: it is the culprit
@@ -67,6 +75,15 @@ def _instance_parts(obj: Any) -> Iterator[tuple[str, Any]]:
         yield from ((f"constructor argument #{i + 1}", v) for i, v in enumerate(reduced[1] or ()))
         if len(reduced) > 2 and reduced[2] is not None and not isinstance(attributes, dict):
             yield "state", reduced[2]
+
+
+def _slots(obj: Any) -> Iterator[tuple[str, Any]]:
+    """The attributes ``__slots__`` hold (what ``__reduce_ex__`` would give as state), without reducing."""
+    for cls in type(obj).__mro__:
+        names = cls.__dict__.get("__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                yield f"attribute {name!r}", getattr(obj, name)
 
 
 def describe(obj: Any) -> str:
@@ -79,12 +96,20 @@ def describe(obj: Any) -> str:
     return f"a {cls.__module__}.{cls.__qualname__} object" if cls.__module__ != "builtins" else f"a {cls.__name__}"
 
 
-def locate(root: Any, label: str, pickles: Callable[[Any], None]) -> list[str]:
-    """The path from ``root`` (called ``label``) to the innermost part that ``pickles`` cannot pickle."""
+def locate(
+    root: Any, label: str, pickles: Callable[[Any], None], stop: Callable[[Any], bool] | None = None
+) -> tuple[list[str], Any]:
+    """The path from ``root`` (called ``label``) to the innermost part that ``pickles`` cannot pickle, and that part.
+
+    The walk ends early at a part ``stop`` accepts (a live object refused as a whole: a started thread, not the
+    event inside it that says so).
+    """
     path = [f"{label} ({describe(root)})"]
     current, seen = root, {id(root)}
     for _ in range(_MAX_DEPTH):
-        for name, part in _parts(current):
+        if stop is not None and stop(current):
+            break
+        for name, part in parts(current):
             if id(part) in seen:
                 continue
             seen.add(id(part))
@@ -96,4 +121,4 @@ def locate(root: Any, label: str, pickles: Callable[[Any], None]) -> list[str]:
                 break
         else:
             break
-    return path
+    return path, current

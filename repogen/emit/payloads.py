@@ -2,9 +2,12 @@
 
 A payload is pickled for the build's targets (portable: code as references into shipped sources;
 pinned: this Python's bytecode), with the model handles it holds turned into BLS clients, and
-every module it imports accounted for. A failure names the model and, for a part that cannot be
-pickled, the path to it. Each payload is pickled once, while the build plans (``emit.plan``); what
-``model.json`` records of it is made when the files are emitted, for the targets the plan settled.
+every module it imports accounted for. Live objects in their initial state (an unheld lock, an empty
+queue, an executor that has run nothing) are made anew in the server (``live_objects``) and recorded,
+with where the callable holds them, in ``model.json``. A failure names the model and, for a part that
+cannot be pickled, the path to it; for a live object, why this one cannot be made anew. Each payload is
+pickled once, while the build plans (``emit.plan``); what ``model.json`` records of it is made when the
+files are emitted, for the targets the plan settled.
 """
 
 from __future__ import annotations
@@ -24,11 +27,17 @@ from ..runtime.bls import ModelClient
 from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
-from . import diagnose, pickling, requirements, sources
+from . import diagnose, pickling, reach, requirements, sources
+from .live_objects import NotMadeAnew, refused
 from .portability import check_grammar
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree
+    from .sharing import Shared
+
+MADE_ANEW = "made_anew"
+"""``model.json``'s list of the live objects the server makes anew (``{"object", "at"}``). For the user to read:
+the runtime never does, so the key is not among the runtime's (``records.Metadata``)."""
 
 
 def build_environment() -> dict[str, str]:
@@ -80,6 +89,7 @@ class Payloads:
             Metadata.SOURCES: payload.sources,
             **self.record(),
             **({Metadata.PACKAGES: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
+            **({MADE_ANEW: [dataclasses.asdict(made) for made in payload.made_anew]} if payload.made_anew else {}),
         }
 
 
@@ -130,6 +140,24 @@ class Payload:
     shipped: dict[str, bytes]  # version-relative path -> bytes
     sources: dict[str, dict[str, Any]]  # the ``sources`` entry of model.json
     requirements: dict[str, str]
+    made_anew: tuple[MadeAnew, ...] = ()
+    held: tuple[tuple[Any, str], ...] = ()
+    """Instances of the user's classes and the objects made anew, in pickling order, each with how messages name it
+    (``one app.Bot object``, ``a threading.Lock()``): what two models may both hold (``sharing``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MadeAnew:
+    """A live object the server makes anew: how (``queue.Queue(maxsize=0)``), and where the callable holds it."""
+
+    object: str
+    at: str  # ``infer_func -> attribute 'streamer' -> attribute 'text_queue'``
+
+
+class LiveObjectError(BuildError):
+    """A live object the server cannot make anew (a held lock, a queue with items, a thread): ``culprit``."""
+
+    culprit: Any = None
 
 
 def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
@@ -142,7 +170,24 @@ def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
         imports = [*pickled.imports, *unit.imports]
         needs = requirements.account(pickled.modules, imports, payloads.targets, unit.what, app_dir)
     shipped, listed = sources.ship(pickled.sources)
-    return Payload(pickled.data, shipped, listed, needs)
+    made = {id(obj): f"a {description}" for obj, description in pickled.made_anew}
+    held = tuple((obj, made.get(id(obj)) or f"one {diagnose.describe(obj).removeprefix('a ')}") for obj in pickled.held)
+    return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held)
+
+
+def made_anew(unit: PayloadUnit, pickled: pickling.Pickled) -> tuple[MadeAnew, ...]:
+    """What the payload makes anew in the server, each with the chain that holds it; one made as part of another
+    (a Condition's lock, unless the callable holds it too) is that one's."""
+    if not pickled.made_anew:
+        return ()
+    found = reach.walk(unit.callables, [id(obj) for obj, _ in pickled.made_anew])
+    made = []
+    for obj, description in pickled.made_anew:
+        chain = found.chains.get(id(obj))
+        if chain is None and id(obj) in pickled.inner:
+            continue
+        made.append(MadeAnew(description, chain or reach.not_traced(unit.callables[0][0])))
+    return tuple(made)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,6 +204,8 @@ class PayloadPlan:
     """The build's (``repogen.packages``), narrowed to the targets; None records requirements only."""
     left_out: tuple[LeftOut, ...] = ()
     """Containers a default build left out because the packages cannot reach them, in the order found."""
+    shared: tuple[Shared, ...] = ()
+    """Objects several models hold, each model with its own copy in the server (``sharing``)."""
 
     @property
     def targets(self) -> Targets:
@@ -200,13 +247,22 @@ def _pickled(
     def pickles(part: Any) -> None:
         pickling.dumps(part, payloads.roots, handles, payloads.table)
 
-    label, culprit = next(((label, f) for label, f in callables if _fails(pickles, f)), callables[0])
-    path = " -> ".join(diagnose.locate(culprit, label, pickles))
+    label, root = next(((label, f) for label, f in callables if _fails(pickles, f)), callables[0])
+    path, culprit = diagnose.locate(root, label, pickles, stop=lambda part: refused(part) is not None)
+    live = refused(culprit)
+    if live is not None:
+        raise _live_error(f"{what}: cannot pickle {' -> '.join(path)}: {live}", live)
     raise BuildError(
-        f"{what}: cannot pickle {path}: {failure}. Locks, open files, sockets, threads and clients cannot travel to "
-        "the server: create them there instead, in the __init__ of a class bound as the model (it runs once per "
-        "instance inside the server) or lazily on the first call"
+        f"{what}: cannot pickle {' -> '.join(path)}: {failure}. Open files, sockets, threads, clients and locks in "
+        "use cannot travel to the server: create them there instead, in the __init__ of a class bound as the model "
+        "(it runs once per instance inside the server) or lazily on the first call"
     ) from None
+
+
+def _live_error(message: str, live: NotMadeAnew) -> LiveObjectError:
+    error = LiveObjectError(message)
+    error.culprit = live.obj
+    return error
 
 
 def _fails(pickles: Callable[[Any], None], part: Any) -> bool:

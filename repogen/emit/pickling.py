@@ -28,6 +28,7 @@ from cloudpickle import cloudpickle as _cp
 
 from ..runtime import portable
 from .classes import reduce_class
+from .live_objects import Tracker
 from .sources import SourceFile, SourceTable, imported_modules
 
 # Protocol 4: numpy 2 arrays pickled with protocol 5 do not load under numpy 1.26.
@@ -101,12 +102,16 @@ class DeterministicPickler(cloudpickle.Pickler):
         self._replace = replace  # returns a reduce tuple for objects to pickle as something else
         self.relative = relative_to(roots)
         self.modules: dict[str, str] = {}  # modules the payload imports at unpickling time -> what needs them
+        self.live = Tracker()  # what was made anew (``live_objects``), what two models may both hold
 
     def reducer_override(self, obj: Any) -> Any:
         if self._replace is not None:
             reduced = self._replace(obj)
             if reduced is not NotImplemented:
                 return reduced
+        reduced = self.live.reduce(obj)
+        if reduced is not NotImplemented:
+            return reduced
         self._note_module(obj)
         if type(obj) is types.CodeType:
             consts = tuple(_canonical(c) for c in obj.co_consts)
@@ -181,6 +186,12 @@ class Pickled:
     """Files the server compiles the code from (portable payloads), sorted by key."""
     imports: frozenset[str] = frozenset()
     """Absolute imports in the shipped functions' bodies, run when they are called."""
+    made_anew: tuple[tuple[Any, str], ...] = ()
+    """(object, how the server makes it) for each live object made anew in the server, in pickling order."""
+    held: tuple[Any, ...] = ()
+    """Instances of the user's classes and the objects made anew, in pickling order: what two models may share."""
+    inner: frozenset[int] = frozenset()
+    """ids of the objects made anew as part of another (a Condition's lock, an executor's initargs)."""
 
 
 def pickler(
@@ -205,10 +216,13 @@ def dumps(
     active = pickler(buffer, roots, replace, sources)
     with _pinned_tracker_ids():
         active.dump(obj)
+    tracker = active.live
+    made_anew, held, inner = tuple(tracker.made_anew.values()), tuple(tracker.held.values()), frozenset(tracker.inner)
+    modules = dict(sorted(active.modules.items()))
     if isinstance(active, PortablePickler):
         shipped = tuple(sorted(active.shipped.values(), key=lambda s: s.key))
-        return Pickled(buffer.getvalue(), dict(sorted(active.modules.items())), shipped, frozenset(active.imports))
-    return Pickled(buffer.getvalue(), dict(sorted(active.modules.items())))
+        return Pickled(buffer.getvalue(), modules, shipped, frozenset(active.imports), made_anew, held, inner)
+    return Pickled(buffer.getvalue(), modules, made_anew=made_anew, held=held, inner=inner)
 
 
 def register_by_value(modules: Sequence[types.ModuleType]) -> None:

@@ -7,7 +7,8 @@ container, or requires every one, fails with the resolver's message. Leaving con
 (Python, machine) trees the packages are made for, so every payload's packages are resolved again for
 the containers left (the packager keeps each tree it made: nothing is fetched twice), while its pickle,
 made and checked against more containers, holds for fewer. The emitter then writes the files of the plan
-for the targets it settled.
+for the targets it settled. Once every payload is pickled, the objects several models hold are found
+(``sharing``): each model gets its own copy in the server, which ``repogen.build`` warns about.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from ..ir.spec import RepositorySpec
 from ..triton.targets import Targets
 from .fused_model import fused_unit
 from .model_files import model_units
-from .payloads import LeftOut, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
+from .payloads import LeftOut, LiveObjectError, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
 from .release_rules import check_release_rules
+from .sharing import find_shared, refuse_shared_thread
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree
@@ -65,7 +67,8 @@ def plan_payloads(
     while True:
         try:
             packages = _ship(spec, groups, payloads, packager, pickled, report)
-            return PayloadPlan(payloads, pickled, packages, packager, tuple(left_out))
+            shared = find_shared(groups, {key: p.held for key, p in pickled.items()}, _fused_steps(spec))
+            return PayloadPlan(payloads, pickled, packages, packager, tuple(left_out), shared)
         except UnreachableContainersError as exc:
             left = _narrowed(payloads.targets, exc)
             left_out.append(LeftOut(payloads.targets.span(exc.containers), exc.reason, left.span()))
@@ -98,11 +101,21 @@ def _ship(
         with declared_at(spec.site(name)):  # a failure (pickling, packages) names where the model was declared
             for unit in units:
                 if unit.key not in pickled:
-                    pickled[unit.key] = pickle_payload(unit, payloads)
+                    try:
+                        pickled[unit.key] = pickle_payload(unit, payloads)
+                    except LiveObjectError as exc:  # a thread: other models holding it too is the story to tell
+                        refuse_shared_thread(exc.culprit, name, groups)
+                        raise
                 if packager is not None:
                     packages[unit.key] = packager.ship(unit.what, pickled[unit.key].requirements)
         report(name)
     return packages
+
+
+def _fused_steps(spec: RepositorySpec) -> dict[str, list[str]]:
+    """Each fused ensemble's step models, whose objects its payload holds copies of by design."""
+    fused = {ensemble.name: spec.fused_spec(ensemble.name) for ensemble in spec.ensembles}
+    return {name: [step.name for step in f.step_models] for name, f in fused.items() if f is not None}
 
 
 def _narrowed(targets: Targets, exc: UnreachableContainersError) -> Targets:

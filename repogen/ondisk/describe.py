@@ -108,6 +108,18 @@ def bls_calls(model: ModelDir, version: int) -> list[str]:
     return sorted({str(c) for c in calls}) if isinstance(calls, list) else []
 
 
+MADE_ANEW = "made_anew"  # model.json's live objects made anew in the server, as ``emit.payloads`` writes them
+
+
+def made_anew(model: ModelDir, version: int) -> list[dict[str, str]]:
+    """The live objects (locks, empty queues, idle executors) the server makes anew, with the chain holding each."""
+    try:
+        entries = model.metadata(version).get(MADE_ANEW) or []
+    except RepositoryError:
+        return []
+    return [{"object": str(e.get("object")), "at": str(e.get("at"))} for e in entries if isinstance(e, dict)]
+
+
 def describe_model(model: ModelDir) -> dict[str, Any]:
     described: dict[str, Any] = {"name": model.name, "versions": list(model.versions)}
     if model.config is None:
@@ -135,6 +147,9 @@ def describe_model(model: ModelDir) -> dict[str, Any]:
     packages = {version: trees for version, trees in shipped.items() if trees}
     if packages:
         described["packages"] = packages
+    made = {str(v): made_anew(model, v) for v in model.versions}
+    if any(made.values()):
+        described[MADE_ANEW] = {version: entries for version, entries in made.items() if entries}
     return described
 
 
@@ -206,6 +221,8 @@ def to_text(description: dict[str, Any]) -> str:
                 lines.append(
                     f"  packages (v{version}, {tag}): {tree['size'] / 1e6:.1f} MB, {tree['files']} files: {pins}"
                 )
+        for version, entries in model.get(MADE_ANEW, {}).items():
+            lines += [f"  made anew in the server (v{version}): {e['object']} at {e['at']}" for e in entries]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n" if lines else "(no models)\n"
 

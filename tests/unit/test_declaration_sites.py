@@ -148,6 +148,7 @@ CASES = {
     "state that cannot be pickled, found while emitting": (
         """
         LOCK = threading.Lock()
+        LOCK.acquire()  # held: only a lock nobody holds is made anew in the server
 
 
         def guarded(requests):

@@ -33,7 +33,7 @@ def _build(app_dir: Path, app: str, out: Path, seed: str) -> dict[str, bytes]:
     return _files(out)
 
 
-@pytest.mark.parametrize("source", ["examples/quickstart", "tests/apps/features"])
+@pytest.mark.parametrize("source", ["examples/quickstart", "tests/apps/features", "tests/apps/live"])
 def test_two_builds_are_byte_identical(tmp_path, source):
     first_dir, second_dir = tmp_path / "one" / "proj", tmp_path / "elsewhere" / "deeper" / "proj"
     shutil.copytree(ROOT / source, first_dir)
