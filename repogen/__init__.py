@@ -39,6 +39,7 @@ from .runtime import (
     group_by_values,
     pad_batch,
     sample,
+    stream_cancelled,
     triton_context,
 )
 from .version import __version__
@@ -96,6 +97,7 @@ __all__ = [
     "group_by_values",
     "pad_batch",
     "sample",
+    "stream_cancelled",
     "triton_context",
     "factory",
 ]

@@ -8,6 +8,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports it; __all__ is made below)
+    from .cancellation import stream_cancelled as stream_cancelled
     from .context import TensorSpec as TensorSpec
     from .context import TritonContext as TritonContext
     from .context import TritonModelConfig as TritonModelConfig
@@ -35,7 +36,7 @@ _HOMES = {
     "first_value": "decorators", "group_by_keys": "decorators", "group_by_values": "decorators",
     "pad_batch": "decorators", "sample": "decorators", "triton_context": "decorators",
     "InferenceError": "errors", "PyTritonUnrecoverableError": "errors",
-    "ModelContext": "instance", "factory": "instance", "Request": "request",
+    "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
 }  # fmt: skip
 
 

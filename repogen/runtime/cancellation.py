@@ -33,6 +33,9 @@ __all__ = [
     "cancelled_response",
     "forget_stream",
     "is_cancelled",
+    "serving_stream",
+    "stream_cancelled",
+    "stream_done",
     "stream_token",
     "token_path",
 ]
@@ -44,6 +47,60 @@ _tokens = itertools.count(1)
 # Random per process: a token file left by a stub killed mid-drain must not cancel a later process's stream
 # that reuses its pid (containers restart with the same pids).
 _PROCESS = f"{os.getpid()}-{os.urandom(4).hex()}"
+
+
+class StreamCancelled:
+    """What :func:`stream_cancelled` returns: true once the stream it was made in was cancelled by its readers.
+
+    Called with any arguments it answers the same, so it is a stopping criterion as Hugging Face's ``generate``
+    takes one (``stopping_criteria=[stream_cancelled()]``): the thread that makes the tokens stops at its next one
+    after the stream's generator was closed for a cancellation, instead of making all of them for nobody.
+    """
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return self.cancelled
+
+    def __bool__(self) -> bool:
+        return self.cancelled
+
+    def __repr__(self) -> str:
+        return f"<stream_cancelled: {self.cancelled}>"
+
+
+_serving: list[StreamCancelled] | None = None  # the flags made in the stream being served (one at a time per stub)
+
+
+def stream_cancelled() -> StreamCancelled:
+    """A flag that turns true when the stream being served now is cancelled (its readers left), for the threads a
+    streaming callable starts: the generator itself is closed at its next ``yield``, but a thread it handed the work
+    to (``executor.submit(model.generate, ...)``) goes on unless it asks. Made outside a stream (a model that does
+    not stream, a class's ``__init__``), it never turns true. Not in PyTriton."""
+    flag = StreamCancelled()
+    if _serving is not None:
+        _serving.append(flag)
+    return flag
+
+
+def serving_stream() -> list[StreamCancelled]:
+    """Start collecting the flags a stream's body makes (the runtime, before it iterates a stream's generator)."""
+    global _serving
+    _serving = []
+    return _serving
+
+
+def stream_done(flags: list[StreamCancelled], cancelled: bool) -> None:
+    """The stream ended; ``cancelled``: because its readers left, which its flags now say."""
+    global _serving
+    if cancelled:
+        for flag in flags:
+            flag.cancelled = True
+    if _serving is flags:
+        _serving = None
 
 
 def is_cancelled(request: Any) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled
+from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled, serving_stream, stream_done
 from .errors import InferenceError
 from .request import EmptyBatchError, Request
 
@@ -145,13 +145,16 @@ def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
 def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
     """Send each step to the requests still wanted; close the generator once none is."""
     steps = _steps(model, results)
+    flags, cancelled = serving_stream(), False  # the body's stream_cancelled() flags, set if the readers leave
     try:
         for step in steps:
             if not watch.step():
+                cancelled = True
                 return
             _send_step(model, step, senders, watch.live)
             watch.resumed = perf_counter()
     finally:
+        stream_done(flags, cancelled)  # before the close: the generator's finally: sees it too
         steps.close()
         if inspect.isasyncgen(results):
             model._run(results.aclose())
@@ -173,12 +176,14 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
     ndarray, tensor, inference_response = np.ndarray, pb_utils.Tensor, pb_utils.InferenceResponse
     clock, slow, due = perf_counter, SLOW_STEP_S, STREAM_POLL_S
     work = 0.0
+    flags, cancelled = serving_stream(), False  # as in _stream
     try:
         for step in results:
             took = clock() - resumed
             work += took
             if took >= slow or work >= due:
                 if not poll():
+                    cancelled = True
                     return
                 work = 0.0
             if type(step) is not list and not isinstance(step, (list, tuple)) or len(step) != 1:
@@ -195,6 +200,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
             send(response([result])[0])
             resumed = clock()
     finally:
+        stream_done(flags, cancelled)
         results.close()
 
 

@@ -241,3 +241,55 @@ def test_fast_steps_ask_once_their_work_adds_up(kind):
     steps = int(4 * cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of work
     asked = _asked_at_steps(kind, n=steps, ms=step_ms, send_ms=0, sleep=False)
     assert 3 <= asked <= steps // 4, asked  # ~4; a step that a busy machine stretches past SLOW_STEP_S asks too
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["lean stream", "batched stream"])
+def test_stream_cancelled_turns_true_for_the_thread_a_stream_handed_its_work(batched):
+    """The flag a stream's body makes with stream_cancelled() is what its own thread reads: false while it is read,
+    true once its reader left (before the generator's finally: runs); a flag made outside a stream stays false."""
+    from repogen import stream_cancelled
+
+    made: list[Any] = []
+    seen_in_finally: list[bool] = []
+    outside = stream_cancelled()
+    models = Repository()
+    io = {"inputs": [Tensor(name="n", dtype=np.int32, shape=(1,))],
+          "outputs": [Tensor(name="token", dtype=np.int32, shape=(1,))]}  # fmt: skip
+
+    def body(count):
+        flag = stream_cancelled()
+        made.append(flag)
+        try:
+            for i in range(count):
+                time.sleep(0.005)
+                assert not flag
+                yield i
+        finally:
+            seen_in_finally.append(bool(flag))
+
+    if batched:
+
+        @models.model("T", config=ModelConfig(max_batch_size=4), **io)
+        @batch
+        def tokens(n):
+            for i in body(int(n[0, 0])):
+                yield {"token": np.full((len(n), 1), i, np.int32)}
+
+        n = np.array([[50]], np.int32)
+    else:
+
+        @models.model("T", config=ModelConfig(batching=False), **io)
+        def one(requests):
+            for i in body(int(requests[0]["n"][0])):
+                yield [{"token": np.array([i], np.int32)}]
+
+        n = np.array([50], np.int32)
+    local = models.local()
+    whole = list(local.stream("T", {"n": n[..., :1] * 0 + 3}))
+    assert len(whole) == 3 and made[-1].cancelled is False and seen_in_finally == [False]
+    stream = local.stream("T", {"n": n})
+    assert len(list(itertools.islice(stream, 2))) == 2
+    stream.close()  # the reader leaves
+    assert made[-1].cancelled is True and made[-1]("input_ids", "scores") is True
+    assert seen_in_finally == [False, True]
+    assert outside.cancelled is False
