@@ -30,6 +30,7 @@ read with ``nvidia-smi --query-gpu``: the device's own figure, which holds insid
 per-process pids are the host's and match none of the container's.
 
     python bench/gpu.py --out gpu-bench.json [--points points.jsonl] [--rounds 8] [--window 0.5] [--budget-s 310]
+    python bench/gpu.py --table gpu-bench.json    # a result's goals and points as Markdown, for docs/benchmarks.md
 
 Without a GPU it builds the repository and stops at its GPU check, saying so, with exit status 3.
 """
@@ -224,14 +225,46 @@ def report(result: dict[str, Any]) -> None:
     print("GPU memory per instance (MiB):", result["gpu_memory_mib"])
 
 
+def _figure(value: dict[str, Any] | None, digits: int = 3) -> str:
+    if value is None:
+        return "not measured"
+    return f"{value['median']:.{digits}f} [{value['min']:.{digits}f}, {value['max']:.{digits}f}] ({value['n']})"
+
+
+def table(result: dict[str, Any]) -> str:
+    """A result's goals, then every point's rates, as Markdown: median [min, max] (rounds)."""
+    lines = [f"{result['card']}, tritonserver {result['tritonserver']}, server Python {result['server_python']}, "
+             f"{result['protocol']}, {result['window_s']} s windows, {result['rounds']} rounds begun.", "",
+             "| goal | point | median [min, max] (rounds) | met |", "|---|---|---|---|"]  # fmt: skip
+    for g in result["goals"]:
+        verdict = "not measured" if g["met"] is None else "yes" if g["met"] else "**no**"
+        figure = "" if g["met"] is None else _figure(g)
+        lines.append(f"| {g['goal']} | {g['point']} | {figure} | {verdict} |")
+    lines += ["", "| point | model | rate/s | p50 µs | first response p50 µs |", "|---|---|---|---|---|"]
+    for row in result["summary"]:
+        for model, figures in row["models"].items():
+            first = _figure(figures.get("ttfr_p50_us"), 0) if row["streaming"] else ""
+            lines.append(f"| {row['group']} c={row['concurrency']} ({row['metric']}) | {model} | "
+                         f"{_figure(figures['rate'], 0)} | {_figure(figures['p50_us'], 0)} | {first} |")  # fmt: skip
+    memory = ", ".join(f"{model} {mib:.0f}" for model, mib in result["gpu_memory_mib"].items())
+    lines += ["", f"GPU memory per instance (MiB): {memory or 'not read'}."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--table", type=Path, help="print this result's goals and points as Markdown, and stop")
     parser.add_argument("--points", type=Path, help="a JSON line per point, appended as each is measured")
     parser.add_argument("--rounds", type=int, default=8, help="at most; the budget decides how many fit")
     parser.add_argument("--window", type=float, default=0.5)
     parser.add_argument("--budget-s", type=float, default=310.0, help="start no group past what this leaves")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        print(table(json.loads(args.table.read_text())))
+        return 0
+    if args.out is None:
+        parser.error("--out is required to measure")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="repogen-gpu-bench-") as tmp:
         repo = Path(tmp) / "repo"
