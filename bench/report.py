@@ -346,7 +346,7 @@ def render(path: Path) -> str:
                   "", "Measured after the run above, on the same kind of machine, each under the bench lock. A ratio",
                   "is taken within a round (the first model's throughput over the second's), then median [min–max].",
                   "", *side]  # fmt: skip
-    for written in ("modelcar.md", "analysis.md"):  # measured by hand (bench/modelcar.py); the findings
+    for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
         if (BENCH / written).exists():
             parts += [(BENCH / written).read_text().rstrip(), ""]
     return "\n".join(parts)

@@ -34,7 +34,8 @@ FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per ex
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
 VARIANTS = tuple((f"DoubleHWX{n}", "DoubleHW", f"DoubleX{n}") for n in FIXED_BATCHES)
 COLD_START_TEMPLATE = "AddSubHW"
-GPU_ONLY = ("GpuNumpyHW", "GpuTorchHW")  # bench/gpu.py's (they import torch): not in the CPU repository
+# bench/gpu.py's twins, bench/handwritten/Gpu* (they import torch and want a GPU): not in the CPU repository
+GPU_ONLY = tuple(sorted(p.name for p in HANDWRITTEN.glob("Gpu*") if p.is_dir()))
 ONNX_TEMPLATE = "OnnxHW"  # copied beside each ONNX model by bench/onnx_bench.py, with that model's config
 
 

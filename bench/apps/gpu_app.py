@@ -1,10 +1,20 @@
-"""The GPU benchmark's generated models (bench/gpu.py); bench/handwritten/Gpu*HW are their hand-written twins.
+"""The GPU benchmark's generated models (bench/gpu.py); bench/handwritten holds their hand-written twins, each
+served under its generated model's config.pbtxt: ``<Model>NV`` as NVIDIA's own PyTorch handler writes it,
+``<Model>BP`` as a careful hand does (host join, pinned memory, one wait), ``GpuNumpyHW`` GpuNumpy's by hand.
 
-``GpuNumpy``: PyTriton's kind of model, a torch ``Linear`` on the instance's GPU with numpy in and out and
-two outputs, requests merged by ``@batch`` into one forward. ``GpuTorch``: the same with
-``tensors="torch"``, torch tensors in and out (inputs moved to the GPU once, outputs sent from it through
-DLPack). ``TwoStepGpu``/``TwoStepHost``: two steps on the GPU as an ensemble over 4 MB tensors, the tensor
-between them kept on the GPU, or taken through host memory (numpy out of the first, numpy into the second).
+Three workloads, every twin computing the same thing from the same weights (``torch.manual_seed(0)``):
+
+* ``GpuTorch``: a 256-wide torch ``Linear`` with ``tensors="torch"``, torch tensors in and out, two outputs,
+  requests merged by ``@batch`` into one forward. ``GpuNumpy``: the same with numpy in and out (PyTriton's
+  kind of model: the callable moves its tensors itself).
+* ``GpuImage``: an image model's tensors, a batch of 3x224x224 FP32 images in (602 KB each), 1000 class scores
+  out; the network stand-in is cheap on the GPU (a mean over each channel, then a ``Linear(3, 1000)``), so what
+  is measured is the tensors' way in and out, not the arithmetic.
+* ``GpuTokens``: decoupled token streaming from a GPU model: ``TOKENS`` int32 tokens per request, each made
+  on the GPU from the input (a step of a small recurrence, then its argmax) and sent as it is made.
+
+``TwoStepGpu``/``TwoStepHost``: two steps on the GPU as an ensemble over 4 MB tensors, the tensor between them
+kept on the GPU, or taken through host memory (numpy out of the first, numpy into the second).
 """
 
 import numpy as np
@@ -57,6 +67,52 @@ class GpuTorch:
 
 models.bind("GpuNumpy", GpuNumpy, inputs=X, outputs=OUT, config=NUMPY, strict=True)
 models.bind("GpuTorch", GpuTorch, inputs=X, outputs=OUT, config=TORCH, strict=True)
+
+IMAGE = [Tensor(name="image", dtype=np.float32, shape=(3, 224, 224))]
+LOGITS = [Tensor(name="logits", dtype=np.float32, shape=(1000,))]
+IMAGE_CONFIG = ModelConfig(max_batch_size=32, instance_groups=GPU, batcher=DynamicBatcher(), tensors="torch")
+
+
+def classifier(device: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Linear(3, 1000).to(device).eval().requires_grad_(False)
+
+
+class GpuImage:
+    def __init__(self, context: ModelContext):
+        self.net = classifier(context.device)
+
+    @batch
+    def __call__(self, image):
+        return {"logits": self.net(image.mean(dim=(2, 3)))}
+
+
+models.bind("GpuImage", GpuImage, inputs=IMAGE, outputs=LOGITS, config=IMAGE_CONFIG, strict=True)
+
+TOKENS = 64  # per request
+WIDTH = 16  # the recurrence's state
+PROMPT = [Tensor(name="prompt", dtype=np.float32, shape=(WIDTH,))]
+TOKEN = [Tensor(name="token", dtype=np.int32, shape=(1,))]
+STREAM_CONFIG = ModelConfig(batching=False, instance_groups=GPU, tensors="torch")
+
+
+def recurrence(device: str) -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Linear(WIDTH, WIDTH).to(device).eval().requires_grad_(False)
+
+
+class GpuTokens:
+    def __init__(self, context: ModelContext):
+        self.net = recurrence(context.device)
+
+    def __call__(self, requests):
+        state = requests[0]["prompt"]
+        for _ in range(TOKENS):
+            state = torch.tanh(self.net(state))
+            yield [{"token": state.argmax().to(torch.int32).reshape(1)}]
+
+
+models.bind("GpuTokens", GpuTokens, inputs=PROMPT, outputs=TOKEN, config=STREAM_CONFIG, strict=True)
 
 
 @models.model("ScaleGpu", inputs=BIG, outputs=BIG_Y, config=STEP_GPU)
