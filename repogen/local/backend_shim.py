@@ -94,6 +94,13 @@ class ResponseSender:
         self.queue: queue.Queue[tuple[InferenceResponse | None, int]] = queue.Queue()
 
     def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        """Queued with its arrays copied, as the stub's ``Send`` copies them into shared memory there and then: the
+        model may reuse their memory for its next response (runtime/transfers.py's page-locked buffer does)."""
+        if response is not None and not response.has_error():
+            copied = [
+                Tensor(t.name(), t._array.copy()) if isinstance(t._array, np.ndarray) else t for t in response._tensors
+            ]
+            response = InferenceResponse(output_tensors=copied)
         self.queue.put((response, flags))
 
 

@@ -185,6 +185,15 @@ class Departure:
             converted[index][name] = Ready(from_dlpack(name, framework.capsule(value)))
 
     def _to_host(self, found: list[tuple[int, str, Any, Any]], converted: dict[int, dict[str, Any]]) -> None:
+        if len(found) == 1:  # one tensor (a stream's token): its copy, without laying out runs
+            index, name, value, framework = found[0]
+            nbytes = framework.address(value)[2]
+            pinned, view = self._staging(framework).take(nbytes)
+            framework.download(pinned[:nbytes], framework.raw(value))
+            self._wait(found)
+            dtype = np.dtype(framework.element(value))
+            converted[index][name] = view[:nbytes].view(dtype).reshape(framework.shape(value))
+            return
         runs = _runs(sorted(found, key=lambda item: (item[1], item[0])))  # each output's rows, request by request
         size = 0
         laid = []
@@ -194,9 +203,7 @@ class Departure:
             laid.append((run, offset, nbytes))
             size = offset + nbytes
         framework = found[0][3]
-        if self.staging is None or self.staging.framework is not framework:
-            self.staging = Staging(framework)
-        pinned, view = self.staging.take(size)
+        pinned, view = self._staging(framework).take(size)
         for run, offset, nbytes in laid:
             first = run[0][2]
             source = framework.span(first, nbytes) if len(run) > 1 else framework.raw(first)
@@ -209,9 +216,15 @@ class Departure:
                 converted[index][name] = view[offset : offset + nbytes].view(dtype).reshape(framework.shape(value))
                 offset += nbytes
 
+    def _staging(self, framework: Any) -> Staging:
+        if self.staging is None or self.staging.framework is not framework:
+            self.staging = Staging(framework)
+        return self.staging
+
     def _wait(self, found: list[tuple[int, str, Any, Any]]) -> None:
         """The batch's one wait (one per GPU its outputs are on: one, but for a callable that spreads them)."""
-        for device in sorted({framework.address(value)[0] for _, _, value, framework in found}):
+        devices = {framework.address(value)[0] for _, _, value, framework in found}
+        for device in devices if len(devices) == 1 else sorted(devices):
             found[0][3].synchronize(device)
         if self.arrival is not None:
             self.arrival.settle()

@@ -326,3 +326,23 @@ def test_output_memory_takes_host_gpu_or_none():
     )
     with pytest.raises(BuildError, match=r"model 'M': output_memory must be \"host\" .*found 'device'"):
         lower(repo)
+
+
+def test_a_stream_sends_each_gpu_token_with_one_copy_and_one_wait(log, tmp_path):
+    torch = recording_torch.torch
+    repo = Repository()
+    config = ModelConfig(batching=False, instance_groups=GPU_GROUP, tensors="torch")
+
+    @repo.model("Tokens", inputs=[Tensor(name="n", dtype=np.int32, shape=(1,))],
+                outputs=[Tensor(name="token", dtype=F32, shape=(2,))], config=config)  # fmt: skip
+    def tokens(requests):
+        for step in range(int(requests[0]["n"].tolist()[0])):  # n is on the GPU too: tensors="torch"
+            yield [{"token": torch.full((2,), float(step), dtype=torch.float32, device="cuda:0")}]
+
+    model = _model(repo, "Tokens", tmp_path)
+    request = _request(n=np.array([5], np.int32))
+    sender = request.get_response_sender()
+    model.execute([request])
+    sent = [r for r, _ in sender.queue.queue if r is not None]
+    assert [_values(r)["token"] for r in sent] == [[float(i)] * 2 for i in range(5)]
+    assert log.counts() == {"h2d": 1, "d2h": 5, "d2d": 0, "sync": 5, "capsule": 0}, log.events
