@@ -8,6 +8,7 @@ builds it and starts the stock tritonserver ``repogen serve`` runs. The DSL impo
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import pathlib
@@ -225,6 +226,7 @@ class Triton(Repository):
         if _server_runner is None:
             raise RuntimeError("no server runner is set; import repogen (its __init__ sets it)")
         self._served = _server_runner(self)
+        atexit.register(self.stop)  # as PyTriton: a run() never stopped ends with this process
 
     def serve(self, monitoring_period_s: float = 1.0) -> None:
         """:meth:`run`, then wait until SIGINT (Ctrl+C) or SIGTERM, or the server's end; then :meth:`stop`."""
@@ -245,6 +247,7 @@ class Triton(Repository):
         served, self._served = self._served, None
         if served is None:
             return False
+        atexit.unregister(self.stop)
         served.stop()
         return True
 
