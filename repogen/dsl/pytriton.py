@@ -225,6 +225,7 @@ class Triton(Repository):
             raise UsageError("this Triton is running already; stop() it first")
         if _server_runner is None:
             raise RuntimeError("no server runner is set; import repogen (its __init__ sets it)")
+        dataclasses.replace(self.config)  # its fields checked again: one set after it was made is refused too
         self._served = _server_runner(self)
         atexit.register(self.stop)  # as PyTriton: a run() never stopped ends with this process
 

@@ -102,6 +102,14 @@ def test_endpoints_repogen_does_not_open_may_stay_closed():
     ]  # fmt: skip
 
 
+def test_a_field_set_after_the_config_was_made_is_refused_by_run():
+    triton = Triton(config=TritonConfig())
+    triton.config.http_address = "0.0.0.0"
+    with pytest.raises(UsageError, match=r"http_address='0.0.0.0'"):
+        triton.run()
+    assert not triton.is_alive()
+
+
 def test_a_workspace_is_refused():
     with pytest.raises(UsageError, match=r"Triton\(workspace=...\) cannot apply"):
         Triton(workspace="/tmp/ws")
