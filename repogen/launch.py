@@ -8,11 +8,13 @@ and owns the temporary directory. ``repogen`` registers :func:`launch` with the 
 
 from __future__ import annotations
 
+import io
 import logging
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TextIO, cast
 
 from .build import build_repository
 from .dsl.pytriton import Triton, TritonConfig
@@ -23,6 +25,18 @@ from .triton.releases import get_release
 __all__ = ["Launched", "launch", "serve_options"]
 
 LOGGER = logging.getLogger("repogen.triton")
+SERVER_LOG = logging.getLogger("repogen.triton.server")
+
+
+class _LogLines(io.TextIOBase):
+    """The server's log (and what the models print) as records of ``repogen.triton.server``, one a line: at INFO,
+    as PyTriton's examples configure logging, so a callable's ``print`` shows where it did under PyTriton."""
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                SERVER_LOG.info("%s", line)
+        return len(text)
 
 
 def serve_options(triton: Triton, repository: Path) -> ServeOptions:
@@ -62,7 +76,8 @@ class Launched:
         try:
             repository = self.directory / "model_repository"
             build_repository(triton, repository, roots=(str(project_root(triton)),))
-            self.serving = Serving(serve_options(triton, repository), echo=LOGGER.info)
+            out = cast(TextIO, _LogLines())
+            self.serving = Serving(serve_options(triton, repository), echo=LOGGER.info, out=out)
             self.serving.start()
         except BaseException:
             self.stop()
@@ -72,7 +87,7 @@ class Launched:
                 LOGGER.info(line)
 
     def is_alive(self) -> bool:
-        """Whether the server runs (its new log lines copied out as it is asked)."""
+        """Whether the server runs; its new log lines are logged as it is asked (``serve()`` asks once a second)."""
         if self.serving is None:
             return False
         try:

@@ -35,8 +35,8 @@ _DEPLOY += "repogen deploy or any tritonserver)"
 _REFUSED = {
     "model_repository": "repogen builds the repository from the binds into a directory of its own; to serve a "
     "built one: repogen serve DIR",
-    "log_file": "the server's log is copied into this process's logging (logger 'repogen.triton'); "
-    "repogen serve DIR shows it as it is written",
+    "log_file": "the server's log comes out through this process's logging (logger 'repogen.triton.server'): "
+    "a logging.FileHandler on it writes it to a file",
     "http_restricted_api": "the server restricts shared memory, the model repository API, statistics, trace and "
     "logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
     "grpc_restricted_protocol": "the server restricts shared memory, the model repository API, statistics, trace "

@@ -106,6 +106,8 @@ def test_server_py_serves_until_ctrl_c(triton_install: TritonInstallation, tmp_p
     runs = tmp_path / f"repogen-{os.getuid()}"
     assert [p for p in tmp_path.iterdir() if p != runs] == [] and not any(runs.glob("*")), output
     assert "Stopped" in script.lines[-1], output
+    # the server's log comes out through logging, as the callables' prints would
+    assert any("repogen.triton.server" in line and "successfully loaded 'AddSub'" in line for line in script.lines)
 
 
 @batch
