@@ -231,10 +231,10 @@ class Triton(Repository):
 
     def serve(self, monitoring_period_s: float = 1.0) -> None:
         """:meth:`run`, then wait until SIGINT (Ctrl+C) or SIGTERM, or the server's end; then :meth:`stop`."""
-        self.run()
-        logging.getLogger("repogen.triton").info("Press Ctrl+C to stop.")
         try:
-            with _sigterm_interrupts():
+            with _sigterm_interrupts():  # from the build on: a SIGTERM while the server starts leaves nothing either
+                self.run()
+                logging.getLogger("repogen.triton").info("Press Ctrl+C to stop.")
                 while self.is_alive():
                     threading.Event().wait(monitoring_period_s)
         except (KeyboardInterrupt, _Stop):
