@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from ..errors import UsageError
 from .repository import Repository
 
-__all__ = ["LOOPBACK", "Triton", "TritonConfig", "set_server_runner"]
+__all__ = ["LOOPBACK", "Triton", "TritonConfig", "loading_app", "set_server_runner"]
 
 LOOPBACK = ("127.0.0.1", "localhost")
 """The addresses ``Triton.run`` binds: the server runs beside this process, for it and its machine."""
@@ -180,6 +180,21 @@ def set_server_runner(runner: ServerRunner) -> None:
     _server_runner = runner
 
 
+_loading_apps = 0
+
+
+@contextmanager
+def loading_app() -> Iterator[None]:
+    """While ``repogen build`` (``serve``, ``tune``) imports an app: :meth:`Triton.run` refuses there, so that
+    building PyTriton's ``server.py`` fails naming the fix instead of starting a server inside the build."""
+    global _loading_apps
+    _loading_apps += 1
+    try:
+        yield
+    finally:
+        _loading_apps -= 1
+
+
 class _Stop(Exception):
     """SIGTERM, in :meth:`Triton.serve`: ends the wait as Ctrl+C's KeyboardInterrupt does."""
 
@@ -221,6 +236,12 @@ class Triton(Repository):
         a server that cannot start or load a model, :class:`~repogen.errors.ServeError`. Either leaves nothing
         running.
         """
+        if _loading_apps:
+            raise UsageError(
+                "Triton.run()/serve() was called while repogen imports this module to build it: keep the binds at "
+                'module level and serve only when the file is run, under `if __name__ == "__main__":` '
+                "(with triton: triton.serve())"
+            )
         if self._served is not None:
             raise UsageError("this Triton is running already; stop() it first")
         if _server_runner is None:

@@ -163,3 +163,25 @@ def test_a_module_level_triton_builds_with_repogen_build(tmp_path):
     result = build_app(f"{server}:triton", tmp_path / "repo")
     assert (tmp_path / "repo" / "Identity" / "config.pbtxt").is_file()
     assert [model.name for model in result.spec.models] == ["Identity"]
+
+
+def test_building_pytritons_server_py_as_it_is_names_the_fix_instead_of_serving(tmp_path):
+    server = tmp_path / "server.py"
+    server.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            from repogen import Tensor, Triton
+
+            with Triton() as triton:
+                triton.bind(model_name="Identity", infer_func=lambda x: {"y": x},
+                            inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+                            outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))])
+                triton.serve()
+            """
+        )
+    )
+    with pytest.raises(BuildError) as refused:
+        build_app(f"{server}:triton", tmp_path / "repo")
+    assert 'if __name__ == "__main__"' in str(refused.value)
+    assert not (tmp_path / "repo").exists()
