@@ -2,7 +2,7 @@
 
 ``import repogen`` in a user's app loads the declarations and the runtime's decorators (numpy,
 nothing else): the compiler (protobuf, cloudpickle) loads when a build starts, the in-process
-runner when ``models.local()`` first runs a model.
+runner when ``models.local()`` first runs a model, the build and the server when ``Triton.run()`` starts.
 """
 
 from typing import Any
@@ -18,9 +18,12 @@ from .dsl import (
     SequenceBatcher,
     Tensor,
     TimeoutAction,
+    Triton,
+    TritonConfig,
     VersionPolicy,
     Warmup,
 )
+from .dsl.pytriton import set_server_runner
 from .dsl.repository import set_local_runner
 from .errors import BuildError, RepogenError
 from .runtime import (
@@ -53,7 +56,14 @@ def _run_locally(repository: Repository) -> Any:
     return LocalRepository(repository)
 
 
+def _serve(triton: Triton) -> Any:
+    from .launch import launch
+
+    return launch(triton)
+
+
 set_local_runner(_run_locally)
+set_server_runner(_serve)
 
 
 def __getattr__(name: str) -> Any:
@@ -83,6 +93,8 @@ __all__ = [
     "SequenceBatcher",
     "Tensor",
     "TimeoutAction",
+    "Triton",
+    "TritonConfig",
     "TritonContext",
     "VersionPolicy",
     "Warmup",

@@ -12,6 +12,7 @@ import traceback
 import types
 from pathlib import Path
 
+from .dsl.pytriton import loading_app
 from .dsl.repository import Repository
 from .dsl.site import Site, shown
 from .errors import BuildError, UsageError
@@ -36,12 +37,14 @@ def load_app(target: str, app_dir: str | os.PathLike[str] | None = None) -> Load
         if not path.is_file():
             raise BuildError(f"app file {module_part} does not exist (resolved to {path})")
         root = Path(app_dir).resolve() if app_dir else path.parent
-        module = _import_file(path, root)
+        with loading_app():  # a Triton.serve() at module level refuses: the build does not serve
+            module = _import_file(path, root)
     else:
         root = Path(app_dir).resolve() if app_dir else Path.cwd()
         _prepend_path(root)
         try:
-            module = importlib.import_module(module_part)
+            with loading_app():
+                module = importlib.import_module(module_part)
         except Exception as exc:
             raise _import_failed(f"module {module_part!r} (from {root})", None, exc, root) from exc
     if not hasattr(module, attr):

@@ -12,6 +12,7 @@ from .config import (
     Warmup,
 )
 from .handle import ModelHandle
+from .pytriton import Triton, TritonConfig
 from .repository import Repository
 from .tensor import Tensor
 
@@ -26,6 +27,8 @@ __all__ = [
     "SequenceBatcher",
     "Tensor",
     "TimeoutAction",
+    "Triton",
+    "TritonConfig",
     "VersionPolicy",
     "Warmup",
 ]

@@ -1,0 +1,303 @@
+"""``Triton`` and ``TritonConfig``: PyTriton's ``server.py`` as people copy it, after the import swap.
+
+``Triton`` is a :class:`~repogen.dsl.repository.Repository` (``bind``, ``model`` and ``ensemble`` as there, and
+``repogen build server.py:triton`` where it sits at module level) that also runs itself: :meth:`Triton.run`
+builds it and starts the stock tritonserver ``repogen serve`` runs. The DSL imports no build or server code:
+``repogen`` registers who runs it (:func:`set_server_runner`), as it does the in-process runner.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import pathlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType, TracebackType
+from typing import Any, Protocol
+
+from ..errors import UsageError
+from .repository import Repository
+
+__all__ = ["LOOPBACK", "Triton", "TritonConfig", "loading_app", "set_server_runner"]
+
+LOOPBACK = ("127.0.0.1", "localhost")
+"""The addresses ``Triton.run`` binds: the server runs beside this process, for it and its machine."""
+
+_DEPLOY = "to serve beyond this machine, deploy the built repository (repogen build server.py:triton -o DIR, then "
+_DEPLOY += "repogen deploy or any tritonserver)"
+
+# TritonConfig's fields that cannot apply to the server Triton.run starts → why (only a value other than its
+# default, None, is refused; False for the allow_* flags of endpoints repogen does not open is welcome).
+_REFUSED = {
+    "model_repository": "repogen builds the repository from the binds into a directory of its own; to serve a "
+    "built one: repogen serve DIR",
+    "log_file": "the server's log comes out through this process's logging (logger 'repogen.triton.server'): "
+    "a logging.FileHandler on it writes it to a file",
+    "http_restricted_api": "the server restricts shared memory, the model repository API, statistics, trace and "
+    "logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
+    "grpc_restricted_protocol": "the server restricts shared memory, the model repository API, statistics, trace "
+    "and logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
+    "sagemaker_port": "the server opens HTTP, gRPC and metrics only; SageMaker's endpoint belongs to a deployment",
+    "sagemaker_safe_port_range": "the server opens HTTP, gRPC and metrics only",
+    "sagemaker_thread_count": "the server opens HTTP, gRPC and metrics only",
+    "vertex_ai_port": "the server opens HTTP, gRPC and metrics only; Vertex AI's endpoint belongs to a deployment",
+    "vertex_ai_thread_count": "the server opens HTTP, gRPC and metrics only",
+    "vertex_ai_default_model": "the server opens HTTP, gRPC and metrics only",
+}
+_REFUSED_TRUE = {
+    "allow_sagemaker": "the server opens HTTP, gRPC and metrics only; SageMaker's endpoint belongs to a deployment",
+    "allow_vertex_ai": "the server opens HTTP, gRPC and metrics only; Vertex AI's endpoint belongs to a deployment",
+}
+# Fields serve sets from its own options, or which refuse above: none of them becomes a tritonserver argument.
+_OWN = {"http_port", "grpc_port", "metrics_port", "http_address", "grpc_address", "metrics_address", "log_verbose"}
+
+
+@dataclasses.dataclass
+class TritonConfig:
+    """PyTriton's ``TritonConfig``: tritonserver's options, by the names and defaults (``None``: tritonserver's
+    own, ports 8000, 8001 and 8002) PyTriton has.
+
+    What :meth:`Triton.run` does with them: the ports are the server's; ``log_verbose`` its log level; the server
+    binds 127.0.0.1, and an address field may only say that (``127.0.0.1`` or ``localhost``; PyTriton's
+    server bound every interface, 0.0.0.0); ``allow_http=False`` is refused (the server is watched over HTTP).
+    Every other tritonserver option here (``exit_on_error``, ``strict_readiness``, ``exit_timeout_secs``,
+    ``allow_grpc``, ``allow_metrics``, ``cache_config``, ``trace_config``, the gRPC and HTTP tuning, ...) is
+    passed to tritonserver as ``--name=value``. Those that cannot apply to a server repogen runs beside this
+    process (``model_repository``, ``log_file``, the restricted API settings, SageMaker's and Vertex AI's) raise
+    :class:`~repogen.errors.UsageError` here, naming the field and why.
+    """
+
+    model_repository: pathlib.Path | None = None
+    id: str | None = None
+    log_verbose: int | None = None
+    log_file: pathlib.Path | None = None
+    exit_timeout_secs: int | None = None
+    exit_on_error: bool | None = None
+    strict_readiness: bool | None = None
+    allow_http: bool | None = None
+    http_address: str | None = None
+    http_port: int | None = None
+    http_header_forward_pattern: str | None = None
+    http_thread_count: int | None = None
+    http_restricted_api: str | None = None
+    allow_grpc: bool | None = None
+    grpc_address: str | None = None
+    grpc_port: int | None = None
+    grpc_header_forward_pattern: str | None = None
+    grpc_infer_allocation_pool_size: int | None = None
+    grpc_use_ssl: bool | None = None
+    grpc_use_ssl_mutual: bool | None = None
+    grpc_server_cert: pathlib.Path | None = None
+    grpc_server_key: pathlib.Path | None = None
+    grpc_root_cert: pathlib.Path | None = None
+    grpc_infer_response_compression_level: str | None = None
+    grpc_keepalive_time: int | None = None
+    grpc_keepalive_timeout: int | None = None
+    grpc_keepalive_permit_without_calls: bool | None = None
+    grpc_http2_max_pings_without_data: int | None = None
+    grpc_http2_min_recv_ping_interval_without_data: int | None = None
+    grpc_http2_max_ping_strikes: int | None = None
+    grpc_restricted_protocol: str | None = None
+    allow_metrics: bool | None = None
+    allow_gpu_metrics: bool | None = None
+    allow_cpu_metrics: bool | None = None
+    metrics_interval_ms: int | None = None
+    metrics_port: int | None = None
+    metrics_address: str | None = None
+    allow_sagemaker: bool | None = None
+    sagemaker_port: int | None = None
+    sagemaker_safe_port_range: str | None = None
+    sagemaker_thread_count: int | None = None
+    allow_vertex_ai: bool | None = None
+    vertex_ai_port: int | None = None
+    vertex_ai_thread_count: int | None = None
+    vertex_ai_default_model: str | None = None
+    metrics_config: list[str] | None = None
+    trace_config: list[str] | None = None
+    cache_config: list[str] | None = None
+    cache_directory: str | None = None
+    buffer_manager_thread_count: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.allow_http is False:
+            what = "and allow_grpc=False leaves no endpoint" if self.allow_grpc is False else "is refused"
+            raise UsageError(
+                f"TritonConfig(allow_http=False) {what}: repogen watches the server it starts over HTTP (its health "
+                "and model states); leave allow_http out, or pass allow_grpc=False to open HTTP alone"
+            )
+        for name in ("http_address", "grpc_address", "metrics_address"):
+            value = getattr(self, name)
+            if value is not None and value not in LOOPBACK:
+                raise UsageError(
+                    f"TritonConfig({name}={value!r}): Triton.run serves on 127.0.0.1 only, for this machine; "
+                    f"leave {name} out (or say '127.0.0.1'); {_DEPLOY}"
+                )
+        for name, why in _REFUSED.items():
+            if getattr(self, name) is not None:
+                raise UsageError(f"TritonConfig({name}=...) cannot apply: {why}; leave it out")
+        for name, why in _REFUSED_TRUE.items():
+            if getattr(self, name):
+                raise UsageError(f"TritonConfig({name}=True) cannot apply: {why}; leave it out")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields by name, as PyTriton's ``to_dict``."""
+        return dataclasses.asdict(self)
+
+    def server_arguments(self) -> list[str]:
+        """The tritonserver arguments of the fields set (``--name=value``, a list field's once per item), less those
+        :meth:`Triton.run` sets from its own options (ports, addresses, ``log_verbose``)."""
+        arguments = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None or field.name in _OWN:
+                continue
+            flag = "--" + field.name.replace("_", "-")
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                text = str(item).lower() if isinstance(item, bool) else str(item)
+                arguments.append(f"{flag}={text}")
+        return arguments
+
+
+class ServedRepository(Protocol):
+    """What :func:`set_server_runner`'s runner returns: the server it started, stopped by :meth:`stop`."""
+
+    def stop(self) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+
+ServerRunner = Callable[["Triton"], ServedRepository]
+_server_runner: ServerRunner | None = None
+
+
+def set_server_runner(runner: ServerRunner) -> None:
+    """Who builds and serves a :class:`Triton`; ``repogen`` sets it (the DSL does not import build or server)."""
+    global _server_runner
+    _server_runner = runner
+
+
+_loading_apps = 0
+
+
+@contextmanager
+def loading_app() -> Iterator[None]:
+    """While ``repogen build`` (``serve``, ``tune``) imports an app: :meth:`Triton.run` refuses there, so that
+    building PyTriton's ``server.py`` fails naming the fix instead of starting a server inside the build."""
+    global _loading_apps
+    _loading_apps += 1
+    try:
+        yield
+    finally:
+        _loading_apps -= 1
+
+
+class _Stop(Exception):
+    """SIGTERM, in :meth:`Triton.serve`: ends the wait as Ctrl+C's KeyboardInterrupt does."""
+
+
+class Triton(Repository):
+    """PyTriton's ``Triton``: bind models, then :meth:`run` or :meth:`serve` them on a stock tritonserver.
+
+    ``with Triton(config=TritonConfig(...)) as triton: triton.bind(...); triton.serve()`` works as in PyTriton:
+    :meth:`serve` builds the models bound (into a temporary directory of its own, deterministically, as
+    ``repogen build`` does), starts the embedded stock tritonserver ``repogen serve`` starts (installed into
+    ``~/.cache/repogen`` on first use) on 127.0.0.1 and the config's ports, and serves until SIGINT or SIGTERM.
+    Your process only waits: the callables run inside the server's Python backend. ``triton_release`` and
+    ``server_python`` (repogen's own) pick the server as ``repogen serve --triton-release/--server-python``.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: TritonConfig | None = None,
+        workspace: str | pathlib.Path | None = None,
+        triton_release: str | None = None,
+        server_python: str | None = None,
+    ) -> None:
+        super().__init__()
+        if workspace is not None:
+            raise UsageError(
+                "Triton(workspace=...) cannot apply: repogen builds into a temporary directory of its own, removed "
+                "on stop(); to keep the repository: repogen build server.py:triton -o DIR"
+            )
+        self.config = config if config is not None else TritonConfig()
+        self.triton_release = triton_release
+        self.server_python = server_python
+        self._served: ServedRepository | None = None
+
+    def run(self) -> None:
+        """Build the models bound and start the server; return once every model is loaded.
+
+        A declaration the build refuses raises the :class:`~repogen.errors.BuildError` ``repogen build`` prints;
+        a server that cannot start or load a model, :class:`~repogen.errors.ServeError`. Either leaves nothing
+        running.
+        """
+        if _loading_apps:
+            raise UsageError(
+                "Triton.run()/serve() was called while repogen imports this module to build it: keep the binds at "
+                'module level and serve only when the file is run, under `if __name__ == "__main__":` '
+                "(with triton: triton.serve())"
+            )
+        if self._served is not None:
+            raise UsageError("this Triton is running already; stop() it first")
+        if _server_runner is None:
+            raise RuntimeError("no server runner is set; import repogen (its __init__ sets it)")
+        dataclasses.replace(self.config)  # its fields checked again: one set after it was made is refused too
+        self._served = _server_runner(self)
+        atexit.register(self.stop)  # as PyTriton: a run() never stopped ends with this process
+
+    def serve(self, monitoring_period_s: float = 1.0) -> None:
+        """:meth:`run`, then wait until SIGINT (Ctrl+C) or SIGTERM, or the server's end; then :meth:`stop`."""
+        try:
+            with _sigterm_interrupts():  # from the build on: a SIGTERM while the server starts leaves nothing either
+                self.run()
+                logging.getLogger("repogen.triton").info("Press Ctrl+C to stop.")
+                while self.is_alive():
+                    threading.Event().wait(monitoring_period_s)
+        except (KeyboardInterrupt, _Stop):
+            pass
+        finally:
+            self.stop()
+
+    def stop(self) -> bool:
+        """Stop the server (every instance's ``finalize`` runs) and remove the built repository; ``False`` if
+        nothing was running."""
+        served, self._served = self._served, None
+        if served is None:
+            return False
+        atexit.unregister(self.stop)
+        served.stop()
+        return True
+
+    def is_alive(self) -> bool:
+        """Whether the server :meth:`run` started is running."""
+        return self._served is not None and self._served.is_alive()
+
+    def __enter__(self) -> Triton:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`_Stop` while the block runs (in the main thread; elsewhere it is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise _Stop
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,142 @@
+"""PyTriton's ``server.py`` after the import swap, on the real server: ``with Triton(config=TritonConfig(...)) as
+triton: triton.bind(...); triton.serve()`` builds its models and serves them on the stock tritonserver
+``repogen serve`` runs, answers over HTTP and gRPC, and on Ctrl+C (or SIGTERM) exits 0 leaving no server process and no
+temporary directory; ``run()``/``stop()`` do the same in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from serve_cli import cli_env, group_pids
+
+from repogen import ModelConfig, Tensor, Triton, TritonConfig, batch
+from repogen.server.running.host import free_ports, pid_alive
+from repogen.testing.client import PROTOCOLS, infer
+from repogen.testing.pytest_plugin import TritonInstallation
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER = ROOT / "tests" / "apps" / "pytriton_style" / "server.py"
+READY = re.compile(r"tritonserver \S+ ready \(pid (\d+)\)")
+
+
+def _endpoints(http: int, grpc: int) -> SimpleNamespace:
+    return SimpleNamespace(http_url=f"127.0.0.1:{http}", grpc_url=f"127.0.0.1:{grpc}")
+
+
+class _Script:
+    """``python server.py --http-port P --grpc-port Q``, its output read by a thread so it never blocks."""
+
+    def __init__(self, install: TritonInstallation, tmp: Path) -> None:
+        self.http, self.grpc, metrics = free_ports(3)
+        release, python = install.install.release.tritonserver, install.venv.python_version
+        cmd = [
+            sys.executable, str(SERVER), "--http-port", str(self.http), "--grpc-port", str(self.grpc),
+            "--metrics-port", str(metrics), "--triton-release", release, "--server-python", python,
+        ]  # fmt: skip
+        env = cli_env(TMPDIR=str(tmp), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        self.proc = subprocess.Popen(
+            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+        )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def server_pid(self, timeout: float = 120.0) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            for line in list(self.lines):
+                found = READY.search(line)
+                if found:
+                    return int(found[1])
+            time.sleep(0.1)
+        raise AssertionError("server.py never said it was ready:\n" + "\n".join(self.lines[-60:]))
+
+
+def _check_answers(http: int, grpc: int) -> None:
+    server = _endpoints(http, grpc)
+    a, b = np.array([[1.0, 2.0, 3.0]], np.float32), np.array([[0.5, 0.5, 4.0]], np.float32)
+    data = np.array([[1.0, -2.0]], np.float32)
+    for protocol in PROTOCOLS:
+        answer = infer(protocol, server, "AddSub", {"a": a, "b": b})
+        np.testing.assert_array_equal(answer["add"], a + b)
+        np.testing.assert_array_equal(answer["sub"], a - b)
+        np.testing.assert_array_equal(infer(protocol, server, "Identity", {"data": data})["identity"], data)
+        scaled = infer(protocol, server, "Identity", {"data": data, "scale": np.array([[3.0]], np.float32)})
+        np.testing.assert_array_equal(scaled["identity"], data * 3)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_server_py_serves_until_ctrl_c(triton_install: TritonInstallation, tmp_path: Path, stop: int) -> None:
+    script = _Script(triton_install, tmp_path)
+    server_pid = None
+    try:
+        server_pid = script.server_pid()
+        assert list(tmp_path.iterdir()), "the build and the server's scratch live under TMPDIR while it serves"
+        if stop == signal.SIGINT:  # once is enough: the second run checks the stop alone
+            _check_answers(script.http, script.grpc)
+        script.proc.send_signal(stop)
+        code = script.proc.wait(60)
+    finally:
+        if script.proc.poll() is None:
+            script.proc.kill()
+            script.proc.wait()
+    script._reader.join(10)
+    output = "\n".join(script.lines)
+    assert code == 0, output
+    assert not pid_alive(server_pid) and not group_pids(server_pid), output
+    # the build and serve's scratch are gone; the per-user directory where runs leave their key stays, empty
+    runs = tmp_path / f"repogen-{os.getuid()}"
+    assert [p for p in tmp_path.iterdir() if p != runs] == [] and not any(runs.glob("*")), output
+    assert "Stopped" in script.lines[-1], output
+    # the server's log comes out through logging, as the callables' prints would
+    assert any("repogen.triton.server" in line and "successfully loaded 'AddSub'" in line for line in script.lines)
+
+
+@batch
+def _double(x):
+    return {"y": x * 2}
+
+
+def test_run_and_stop_in_process(triton_install: TritonInstallation) -> None:
+    http, grpc, metrics = free_ports(3)
+    config = TritonConfig(http_port=http, grpc_port=grpc, metrics_port=metrics)
+    release, python = triton_install.install.release.tritonserver, triton_install.venv.python_version
+    with Triton(config=config, triton_release=release, server_python=python) as triton:
+        triton.bind(
+            model_name="Double",
+            infer_func=_double,
+            inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+            outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))],
+            config=ModelConfig(max_batch_size=8),
+        )
+        assert not triton.is_alive()
+        triton.run()
+        launched = triton._served
+        assert launched is not None and launched.serving is not None and launched.serving.server is not None
+        server_pid, directory = launched.serving.server.pid, launched.directory
+        assert triton.is_alive() and directory.is_dir()
+        x = np.array([[1.5, -4.0]], np.float32)
+        for protocol in PROTOCOLS:
+            np.testing.assert_array_equal(infer(protocol, _endpoints(http, grpc), "Double", {"x": x})["y"], x * 2)
+        assert triton.stop() is True
+        assert not triton.is_alive() and triton.stop() is False
+    assert not pid_alive(server_pid) and not group_pids(server_pid)
+    assert not directory.exists()

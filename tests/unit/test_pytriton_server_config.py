@@ -1,0 +1,187 @@
+"""``Triton``/``TritonConfig`` without a server: the config's mapping onto ``repogen serve``'s options and
+tritonserver's arguments, the fields refused (each naming itself and why), a build error from ``run()``, and a
+module-level ``Triton`` built by ``repogen build server.py:triton``."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from repogen import BuildError, Repository, Tensor, Triton, TritonConfig, build_app
+from repogen.errors import UsageError
+from repogen.launch import serve_options
+from repogen.server.running.serve_options import EXIT_TIMEOUT
+
+PYTRITON_FIELDS = [  # pytriton/triton.py's TritonConfig, in its order
+    "model_repository", "id", "log_verbose", "log_file", "exit_timeout_secs", "exit_on_error", "strict_readiness",
+    "allow_http", "http_address", "http_port", "http_header_forward_pattern", "http_thread_count",
+    "http_restricted_api", "allow_grpc", "grpc_address", "grpc_port", "grpc_header_forward_pattern",
+    "grpc_infer_allocation_pool_size", "grpc_use_ssl", "grpc_use_ssl_mutual", "grpc_server_cert", "grpc_server_key",
+    "grpc_root_cert", "grpc_infer_response_compression_level", "grpc_keepalive_time", "grpc_keepalive_timeout",
+    "grpc_keepalive_permit_without_calls", "grpc_http2_max_pings_without_data",
+    "grpc_http2_min_recv_ping_interval_without_data", "grpc_http2_max_ping_strikes", "grpc_restricted_protocol",
+    "allow_metrics", "allow_gpu_metrics", "allow_cpu_metrics", "metrics_interval_ms", "metrics_port",
+    "metrics_address", "allow_sagemaker", "sagemaker_port", "sagemaker_safe_port_range", "sagemaker_thread_count",
+    "allow_vertex_ai", "vertex_ai_port", "vertex_ai_thread_count", "vertex_ai_default_model", "metrics_config",
+    "trace_config", "cache_config", "cache_directory", "buffer_manager_thread_count",
+]  # fmt: skip
+
+
+def test_the_fields_are_pytritons_with_its_defaults():
+    assert [f.name for f in dataclasses.fields(TritonConfig)] == PYTRITON_FIELDS
+    assert all(value is None for value in TritonConfig().to_dict().values())
+
+
+def test_triton_is_a_repository_and_a_context_manager():
+    with Triton() as triton:
+        assert isinstance(triton, Repository)
+        assert not triton.is_alive() and triton.stop() is False
+
+
+def test_the_config_maps_onto_serve_options():
+    config = TritonConfig(
+        http_port=9000, grpc_port=0, log_verbose=2, http_address="127.0.0.1", grpc_address="localhost",
+        exit_on_error=True, strict_readiness=False, exit_timeout_secs=10, allow_metrics=False, id="mine",
+        cache_config=["local,size=1048576"], trace_config=["level=TIMESTAMPS", "rate=1"],
+        grpc_server_cert=pathlib.Path("/certs/server.pem"),
+    )  # fmt: skip
+    triton = Triton(config=config, triton_release="24.10", server_python="3.10")
+    options = serve_options(triton, Path("/tmp/repo"))
+    assert (options.target, options.http_port, options.grpc_port, options.metrics_port) == ("/tmp/repo", 9000, 0, None)
+    assert (options.log_verbose, options.server_python, options.triton_release.tritonserver) == (2, "3.10", "2.51.0")
+    assert options.tritonserver_args == (
+        "--id=mine", "--exit-timeout-secs=10", "--exit-on-error=true", "--strict-readiness=false",
+        "--grpc-server-cert=/certs/server.pem", "--allow-metrics=false", "--trace-config=level=TIMESTAMPS",
+        "--trace-config=rate=1", "--cache-config=local,size=1048576",
+    )  # fmt: skip
+    options.check()  # none is one serve sets itself
+    arguments = options.server_arguments([])
+    assert arguments.index("--exit-on-error=true") > arguments.index("--exit-on-error=false")  # the user's wins
+    assert EXIT_TIMEOUT not in arguments  # the config's exit timeout replaces serve's
+
+
+def test_defaults_are_repogen_serves():
+    options = serve_options(Triton(), Path("/tmp/repo"))
+    assert options.tritonserver_args == () and options.log_verbose == 0
+    assert (options.http_port, options.grpc_port, options.metrics_port) == (None, None, None)  # 8000, 8001, 8002
+    assert options.triton_release is None and options.server_python is None  # repogen serve's pairing
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"http_address": "0.0.0.0"}, "http_address='0.0.0.0'"),
+        ({"grpc_address": "10.0.0.1"}, "grpc_address='10.0.0.1'"),
+        ({"metrics_address": "0.0.0.0"}, "metrics_address='0.0.0.0'"),
+        ({"allow_http": False}, "allow_http=False"),
+        ({"allow_http": False, "allow_grpc": False}, "leaves no endpoint"),
+        ({"model_repository": pathlib.Path("/models")}, "model_repository=...) cannot apply: repogen builds"),
+        ({"log_file": pathlib.Path("/tmp/log")}, "log_file=...) cannot apply"),
+        ({"http_restricted_api": "trace:k=v"}, "http_restricted_api=...) cannot apply"),
+        ({"grpc_restricted_protocol": "trace,k=v"}, "grpc_restricted_protocol=...) cannot apply"),
+        ({"allow_sagemaker": True}, "allow_sagemaker=True) cannot apply"),
+        ({"allow_vertex_ai": True}, "allow_vertex_ai=True) cannot apply"),
+        ({"vertex_ai_port": 8080}, "vertex_ai_port=...) cannot apply"),
+    ],
+)
+def test_fields_that_cannot_apply_are_refused_naming_why(fields, named):
+    with pytest.raises(UsageError) as refused:
+        TritonConfig(**fields)
+    assert named in str(refused.value)
+    assert "leave" in str(refused.value)  # and what to do
+
+
+def test_endpoints_repogen_does_not_open_may_stay_closed():
+    assert TritonConfig(allow_sagemaker=False, allow_vertex_ai=False).server_arguments() == [
+        "--allow-sagemaker=false", "--allow-vertex-ai=false",
+    ]  # fmt: skip
+
+
+def test_a_field_set_after_the_config_was_made_is_refused_by_run():
+    triton = Triton(config=TritonConfig())
+    triton.config.http_address = "0.0.0.0"
+    with pytest.raises(UsageError, match=r"http_address='0.0.0.0'"):
+        triton.run()
+    assert not triton.is_alive()
+
+
+def test_a_workspace_is_refused():
+    with pytest.raises(UsageError, match=r"Triton\(workspace=...\) cannot apply"):
+        Triton(workspace="/tmp/ws")
+
+
+def _bad_bind(triton: Triton) -> int:
+    triton.bind(
+        model_name="Twice",
+        infer_func=lambda **inputs: inputs,
+        inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+        outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,)), Tensor(name="y", dtype=np.float32, shape=(-1,))],
+    )
+    return _bad_bind.__code__.co_firstlineno + 1
+
+
+def test_a_build_error_in_run_is_builds_and_leaves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR anew
+    triton = Triton()
+    line = _bad_bind(triton)
+    with pytest.raises(BuildError) as failed:
+        triton.run()
+    assert f"test_pytriton_server_config.py:{line}" in str(failed.value)
+    assert not triton.is_alive() and list(tmp_path.iterdir()) == []
+
+
+def test_a_module_level_triton_builds_with_repogen_build(tmp_path):
+    server = tmp_path / "server.py"
+    server.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            from repogen import Tensor, Triton, TritonConfig
+
+            def _identity(x):
+                return {"y": x}
+
+            triton = Triton(config=TritonConfig(http_port=8000))
+            triton.bind(model_name="Identity", infer_func=_identity,
+                        inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+                        outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))])
+
+            if __name__ == "__main__":
+                with triton:
+                    triton.serve()
+            """
+        )
+    )
+    result = build_app(f"{server}:triton", tmp_path / "repo")
+    assert (tmp_path / "repo" / "Identity" / "config.pbtxt").is_file()
+    assert [model.name for model in result.spec.models] == ["Identity"]
+
+
+def test_building_pytritons_server_py_as_it_is_names_the_fix_instead_of_serving(tmp_path):
+    server = tmp_path / "server.py"
+    server.write_text(
+        textwrap.dedent(
+            """
+            import numpy as np
+            from repogen import Tensor, Triton
+
+            with Triton() as triton:
+                triton.bind(model_name="Identity", infer_func=lambda x: {"y": x},
+                            inputs=[Tensor(name="x", dtype=np.float32, shape=(-1,))],
+                            outputs=[Tensor(name="y", dtype=np.float32, shape=(-1,))])
+                triton.serve()
+            """
+        )
+    )
+    with pytest.raises(BuildError) as refused:
+        build_app(f"{server}:triton", tmp_path / "repo")
+    assert 'if __name__ == "__main__"' in str(refused.value)
+    assert not (tmp_path / "repo").exists()
