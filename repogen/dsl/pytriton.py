@@ -288,7 +288,8 @@ class Triton(Repository):
 
 @contextmanager
 def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises :class:`_Stop` while the block runs (in the main thread; elsewhere it is left alone)."""
+    """SIGTERM raises :class:`_Stop`, and SIGINT KeyboardInterrupt even where it was inherited ignored, while the
+    block runs (in the main thread; elsewhere both are left alone)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -297,7 +298,14 @@ def _sigterm_interrupts() -> Iterator[None]:
         raise _Stop
 
     previous = signal.signal(signal.SIGTERM, stop)
+    # Started with SIGINT ignored (`python server.py &` in a script), Python raises no KeyboardInterrupt: serve()
+    # takes SIGINT back, as `repogen serve` does (repogen/cli.py), so Ctrl+C and `kill -INT` stop it in every case.
+    ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -39,7 +39,7 @@ def _endpoints(http: int, grpc: int) -> SimpleNamespace:
 class _Script:
     """``python server.py --http-port P --grpc-port Q``, its output read by a thread so it never blocks."""
 
-    def __init__(self, install: TritonInstallation, tmp: Path) -> None:
+    def __init__(self, install: TritonInstallation, tmp: Path, ignore_sigint: bool = False) -> None:
         self.http, self.grpc, metrics = free_ports(3)
         release, python = install.install.release.tritonserver, install.venv.python_version
         cmd = [
@@ -47,9 +47,12 @@ class _Script:
             "--metrics-port", str(metrics), "--triton-release", release, "--server-python", python,
         ]  # fmt: skip
         env = cli_env(TMPDIR=str(tmp), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        # `python server.py &` in a script starts it with SIGINT ignored: Ctrl+C (kill -INT) must stop it all the same
+        ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
         self.proc = subprocess.Popen(
-            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-        )
+            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            preexec_fn=ignore,
+        )  # fmt: skip
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -83,14 +86,20 @@ def _check_answers(http: int, grpc: int) -> None:
         np.testing.assert_array_equal(scaled["identity"], data * 3)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_server_py_serves_until_ctrl_c(triton_install: TritonInstallation, tmp_path: Path, stop: int) -> None:
-    script = _Script(triton_install, tmp_path)
+@pytest.mark.parametrize(
+    ("stop", "ignored"),
+    [(signal.SIGINT, False), (signal.SIGINT, True), (signal.SIGTERM, False)],
+    ids=["SIGINT", "SIGINT inherited ignored", "SIGTERM"],
+)
+def test_server_py_serves_until_ctrl_c(
+    triton_install: TritonInstallation, tmp_path: Path, stop: int, ignored: bool
+) -> None:
+    script = _Script(triton_install, tmp_path, ignored)
     server_pid = None
     try:
         server_pid = script.server_pid()
         assert list(tmp_path.iterdir()), "the build and the server's scratch live under TMPDIR while it serves"
-        if stop == signal.SIGINT:  # once is enough: the second run checks the stop alone
+        if stop == signal.SIGINT and not ignored:  # once is enough: the other runs check the stop alone
             _check_answers(script.http, script.grpc)
         script.proc.send_signal(stop)
         code = script.proc.wait(60)
