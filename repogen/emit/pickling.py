@@ -27,6 +27,7 @@ import cloudpickle
 from cloudpickle import cloudpickle as _cp
 
 from ..runtime import portable
+from . import cuda_tensors
 from .classes import reduce_class
 from .live_objects import Tracker
 from .sources import SourceFile, SourceTable, imported_modules
@@ -100,6 +101,7 @@ class DeterministicPickler(cloudpickle.Pickler):
     def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None = None):
         super().__init__(file, protocol=PROTOCOL)
         self._replace = replace  # returns a reduce tuple for objects to pickle as something else
+        self._cuda = cuda_tensors.reducer()  # CUDA tensors land on the unpickling instance's device
         self.relative = relative_to(roots)
         self.modules: dict[str, str] = {}  # modules the payload imports at unpickling time -> what needs them
         self.live = Tracker()  # what was made anew (``live_objects``), what two models may both hold
@@ -107,6 +109,10 @@ class DeterministicPickler(cloudpickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if self._replace is not None:
             reduced = self._replace(obj)
+            if reduced is not NotImplemented:
+                return reduced
+        if self._cuda is not None:
+            reduced = self._cuda(obj)
             if reduced is not NotImplemented:
                 return reduced
         reduced = self.live.reduce(obj)
