@@ -22,6 +22,10 @@ from .onnx_model_source import onnx_model_py
 from .payloads import PayloadPlan, PayloadUnit
 from .templates import cloudpickle_files, render, runtime_files
 
+MADE_ON_GPU = "made_on_gpu"
+"""``model.json``'s callables that held CUDA tensors at build time, and where their instances run (``ir/devices.py``):
+``{"callable", "at", "devices", "runs"}``. For the user to read (``repogen inspect``); the runtime never does."""
+
 ENSEMBLE_PLACEHOLDER = ".keep"
 
 
@@ -126,6 +130,10 @@ def version_files(
         metadata[Metadata.TENSORS] = model.placement.tensors
     if model.placement.outputs_to == GPU and model.on_gpu:
         metadata[Metadata.OUTPUTS] = GPU
+    if model.made_on_gpu:
+        metadata[MADE_ON_GPU] = [
+            {"callable": m.callable, "at": m.at, "devices": list(m.devices), "runs": m.runs} for m in model.made_on_gpu
+        ]
     if source is None:
         source = onnx_model_py(model, version) or model_py(model, version)
     files: dict[str, Entry] = {

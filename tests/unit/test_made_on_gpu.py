@@ -11,6 +11,7 @@ serves the same on a GPU.
 from __future__ import annotations
 
 import functools
+import json
 import pickle
 import sys
 from pathlib import Path
@@ -25,8 +26,10 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.cli import cli
 from repogen.emit import pickling
+from repogen.emit.model_files import MADE_ON_GPU as EMITTED_KEY
 from repogen.ir import devices, lower
 from repogen.ir.spec import ModelSpec
+from repogen.ondisk.describe import MADE_ON_GPU as SHOWN_KEY
 from repogen.packages.options import PackageOptions
 from repogen.runtime import devices as runtime_devices
 from repogen.runtime import triton_model
@@ -144,6 +147,14 @@ def test_the_gpu_instance_is_on_the_gpu_the_build_used(cuda):
     assert _groups(one) == [("Linear_0", "KIND_GPU", 1, (3,))]
 
 
+def test_pytritons_resnet_example_gets_two_gpu_instances_on_the_gpu_it_named(cuda):
+    """multi_instance_resnet50_pytorch: DEVICE = "cuda:0", two callables, each model moved there."""
+    spec = _spec([Wrapper(cuda.mark(_linear(seed).half(), 0), "cuda:0") for seed in range(2)])
+    assert _groups(spec) == [("Linear_0", "KIND_GPU", 1, (0,)), ("Linear_1", "KIND_GPU", 1, (0,))]
+    assert [note.callable for note in spec.made_on_gpu] == ["infer_func[0]", "infer_func[1]"]
+    assert all("It names" not in note.runs for note in spec.made_on_gpu)  # "cuda:0" is where each instance is
+
+
 def test_each_instance_serves_the_callable_made_for_its_device(cuda):
     """The runtime's instance_index, from the names and device ids Triton gives each instance, picks callable i."""
     callables = [
@@ -257,6 +268,16 @@ def test_the_cli_says_what_it_decided(cuda, tmp_path):
     config = (tmp_path / "repo" / "ResNet" / "config.pbtxt").read_text()
     assert 'name: "ResNet_0"\n  count: 1\n  gpus: 0\n  kind: KIND_GPU' in config
     assert 'name: "ResNet_1"\n  count: 1\n  kind: KIND_CPU' in config
+    recorded = json.loads((tmp_path / "repo" / "ResNet" / "1" / "model.json").read_text())[EMITTED_KEY]
+    assert [(e["callable"], e["devices"]) for e in recorded] == [("infer_func[0]", [0]), ("infer_func[1]", [])]
+    shown = CliRunner().invoke(cli, ["inspect", str(tmp_path / "repo")]).output.splitlines()
+    assert [line for line in shown if "made on a GPU" in line] == [
+        "  made on a GPU at bind time (v1): " + line.strip().removeprefix("model 'ResNet': ")
+        for line in lines[at + 1 : at + 3]
+    ]
+    described = json.loads(CliRunner().invoke(cli, ["inspect", "--json", str(tmp_path / "repo")]).stdout)
+    assert described["models"][0][SHOWN_KEY] == {"1": recorded}
+    assert SHOWN_KEY == EMITTED_KEY  # the key the build writes is the one inspect reads
 
 
 # -- the tensors, pickled and unpickled ----------------------------------------------------------------------------
