@@ -18,17 +18,20 @@ from typing import Any
 
 CPU = "cpu"
 _loading: str | None = None  # the device of the instance unpickling its payload; None outside initialize
+_model = ""  # the model it serves, for messages
+_ready = False  # whether torch was pointed at the instance's GPU during this load
 
 
 @contextlib.contextmanager
-def loading_on(device: str) -> Iterator[None]:
+def loading_on(device: str, model: str = "") -> Iterator[None]:
     """Tensors made on a GPU at build time land on ``device`` while the payload is unpickled here."""
-    global _loading
-    previous, _loading = _loading, device
+    global _loading, _model, _ready
+    previous = _loading, _model, _ready
+    _loading, _model, _ready = device, model, False
     try:
         yield
     finally:
-        _loading = previous
+        _loading, _model, _ready = previous
 
 
 def loading_device() -> str:
@@ -41,9 +44,27 @@ def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool) -> Any:
 
     Pickle's memo makes one tensor held in two places (tied weights) one tensor here too.
     """
-    tensor = data.to(loading_device())
+    device = loading_device()
+    try:
+        tensor = _to_gpu(data, device) if device.startswith("cuda") else data.to(device)
+    except Exception as exc:  # torch without CUDA, a GPU out of memory: the model fails to load, saying why
+        raise RuntimeError(
+            f"model '{_model}': a tensor made on a GPU at bind time ({tuple(data.shape)} {data.dtype}) cannot load "
+            f"onto {device}, the device of this KIND_GPU instance ({type(exc).__name__}: {exc}); the server's torch "
+            "needs CUDA and the GPU room for the model's weights, or give the model a KIND_CPU instance_group"
+        ) from exc
     if parameter:
         return sys.modules["torch"].nn.Parameter(tensor, requires_grad=requires_grad)
     if requires_grad:
         tensor.requires_grad_(True)
     return tensor
+
+
+def _to_gpu(data: Any, device: str) -> Any:
+    """``data`` on ``device`` (``cuda:<id>``), torch first pointed at that GPU (once a load): the stub sets no device,
+    and nothing of this instance's should touch GPU 0 where it runs on another."""
+    global _ready
+    if not _ready:
+        sys.modules["torch"].cuda.set_device(device)
+        _ready = True
+    return data.to(device)

@@ -64,7 +64,9 @@ class TritonPythonModel:
             raise PayloadError(numpy)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         streaming = consumers()
-        with loading_on(TritonContext.device_of(args)):  # tensors made on a GPU at build time land on this instance's
+        with loading_on(
+            TritonContext.device_of(args), args["model_name"]
+        ):  # tensors made on a GPU at build time land on this instance's
             meta, payload = load_payload(version_dir, args["model_name"])
         streaming = consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")

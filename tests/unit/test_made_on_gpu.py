@@ -308,6 +308,22 @@ def test_cuda_tensors_land_on_the_device_the_instance_says(cuda, device):
         assert torch.equal(back[0].weight, net[0].weight) and torch.equal(tensors, loose)
 
 
+def test_a_gpu_instance_whose_torch_cannot_reach_its_gpu_fails_to_load_saying_why(cuda):
+    weight = cuda.mark(torch.ones(2, 3, dtype=torch.float16))
+    data = pickling.dumps(weight).data
+    with runtime_devices.loading_on("cuda:1", "ResNet"), pytest.raises(RuntimeError) as failed:
+        pickle.loads(data)
+    assert str(failed.value).startswith(
+        "model 'ResNet': a tensor made on a GPU at bind time ((2, 3) torch.float16) cannot load onto cuda:1, the "
+        "device of this KIND_GPU instance ("
+    )
+    assert str(failed.value).endswith(
+        "the server's torch needs CUDA and the GPU room for the model's weights, or give the model a KIND_CPU "
+        "instance_group"
+    )
+    assert runtime_devices.loading_device() == "cpu"
+
+
 def test_tied_weights_stay_one_tensor(cuda):
     encoder, decoder = torch.nn.Linear(3, 3), torch.nn.Linear(3, 3)
     decoder.weight = encoder.weight  # one Parameter in two modules
