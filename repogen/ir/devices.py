@@ -26,13 +26,14 @@ import types
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from cloudpickle import cloudpickle as _cp
 
 from .spec import InstanceGroupSpec, MadeOnGpu
 
 LIMIT = 20_000  # objects walked from one model's callables
 MAX_DEPTH = 32
-_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range)
+_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, np.ndarray, np.generic)
 _CUDA_NAME = re.compile(r"cuda:(\d+)")
 _MODULE_STATE = ("_parameters", "_buffers", "_modules")  # an nn.Module's: parameters() and buffers() answer for them
 
@@ -82,12 +83,10 @@ def find_cuda(label: str, root: Any) -> Held | None:
         chain, obj, depth = pending.popleft()
         if id(obj) in seen:
             continue
+        seen.add(id(obj))
         index = _named_gpu(obj, device)
         if index is not None and not named:
             named.append((chain, index))
-        if isinstance(obj, _LEAVES):
-            continue
-        seen.add(id(obj))
         if isinstance(obj, tensor):
             found(chain, obj)
             continue
@@ -96,8 +95,17 @@ def find_cuda(label: str, root: Any) -> Held | None:
             for kind, listed in (("parameter", obj.named_parameters), ("buffer", obj.named_buffers)):
                 for name, value in listed():
                     found(f"{chain} -> {kind} '{name}'", value)
-        if depth < MAX_DEPTH:
-            pending.extend((f"{chain} -> {name}", part, depth + 1) for name, part in _parts(obj, module))
+        if depth >= MAX_DEPTH:
+            continue
+        for name, part in _parts(obj, module):
+            if isinstance(part, _LEAVES):  # nothing inside; a string may name a GPU
+                index = _named_gpu(part, device) if isinstance(part, str) and not named else None
+                if index is not None:
+                    named.append((f"{chain} -> {name}", index))
+            elif len(pending) >= LIMIT:  # a list of a million items is not walked into, nor all queued
+                break
+            elif id(part) not in seen:
+                pending.append((f"{chain} -> {name}", part, depth + 1))
     return Held(first, tuple(sorted(devices)), tuple(named)) if first is not None else None
 
 

@@ -14,6 +14,7 @@ import functools
 import json
 import pickle
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,15 @@ def test_a_build_that_never_imported_torch_walks_nothing(cuda, monkeypatch):
 def test_the_walk_is_bounded(cuda, monkeypatch):
     monkeypatch.setattr(devices, "LIMIT", 50)
     buried = [[i] for i in range(100)] + [cuda.mark(torch.ones(1))]
-    assert devices.find_cuda("infer_func", buried) is None  # past the limit: not found, and not slow
+    assert devices.find_cuda("infer_func", buried) is None  # past the limit: not found
+
+
+def test_a_huge_container_is_neither_walked_nor_queued_whole(cuda):
+    many = [[i] for i in range(300_000)] + [cuda.mark(torch.ones(1))]
+    started = time.perf_counter()
+    assert devices.find_cuda("infer_func", many) is None  # beyond the 20,000 objects walked
+    assert time.perf_counter() - started < 0.5
+    assert devices.find_cuda("infer_func", [many[-1], *many]) is not None  # within them
 
 
 # -- where the instances run ---------------------------------------------------------------------------------------
