@@ -46,7 +46,10 @@ def model_units(model: ModelSpec) -> list[PayloadUnit]:
         labels = ["infer_func"] if len(funcs) == 1 else [f"infer_func[{i}]" for i in range(len(funcs))]
         callables = tuple(zip(labels, funcs, strict=True))
         obj = {"infer_funcs": list(funcs)}
-        units.append(PayloadUnit(model.name, version.version, what, obj, callables, version.clients, version.imports))
+        apart = len(funcs) > 1
+        units.append(
+            PayloadUnit(model.name, version.version, what, obj, callables, version.clients, version.imports, apart)
+        )
     return units
 
 

@@ -60,8 +60,9 @@ class Held:
     server does not move: on an instance on another GPU its inputs and its weights would be apart."""
 
 
-def find_cuda(label: str, root: Any) -> Held | None:
-    """The CUDA tensors ``root`` holds (None: none, or no torch in this process)."""
+def find_cuda(label: str, root: Any, ids: set[int] | None = None) -> Held | None:
+    """The CUDA tensors ``root`` holds (None: none, or no torch in this process); ``ids`` gets each one's id, and
+    -1 where the walk stopped short (a limit), so that it may have missed some."""
     torch = torch_types()
     if torch is None:
         return None
@@ -72,12 +73,15 @@ def find_cuda(label: str, root: Any) -> Held | None:
     pending = collections.deque([(label, root, 0)])
     seen: set[int] = set()
     covered: set[int] = set()  # modules whose weights an enclosing module's parameters() already answered for
+    short = False
 
     def found(chain: str, value: Any) -> None:
         nonlocal first
         if on_cuda(value):
             devices.add(cuda_index(value))
             first = first or chain
+            if ids is not None:
+                ids.add(id(value))
 
     while pending and len(seen) < LIMIT:
         chain, obj, depth = pending.popleft()
@@ -96,6 +100,7 @@ def find_cuda(label: str, root: Any) -> Held | None:
                 for name, value in listed():
                     found(f"{chain} -> {kind} '{name}'", value)
         if depth >= MAX_DEPTH:
+            short = True
             continue
         for name, part in _parts(obj, module):
             if isinstance(part, _LEAVES):  # nothing inside; a string may name a GPU
@@ -103,9 +108,12 @@ def find_cuda(label: str, root: Any) -> Held | None:
                 if index is not None:
                     named.append((f"{chain} -> {name}", index))
             elif len(pending) >= LIMIT:  # a list of a million items is not walked into, nor all queued
+                short = True
                 break
             elif id(part) not in seen:
                 pending.append((f"{chain} -> {name}", part, depth + 1))
+    if ids is not None and (short or pending):
+        ids.add(-1)
     return Held(first, tuple(sorted(devices)), tuple(named)) if first is not None else None
 
 
@@ -175,6 +183,22 @@ def _slots(cls: type) -> Iterator[str]:
     for klass in cls.__mro__:
         slots = klass.__dict__.get("__slots__", ())
         yield from ((slots,) if isinstance(slots, str) else slots)
+
+
+def owners(callables: Sequence[tuple[str, Any]]) -> dict[int, tuple[int, int]]:
+    """For a model whose callables are one per instance (``infer_func=[f, g]``): id of each CUDA tensor only one
+    callable holds -> (its position, the number of callables). Each instance unpickles them all but serves one, so
+    the others' tensors need not take its GPU's memory (``runtime/devices.py``). Empty where a walk stopped short:
+    a tensor it missed might be another callable's too."""
+    held: list[set[int]] = []
+    for label, root in callables:
+        ids: set[int] = set()
+        find_cuda(label, root, ids)
+        if -1 in ids:
+            return {}
+        held.append(ids)
+    counts = collections.Counter(key for ids in held for key in ids)
+    return {key: (index, len(held)) for index, ids in enumerate(held) for key in ids if counts[key] == 1}
 
 
 def cuda_callables(versions: Sequence[Sequence[Any]]) -> tuple[Held | None, ...]:

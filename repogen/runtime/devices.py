@@ -20,18 +20,21 @@ CPU = "cpu"
 _loading: str | None = None  # the device of the instance unpickling its payload; None outside initialize
 _model = ""  # the model it serves, for messages
 _ready = False  # whether torch was pointed at the instance's GPU during this load
+_instance: int | None = None  # the instance's position among the model's (``context.instance_index``)
+META = "meta"
 
 
 @contextlib.contextmanager
-def loading_on(device: str, model: str = "") -> Iterator[None]:
-    """Tensors made on a GPU at build time land on ``device`` while the payload is unpickled here."""
-    global _loading, _model, _ready
-    previous = _loading, _model, _ready
-    _loading, _model, _ready = device, model, False
+def loading_on(device: str, model: str = "", instance: int | None = None) -> Iterator[None]:
+    """Tensors made on a GPU at build time land on ``device`` while the payload is unpickled here; ``instance``
+    (its index) says which of ``infer_func=[f, g]`` it serves."""
+    global _loading, _model, _ready, _instance
+    previous = _loading, _model, _ready, _instance
+    _loading, _model, _ready, _instance = device, model, False, instance
     try:
         yield
     finally:
-        _loading, _model, _ready = previous
+        _loading, _model, _ready, _instance = previous
 
 
 def loading_device() -> str:
@@ -39,12 +42,17 @@ def loading_device() -> str:
     return _loading or CPU
 
 
-def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool) -> Any:
+def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool, owner: tuple[int, int] | None = None) -> Any:
     """A tensor pickled as its host copy ``data``, on this instance's device; a Parameter stays a Parameter.
 
-    Pickle's memo makes one tensor held in two places (tied weights) one tensor here too.
+    Pickle's memo makes one tensor held in two places (tied weights) one tensor here too. ``owner`` (position,
+    count): only that callable of ``infer_func=[...]`` holds it, and an instance serving another never runs it,
+    so there it becomes a ``meta`` tensor, which takes no memory (the CPU instance of ``["cuda", "cpu"]`` does
+    not keep the GPU model's weights; two GPU instances do not each keep both models).
     """
     device = loading_device()
+    if owner is not None and _instance is not None and _instance % owner[1] != owner[0]:
+        device = META
     try:
         tensor = _to_gpu(data, device) if device.startswith("cuda") else data.to(device)
     except Exception as exc:  # torch without CUDA, a GPU out of memory: the model fails to load, saying why

@@ -35,6 +35,7 @@ from repogen.packages.options import PackageOptions
 from repogen.runtime import devices as runtime_devices
 from repogen.runtime import triton_model
 from repogen.runtime.context import TritonContext, instance_index
+from repogen.runtime.payload import load_payload
 
 torch = pytest.importorskip("torch")
 
@@ -349,6 +350,50 @@ def test_host_tensors_pickle_as_torch_pickles_them(cuda):
     assert b"repogen.runtime.devices" in pickling.dumps(cuda.mark(torch.ones(2))).data
 
 
+def _served_apart(callables: list[Any], device: str, instance: int) -> list[Any]:
+    """``infer_func=callables`` pickled as a model's payload is, unpickled by instance ``instance`` on ``device``."""
+    labelled = [(f"infer_func[{i}]", f) for i, f in enumerate(callables)]
+    data = pickling.dumps({"infer_funcs": callables}, owners=devices.owners(labelled)).data
+    with runtime_devices.loading_on(device, "Linear", instance):
+        return pickle.loads(data)["infer_funcs"]
+
+
+def test_each_instance_keeps_only_the_tensors_of_the_callable_it_serves(cuda):
+    """The CPU instance of ["cuda", "cpu"] holds no copy of the GPU model's weights; the GPU one, both callables'
+    host-made ones as they were (they were never on a GPU)."""
+    cpu_instance = _served_apart(_pair(cuda), "cpu", instance=1)
+    assert cpu_instance[0]._model.weight.device.type == "meta"  # callable 0's: no memory here
+    assert cpu_instance[1]._model.weight.device.type == "cpu"
+    gpu_instance = _served_apart(_pair(cuda), "cpu", instance=0)  # "cpu" for its GPU: torch's CPU build
+    assert gpu_instance[0]._model.weight.device.type == "cpu"
+    assert type(cpu_instance[0]._model.weight) is torch.nn.Parameter
+
+
+def test_two_gpu_instances_do_not_each_keep_both_models(cuda):
+    """multi_instance_resnet50_pytorch: two callables on "cuda:0", one instance each on GPU 0."""
+    made = [Wrapper(cuda.mark(_linear(seed).half(), 0), "cuda:0") for seed in range(2)]
+    first = _served_apart(made, "cpu", instance=0)
+    assert [f._model.weight.device.type for f in first] == ["cpu", "meta"]
+    second = _served_apart(made, "cpu", instance=1)
+    assert [f._model.weight.device.type for f in second] == ["meta", "cpu"]
+
+
+def test_a_tensor_two_callables_hold_loads_in_both(cuda):
+    shared = cuda.mark(_linear(0))
+    callables = [Wrapper(shared, "cuda"), Wrapper(torch.nn.Sequential(shared), "cuda")]
+    for instance in (0, 1):
+        served = _served_apart(callables, "cpu", instance)
+        assert served[0]._model.weight.device.type == "cpu"
+        assert served[1]._model[0].weight is served[0]._model.weight
+
+
+def test_where_a_walk_stops_short_every_instance_loads_every_tensor(cuda, monkeypatch):
+    pair = _pair(cuda)
+    monkeypatch.setattr(devices, "LIMIT", 3)
+    assert devices.owners([("infer_func[0]", pair[0]), ("infer_func[1]", pair[1])]) == {}
+    assert _served_apart(pair, "cpu", instance=1)[0]._model.weight.device.type == "cpu"
+
+
 # -- a stand-in instance: the runtime unpickles onto its device and serves its callable ------------------------------
 
 
@@ -364,6 +409,13 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
         TritonContext, "device_of", staticmethod(lambda args: "meta" if args["model_instance_kind"] == "GPU" else "cpu")
     )
     monkeypatch.setattr(triton_model, "use_device", lambda device, imports=(): None)
+    loads = []
+
+    def loading_on(*args):
+        loads.append(args)
+        return runtime_devices.loading_on(*args)
+
+    monkeypatch.setattr(triton_model, "loading_on", loading_on)
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     served = {}
     for group, kind in (("Linear_0", "GPU"), ("Linear_1", "CPU")):
@@ -375,6 +427,10 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
     assert served["GPU"]._device == "cuda" and served["GPU"]._model.weight.device.type == "meta"
     assert served["CPU"]._device == "cpu" and served["CPU"]._model.weight.device.type == "cpu"
     assert runtime_devices.loading_device() == "cpu"  # reset once the payload is loaded
+    assert loads == [("meta", "Linear", 0), ("cpu", "Linear", 1)]  # each instance's device and index
+    with runtime_devices.loading_on("cpu", "Linear", 1):  # what the CPU instance unpickled: no GPU model weights
+        _, payload = load_payload(str(tmp_path / "repo" / "Linear" / "1"), "Linear")
+    assert [f._model.weight.device.type for f in payload["infer_funcs"]] == ["meta", "cpu"]
     (response,) = model.execute([request(x=x)])
     expected = _linear(1)(torch.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(response.output_tensors()[0].as_numpy(), expected, rtol=1e-6)
