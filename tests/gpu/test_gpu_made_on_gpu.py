@@ -77,9 +77,16 @@ def test_a_model_made_on_the_gpu_told_to_run_on_the_cpu_loads_there(server, prot
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_made_on_gpu_0_served_on_gpu_1_lands_on_gpu_1(server, gpus, protocol):
+def test_on_a_second_gpu_the_tensors_land_on_gpu_1(server, gpus, protocol):
     if len(gpus) < 2:
         pytest.skip(f"gpus=[1] needs a second GPU; this machine has {len(gpus)} ({'; '.join(gpus)})")
-    out = infer(protocol, server, "MadeOnGpu0ServedOnGpu1", {"x": X})
-    np.testing.assert_allclose(out["y"], _expected(0), rtol=1e-3, atol=1e-3)
-    assert out["device"].tolist() == [[b"cuda:1"]] * 2
+    for model in ("MadeOnGpu0ServedOnGpu1", "MadeOnGpu1"):
+        out = infer(protocol, server, model, {"x": X})
+        np.testing.assert_allclose(out["y"], _expected(0), rtol=1e-3, atol=1e-3)
+        assert out["device"].tolist() == [[b"cuda:1"]] * 2, model
+
+
+def test_made_on_gpu_1_is_served_from_gpu_1(built, gpus):
+    if len(gpus) < 2:
+        pytest.skip(f"a model made on cuda:1 needs a second GPU; this machine has {len(gpus)} ({'; '.join(gpus)})")
+    assert 'name: "MadeOnGpu1_0"\n  count: 1\n  gpus: 1\n  kind: KIND_GPU' in _config(built, "MadeOnGpu1")

@@ -165,6 +165,20 @@ def test_pytritons_resnet_example_gets_two_gpu_instances_on_the_gpu_it_named(cud
     assert all("It names" not in note.runs for note in spec.made_on_gpu)  # "cuda:0" is where each instance is
 
 
+def test_a_callable_spread_over_two_gpus_is_put_on_the_first_and_told_so(cuda):
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    cuda.mark(net[0], 0)
+    cuda.mark(net[1], 1)
+    spec = _spec(Wrapper(net, "cuda"))
+    assert _groups(spec) == [("Linear_0", "KIND_GPU", 1, (0,))]
+    (note,) = spec.made_on_gpu
+    assert note.devices == (0, 1)
+    assert note.message("Linear").startswith(
+        "model 'Linear': infer_func holds CUDA tensors (made on cuda:0 and cuda:1,"
+    )
+    assert note.runs.endswith("; it held tensors on 2 GPUs, and all load onto the instance's one device")
+
+
 def test_each_instance_serves_the_callable_made_for_its_device(cuda):
     """The runtime's instance_index, from the names and device ids Triton gives each instance, picks callable i."""
     callables = [

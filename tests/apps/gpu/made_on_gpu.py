@@ -85,7 +85,17 @@ models.bind(
     strict=True,
 )
 
-if torch.cuda.device_count() > 1:  # made on cuda:0, served on GPU 1: its tensors land there
+if (
+    torch.cuda.device_count() > 1
+):  # made on cuda:0, served on GPU 1: its tensors land there; made on cuda:1, served there
+    models.bind(
+        model_name="MadeOnGpu1",
+        infer_func=InferFuncWrapper(linear(0).to("cuda:1").eval(), "cuda:1"),
+        inputs=X,
+        outputs=OUT,
+        config=ModelConfig(max_batch_size=8),
+        strict=True,
+    )
     models.bind(
         model_name="MadeOnGpu0ServedOnGpu1",
         infer_func=InferFuncWrapper(linear(0).to("cuda").eval(), "cuda"),
