@@ -143,6 +143,11 @@ def build(
     elapsed = time.perf_counter() - started
     listed = ", ".join(names) if len(names) <= PROGRESS_FROM else f"{', '.join(names[:5])}, ..."
     click.echo(f"Built {len(names)} model(s) into {output} in {elapsed:.2f}s: {listed}")
+    made_on_gpu = [note.message(model.name) for model in result.spec.models for note in model.made_on_gpu]
+    if made_on_gpu:
+        click.echo("Made on a GPU at bind time (each tensor loads onto its instance's device in the server):")
+        for line in made_on_gpu:
+            click.echo(f"  {line}")
     if result.made_anew:
         click.echo("Made anew in the server, as they were at build time (each model instance gets its own):")
         for model, made in result.made_anew:

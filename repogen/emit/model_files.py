@@ -22,6 +22,10 @@ from .onnx_model_source import onnx_model_py
 from .payloads import PayloadPlan, PayloadUnit
 from .templates import cloudpickle_files, render, runtime_files
 
+MADE_ON_GPU = "made_on_gpu"
+"""``model.json``'s callables that held CUDA tensors at build time, and where their instances run (``ir/devices.py``):
+``{"callable", "at", "devices", "runs"}``. For the user to read (``repogen inspect``); the runtime never does."""
+
 ENSEMBLE_PLACEHOLDER = ".keep"
 
 
@@ -42,7 +46,10 @@ def model_units(model: ModelSpec) -> list[PayloadUnit]:
         labels = ["infer_func"] if len(funcs) == 1 else [f"infer_func[{i}]" for i in range(len(funcs))]
         callables = tuple(zip(labels, funcs, strict=True))
         obj = {"infer_funcs": list(funcs)}
-        units.append(PayloadUnit(model.name, version.version, what, obj, callables, version.clients, version.imports))
+        apart = len(funcs) > 1
+        units.append(
+            PayloadUnit(model.name, version.version, what, obj, callables, version.clients, version.imports, apart)
+        )
     return units
 
 
@@ -126,6 +133,10 @@ def version_files(
         metadata[Metadata.TENSORS] = model.placement.tensors
     if model.placement.outputs_to == GPU and model.on_gpu:
         metadata[Metadata.OUTPUTS] = GPU
+    if model.made_on_gpu:
+        metadata[MADE_ON_GPU] = [
+            {"callable": m.callable, "at": m.at, "devices": list(m.devices), "runs": m.runs} for m in model.made_on_gpu
+        ]
     if source is None:
         source = onnx_model_py(model, version) or model_py(model, version)
     files: dict[str, Entry] = {

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
+from ..ir import devices
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
 from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
@@ -126,6 +127,9 @@ class PayloadUnit:
     imports: tuple[str, ...] = ()
     """Modules the callables import when they run that pickling cannot see (a vendored runtime class's lazy
     ``import onnxruntime``): recorded and shipped like the ones it finds."""
+    apart: bool = False
+    """Each callable is one instance's (``infer_func=[f, g]``): a CUDA tensor only one holds takes no memory in the
+    instances serving another (``cuda_tensors``)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -162,7 +166,8 @@ class LiveObjectError(BuildError):
 
 def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
     """Pickle ``unit.obj`` for the targets of the moment; a module the server could not import fails it."""
-    pickled = _pickled(unit.what, unit.obj, unit.callables, clients_reducer(unit.clients), payloads)
+    owners = devices.owners(unit.callables) if unit.apart else None
+    pickled = _pickled(unit.what, unit.obj, unit.callables, clients_reducer(unit.clients), payloads, owners)
     if payloads.table is None:
         needs = requirements.third_party([*pickled.modules, *unit.imports])
     else:
@@ -235,10 +240,15 @@ class LeftOut:
 
 
 def _pickled(
-    what: str, obj: Any, callables: Sequence[tuple[str, Any]], handles: Callable[[Any], Any], payloads: Payloads
+    what: str,
+    obj: Any,
+    callables: Sequence[tuple[str, Any]],
+    handles: Callable[[Any], Any],
+    payloads: Payloads,
+    owners: Mapping[int, tuple[int, int]] | None = None,
 ) -> pickling.Pickled:
     try:
-        return pickling.dumps(obj, payloads.roots, handles, payloads.table)
+        return pickling.dumps(obj, payloads.roots, handles, payloads.table, owners)
     except BuildError as exc:
         raise BuildError(f"{what}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - pickle raises TypeError, PicklingError, AttributeError, ...

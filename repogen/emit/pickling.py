@@ -20,13 +20,14 @@ import re
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import cloudpickle
 from cloudpickle import cloudpickle as _cp
 
 from ..runtime import portable
+from . import cuda_tensors
 from .classes import reduce_class
 from .live_objects import Tracker
 from .sources import SourceFile, SourceTable, imported_modules
@@ -97,9 +98,16 @@ def search_roots(roots: Sequence[str]) -> list[str]:
 
 
 class DeterministicPickler(cloudpickle.Pickler):
-    def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None = None):
+    def __init__(
+        self,
+        file: Any,
+        roots: Sequence[str],
+        replace: Callable[[Any], Any] | None = None,
+        owners: Mapping[int, tuple[int, int]] | None = None,
+    ):
         super().__init__(file, protocol=PROTOCOL)
         self._replace = replace  # returns a reduce tuple for objects to pickle as something else
+        self._cuda = cuda_tensors.reducer(owners)  # CUDA tensors land on the unpickling instance's device
         self.relative = relative_to(roots)
         self.modules: dict[str, str] = {}  # modules the payload imports at unpickling time -> what needs them
         self.live = Tracker()  # what was made anew (``live_objects``), what two models may both hold
@@ -107,6 +115,10 @@ class DeterministicPickler(cloudpickle.Pickler):
     def reducer_override(self, obj: Any) -> Any:
         if self._replace is not None:
             reduced = self._replace(obj)
+            if reduced is not NotImplemented:
+                return reduced
+        if self._cuda is not None:
+            reduced = self._cuda(obj)
             if reduced is not NotImplemented:
                 return reduced
         reduced = self.live.reduce(obj)
@@ -147,8 +159,15 @@ class DeterministicPickler(cloudpickle.Pickler):
 class PortablePickler(DeterministicPickler):
     """No bytecode: code objects become references into shipped sources, closures travel by name."""
 
-    def __init__(self, file: Any, roots: Sequence[str], replace: Callable[[Any], Any] | None, sources: SourceTable):
-        super().__init__(file, roots, replace)
+    def __init__(
+        self,
+        file: Any,
+        roots: Sequence[str],
+        replace: Callable[[Any], Any] | None,
+        sources: SourceTable,
+        owners: Mapping[int, tuple[int, int]] | None = None,
+    ):
+        super().__init__(file, roots, replace, owners)
         self._sources = sources
         self.shipped: dict[str, SourceFile] = {}  # by key
         self.imports: set[str] = set()  # absolute imports the shipped functions run when called
@@ -195,11 +214,15 @@ class Pickled:
 
 
 def pickler(
-    buffer: io.BytesIO, roots: Sequence[str], replace: Callable[[Any], Any] | None, sources: SourceTable | None
+    buffer: io.BytesIO,
+    roots: Sequence[str],
+    replace: Callable[[Any], Any] | None,
+    sources: SourceTable | None,
+    owners: Mapping[int, tuple[int, int]] | None = None,
 ) -> DeterministicPickler:
     if sources is None:
-        return DeterministicPickler(buffer, search_roots(roots), replace)
-    return PortablePickler(buffer, search_roots(roots), replace, sources)
+        return DeterministicPickler(buffer, search_roots(roots), replace, owners)
+    return PortablePickler(buffer, search_roots(roots), replace, sources, owners)
 
 
 def dumps(
@@ -207,13 +230,15 @@ def dumps(
     roots: Sequence[str] = (),
     replace: Callable[[Any], Any] | None = None,
     sources: SourceTable | None = None,
+    owners: Mapping[int, tuple[int, int]] | None = None,
 ) -> Pickled:
     """Pickle ``obj``: portable when given the build's ``sources``, else bytecode of this Python (pinned).
 
-    Source paths under ``roots`` (then ``sys.path``) are stored relative to them.
+    Source paths under ``roots`` (then ``sys.path``) are stored relative to them. ``owners``: the CUDA tensors
+    only one of a model's per-instance callables holds (``emit.cuda_tensors``).
     """
     buffer = io.BytesIO()
-    active = pickler(buffer, roots, replace, sources)
+    active = pickler(buffer, roots, replace, sources, owners)
     with _pinned_tracker_ids():
         active.dump(obj)
     tracker = active.live

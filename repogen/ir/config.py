@@ -8,10 +8,12 @@ keeps what either accepts the same (a parameter must be a string in both, as Tri
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from ..dsl.config import ModelConfig
 from ..errors import BuildError
 from .batching import lower_scheduler
+from .devices import Held
 from .instances import lower_instance_groups
 from .placement import lower_placement
 from .spec import DynamicBatchingSpec, InstanceGroupSpec, IOSpec, PlacementSpec, SequenceBatchingSpec, WarmupSpec
@@ -29,12 +31,19 @@ class LoweredConfig:
 
 
 def lower_config(
-    where: str, name: str, config: ModelConfig, inputs: tuple[IOSpec, ...], batch: int, instances: int
+    where: str,
+    name: str,
+    config: ModelConfig,
+    inputs: tuple[IOSpec, ...],
+    batch: int,
+    instances: int,
+    held: Sequence[Held | None] = (),
 ) -> LoweredConfig:
-    """``instances`` is the number of callables bound (one per instance when more than one)."""
+    """``instances`` is the number of callables bound (one per instance when more than one); ``held``, the CUDA
+    tensors each holds (``devices.cuda_callables``), which place them where no ``instance_groups`` say."""
     if not isinstance(config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
-    groups = lower_instance_groups(name, config.instance_groups, instances)
+    groups = lower_instance_groups(name, config.instance_groups, instances, held)
     parameters = lower_parameters(where, config.parameters)
     placement, parameters = lower_placement(where, config.tensors, inputs, groups, parameters, config.output_memory)
     return LoweredConfig(

@@ -6,17 +6,25 @@ from collections.abc import Sequence
 
 from ..dsl.config import InstanceGroup, RateLimiter
 from ..errors import BuildError
+from .devices import Held, default_groups
 from .spec import InstanceGroupSpec, RateLimiterSpec
 
 _KINDS = {"KIND_CPU": "KIND_CPU", "CPU": "KIND_CPU", "KIND_GPU": "KIND_GPU", "GPU": "KIND_GPU"}
 
 
 def lower_instance_groups(
-    name: str, groups: Sequence[InstanceGroup] | None, callables: int
+    name: str, groups: Sequence[InstanceGroup] | None, callables: int, held: Sequence[Held | None] = ()
 ) -> tuple[InstanceGroupSpec, ...]:
-    """Groups get explicit names ``<model>_<i>`` so the runtime can find an instance's callable."""
+    """Groups get explicit names ``<model>_<i>`` so the runtime can find an instance's callable.
+
+    Without ``groups``, callables holding CUDA tensors (``held``, one entry per callable) put their instances on
+    the GPUs the build made them on (``devices.default_groups``); otherwise one KIND_CPU group runs them all.
+    """
     where = f"model '{name}'"
     if not groups:
+        placed = default_groups(name, held)
+        if placed is not None:
+            return placed
         return (InstanceGroupSpec(name=f"{name}_0", kind="KIND_CPU", count=callables, gpus=()),)
     specs = []
     for index, group in enumerate(groups):

@@ -22,6 +22,7 @@ from ..errors import BuildError
 from ..triton import python_backend
 from .config import lower_config
 from .declared import KINDS, lower_declared
+from .devices import cuda_callables, made_on_gpu
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
 from .included import lower_included
@@ -294,7 +295,8 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     batch = max_batch_size(where, config)
     inputs = lower_tensors(where, "input", first.inputs)
-    lowered = lower_config(where, name, config, inputs, batch, counts.pop())
+    held = cuda_callables([v.infer_funcs for v in versions])
+    lowered = lower_config(where, name, config, inputs, batch, counts.pop(), held)
     if lowered.placement.tensors != "numpy":  # the framework the runtime imports for the callable ships with it
         framework = lowered.placement.tensors.partition(".")[0]
         versions = [dataclasses.replace(v, imports=(*v.imports, framework)) for v in versions]
@@ -314,6 +316,7 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         files=_lower_files(where, first.files),
         warmup=lowered.warmup,
         placement=lowered.placement,
+        made_on_gpu=made_on_gpu(held, lowered.instance_groups, defaulted=not config.instance_groups),
     )
 
 

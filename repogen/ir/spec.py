@@ -113,6 +113,23 @@ class InstanceGroupSpec:
 
 
 @dataclasses.dataclass(frozen=True)
+class MadeOnGpu:
+    """A bound callable holding CUDA tensors at build time (a model moved to ``"cuda"`` before ``bind``), and where
+    its instances run (``ir/devices.py``); also, where the build chose the groups, a callable beside it holding none."""
+
+    callable: str  # ``infer_func``, ``infer_func[1]``
+    at: str  # the chain to the first CUDA tensor: ``infer_func -> method self -> attribute '_model' -> parameter ...``
+    devices: tuple[int, ...]  # the GPUs the build made them on; () for a callable holding none
+    runs: str  # what the build decided, as the CLI says it
+
+    def message(self, model: str) -> str:
+        if not self.devices:
+            return f"model '{model}': {self.callable} {self.runs}"
+        made = " and ".join(f"cuda:{index}" for index in self.devices)
+        return f"model '{model}': {self.callable} holds CUDA tensors (made on {made}, at {self.at}): {self.runs}"
+
+
+@dataclasses.dataclass(frozen=True)
 class ClientSpec:
     """A model handle a version's callables hold: it travels as a BLS client of the model it names."""
 
@@ -164,6 +181,8 @@ class ModelSpec:
     files: tuple[tuple[str, Path], ...] = ()  # (name under <version>/files/, source path)
     warmup: tuple[WarmupSpec, ...] = ()
     placement: PlacementSpec = PlacementSpec()
+    made_on_gpu: tuple[MadeOnGpu, ...] = ()
+    """Callables holding CUDA tensors at build time, and where the build put their instances (``ir/devices.py``)."""
 
     @property
     def on_gpu(self) -> bool:

@@ -120,6 +120,23 @@ def made_anew(model: ModelDir, version: int) -> list[dict[str, str]]:
     return [{"object": str(e.get("object")), "at": str(e.get("at"))} for e in entries if isinstance(e, dict)]
 
 
+MADE_ON_GPU = "made_on_gpu"  # model.json's callables made on a GPU at bind time, as ``emit.model_files`` writes them
+
+
+def made_on_gpu(model: ModelDir, version: int) -> list[dict[str, Any]]:
+    """The callables that held CUDA tensors at build time, and where the build put their instances."""
+    try:
+        entries = model.metadata(version).get(MADE_ON_GPU) or []
+    except RepositoryError:
+        return []
+    return [
+        {"callable": str(e.get("callable")), "at": str(e.get("at")), "devices": list(e.get("devices") or []),
+         "runs": str(e.get("runs"))}
+        for e in entries
+        if isinstance(e, dict)
+    ]  # fmt: skip
+
+
 def describe_model(model: ModelDir) -> dict[str, Any]:
     described: dict[str, Any] = {"name": model.name, "versions": list(model.versions)}
     if model.config is None:
@@ -150,6 +167,9 @@ def describe_model(model: ModelDir) -> dict[str, Any]:
     made = {str(v): made_anew(model, v) for v in model.versions}
     if any(made.values()):
         described[MADE_ANEW] = {version: entries for version, entries in made.items() if entries}
+    on_gpu = {str(v): made_on_gpu(model, v) for v in model.versions}
+    if any(on_gpu.values()):
+        described[MADE_ON_GPU] = {version: entries for version, entries in on_gpu.items() if entries}
     return described
 
 
@@ -223,8 +243,17 @@ def to_text(description: dict[str, Any]) -> str:
                 )
         for version, entries in model.get(MADE_ANEW, {}).items():
             lines += [f"  made anew in the server (v{version}): {e['object']} at {e['at']}" for e in entries]
+        for version, entries in model.get(MADE_ON_GPU, {}).items():
+            lines += [f"  made on a GPU at bind time (v{version}): {_made_on_gpu_line(e)}" for e in entries]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n" if lines else "(no models)\n"
+
+
+def _made_on_gpu_line(entry: dict[str, Any]) -> str:
+    if not entry["devices"]:
+        return f"{entry['callable']} {entry['runs']}"
+    made = " and ".join(f"cuda:{index}" for index in entry["devices"])
+    return f"{entry['callable']} holds CUDA tensors (made on {made}, at {entry['at']}): {entry['runs']}"
 
 
 def mapping_label(step: dict[str, Any]) -> str:

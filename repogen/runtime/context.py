@@ -176,12 +176,25 @@ class TritonContext:
             model_config=config,
             instance_name=args.get("model_instance_name", ""),
             instance_index=instance_index(args, raw),
-            instance_kind=args.get("model_instance_kind", "CPU") or "CPU",
-            device_id=int(args.get("model_instance_device_id") or 0),
+            instance_kind=_kind(args),
+            device_id=_device_id(args),
             model_repository=args.get("model_repository", ""),
             model_dir=os.path.join(args.get("model_repository", ""), str(version)),
             tensors=tensors,
         )
+
+    @staticmethod
+    def device_of(args: Mapping[str, str]) -> str:
+        """The instance's device (``cuda:<id>`` or ``cpu``) from ``initialize``'s ``args`` alone."""
+        return instance_device(_kind(args), _device_id(args))
+
+
+def _kind(args: Mapping[str, str]) -> str:
+    return args.get("model_instance_kind", "CPU") or "CPU"
+
+
+def _device_id(args: Mapping[str, str]) -> int:
+    return int(args.get("model_instance_device_id") or 0)
 
 
 def instance_index(args: Mapping[str, str], config: Mapping[str, Any]) -> int:

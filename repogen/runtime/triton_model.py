@@ -29,9 +29,10 @@ import triton_python_backend_utils as pb_utils
 
 from . import decoupled
 from .cancellation import Watch, cancelled_response
-from .context import TritonContext, bind_context
+from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan, output_pairs
 from .decorator_base import then
+from .devices import loading_on
 from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
 from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
@@ -63,7 +64,10 @@ class TritonPythonModel:
             raise PayloadError(numpy)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
         streaming = consumers()
-        meta, payload = load_payload(version_dir, args["model_name"])
+        # tensors made on a GPU at build time land on this instance's device; it serves one of infer_func=[...]
+        instance = instance_index(args, json.loads(args["model_config"]))
+        with loading_on(TritonContext.device_of(args), args["model_name"], instance):
+            meta, payload = load_payload(version_dir, args["model_name"])
         streaming = consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable

@@ -16,7 +16,9 @@ from typing import Any
 from repogen.triton.devices import visible_gpus as gpu_names
 from repogen.triton.releases import newest_with_cuda
 
-__all__ = ["FRAMEWORKS", "PIDS_DIR", "build_arguments", "gpu_names", "SUITE_APPS", "build", "record_server"]
+__all__ = [
+    "FRAMEWORKS", "PIDS_DIR", "build_arguments", "gpu_names", "SUITE_APPS", "MADE_ON_GPU", "build", "record_server",
+]  # fmt: skip
 
 # Modules whose distributions the server's Python provides: the machine's frameworks, and the kit's array-api-strict
 # (tests/gpu/device.sh puts the kit on the server's path after them): the GPU machine has no pip or index to ship from.
@@ -53,7 +55,11 @@ def build_arguments() -> list[str]:
 SUITE_APPS = (
     "tests/apps/gpu/app.py:models", "tests/apps/gpu/cupy_app.py:models", "tests/apps/gpu/onnx_app.py:models",
     "tests/apps/gpu/second_gpu.py:models", "tests/apps/gpu/faults_app.py:models", "examples/quickstart/app.py:models",
+    "tests/apps/gpu/made_on_gpu.py:models",
 )  # fmt: skip
+# Apps whose import makes models on a GPU (``.to("cuda")`` at bind time, as PyTriton's examples do): only a machine
+# with one builds them, so the CPU rehearsal leaves them out, saying so.
+MADE_ON_GPU = ("tests/apps/gpu/made_on_gpu.py:models",)
 
 
 def build(app: str, out: Path, root: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -1,7 +1,8 @@
 """First light of the GPU run (tests/gpu/device.sh): the kit's tritonserver serving tests/apps/gpu/cpu_app.py on a
 KIND_CPU instance from the run's server Python, asked over HTTP and gRPC. It needs no GPU, so the CPU rehearsal
 (``make gpu-rehearsal``) runs it too: python_backend's own ``to_dlpack``/``from_dlpack`` with torch's BF16 and a
-torch and an array-API tensor sent from host memory, on the real stub.
+torch and an array-API tensor sent from host memory, on the real stub; a model made on a GPU at bind time, its
+tensors rebuilt on the KIND_CPU instance by the runtime in the server.
 
     REPOGEN_GPU_SERVER_VENV=... python tests/gpu/first_light.py WORKDIR
 """
@@ -33,6 +34,21 @@ def check(server: TritonServer, protocol: str) -> None:
     assert out["handed_on_cpu"].tolist() == [[1], [1]], out["handed_on_cpu"]
     out = infer(protocol, server, "HostTensors", {"x": np.array([[1.0, 2.0]], dtype=np.float32)})
     assert (out["t"].tolist(), out["a"].tolist(), out["handed_on_cpu"].tolist()) == ([[3, 6]], [[2, 3]], [[1]]), out
+    x = np.array([[1.0, 2.0]], dtype=np.float32)
+    out = infer(protocol, server, "MadeOnGpu", {"x": x})
+    np.testing.assert_allclose(out["y"], made_on_gpu_reference(x), rtol=1e-5, atol=1e-6)
+    assert out["facts"].tolist() == [[1, 1, 1, 1]], out["facts"]  # Parameters, requires_grad, tied, on the CPU
+
+
+def made_on_gpu_reference(x: np.ndarray) -> np.ndarray:
+    """What cpu_app.py's MadeOnGpu answers, computed here on the CPU."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 2))
+    model[1].weight = model[0].weight
+    with torch.no_grad():
+        return model(torch.from_numpy(x)).numpy()
 
 
 def main(work: Path) -> int:
@@ -52,7 +68,7 @@ def main(work: Path) -> int:
         print(f"tritonserver 2.51.0 + Python {venv.python_version} ready at {time.monotonic() - start:.1f} s")
         for protocol in PROTOCOLS:
             check(server, protocol)
-            print(f"{protocol}: Bf16 and HostTensors answered as expected", flush=True)
+            print(f"{protocol}: Bf16, HostTensors and MadeOnGpu answered as expected", flush=True)
     except Exception:
         print(server.log_tail() if server.is_running() or (work / "tritonserver.log").exists() else "", flush=True)
         raise

@@ -1,0 +1,309 @@
+"""Which bound callables hold CUDA tensors: models made on a GPU at bind time, and where their instances run.
+
+PyTriton's ``multi_instance_resnet50_pytorch`` (and the binding example in its docs) makes the model before
+``bind`` and moves it to the GPU there: ``model.half().to(device)``, one callable per device,
+``devices=["cuda", "cpu"]``. PyTriton then runs each callable in its one process, where its tensors are.
+In a static repository each instance unpickles the payload, and the runtime rebuilds each CUDA tensor on
+that instance's device (``repogen/runtime/devices.py``). So the instances must be where the tensors were
+meant to be: without ``instance_groups``, a callable holding CUDA tensors gets a ``KIND_GPU`` instance on the
+GPU the build made them on (``gpus=[<index>]``, so that a device its code names, ``"cuda:0"``, is the
+instance's own), one that holds none a ``KIND_CPU`` one, one group per callable in the callables' order (the
+runtime's ``instance_index`` then maps instance ``i`` to callable ``i`` exactly). Given ``instance_groups`` are
+kept; a callable whose instances are all ``KIND_CPU`` loads its tensors onto the CPU, and the build says so.
+
+The walk is bounded and cheap: an ``nn.Module`` answers for its weights with ``parameters()`` and
+``buffers()``, nothing is pickled, and a build whose process never imported torch walks nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+import re
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from cloudpickle import cloudpickle as _cp
+
+from .spec import InstanceGroupSpec, MadeOnGpu
+
+LIMIT = 20_000  # objects walked from one model's callables
+MAX_DEPTH = 32
+_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, np.ndarray, np.generic)
+_CUDA_NAME = re.compile(r"cuda:(\d+)")
+_MODULE_STATE = ("_parameters", "_buffers", "_modules")  # an nn.Module's: parameters() and buffers() answer for them
+
+
+def on_cuda(tensor: Any) -> bool:
+    """Whether a torch tensor lives in CUDA memory (the seam tests on a machine without a GPU patch)."""
+    return bool(tensor.is_cuda)
+
+
+def cuda_index(tensor: Any) -> int:
+    """The GPU a CUDA tensor lives on (``cuda`` without an index is the current device, 0 unless set)."""
+    index = tensor.device.index
+    return int(index) if index is not None else 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Held:
+    """Where one callable holds CUDA tensors: the chain to the first found, and every GPU index found."""
+
+    at: str
+    devices: tuple[int, ...]
+    names: tuple[tuple[str, int], ...] = ()
+    """(chain, index) of the first GPU it names by index (``"cuda:0"``, ``torch.device("cuda", 0)``), which the
+    server does not move: on an instance on another GPU its inputs and its weights would be apart."""
+
+
+def find_cuda(label: str, root: Any, ids: set[int] | None = None) -> Held | None:
+    """The CUDA tensors ``root`` holds (None: none, or no torch in this process); ``ids`` gets each one's id, and
+    -1 where the walk stopped short (a limit), so that it may have missed some."""
+    torch = torch_types()
+    if torch is None:
+        return None
+    tensor, module, device = torch
+    devices: set[int] = set()
+    first: str | None = None
+    named: list[tuple[str, int]] = []
+    pending = collections.deque([(label, root, 0)])
+    seen: set[int] = set()
+    covered: set[int] = set()  # modules whose weights an enclosing module's parameters() already answered for
+    short = False
+
+    def found(chain: str, value: Any) -> None:
+        nonlocal first
+        if on_cuda(value):
+            devices.add(cuda_index(value))
+            first = first or chain
+            if ids is not None:
+                ids.add(id(value))
+
+    while pending and len(seen) < LIMIT:
+        chain, obj, depth = pending.popleft()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        index = _named_gpu(obj, device)
+        if index is not None and not named:
+            named.append((chain, index))
+        if isinstance(obj, tensor):
+            found(chain, obj)
+            continue
+        if isinstance(obj, module) and id(obj) not in covered:
+            covered.update(id(m) for m in obj.modules())
+            for kind, listed in (("parameter", obj.named_parameters), ("buffer", obj.named_buffers)):
+                for name, value in listed():
+                    found(f"{chain} -> {kind} '{name}'", value)
+        if depth >= MAX_DEPTH:
+            short = True
+            continue
+        for name, part in _parts(obj, module):
+            if isinstance(part, _LEAVES):  # nothing inside; a string may name a GPU
+                index = _named_gpu(part, device) if isinstance(part, str) and not named else None
+                if index is not None:
+                    named.append((f"{chain} -> {name}", index))
+            elif len(pending) >= LIMIT:  # a list of a million items is not walked into, nor all queued
+                short = True
+                break
+            elif id(part) not in seen:
+                pending.append((f"{chain} -> {name}", part, depth + 1))
+    if ids is not None and (short or pending):
+        ids.add(-1)
+    return Held(first, tuple(sorted(devices)), tuple(named)) if first is not None else None
+
+
+def torch_types() -> tuple[Any, Any, Any] | None:
+    """torch's ``Tensor``, ``nn.Module`` and ``device`` where this process imported torch (else no tensor exists)."""
+    torch = sys.modules.get("torch")
+    nn = getattr(torch, "nn", None)
+    found = (getattr(torch, "Tensor", None), getattr(nn, "Module", None), getattr(torch, "device", None))
+    return found if all(isinstance(t, type) for t in found) else None
+
+
+def _named_gpu(obj: Any, device: Any) -> int | None:
+    """The index of a GPU ``obj`` names (``"cuda:1"``, ``torch.device("cuda:1")``), else None."""
+    if isinstance(obj, str):
+        match = _CUDA_NAME.fullmatch(obj)
+        return int(match.group(1)) if match else None
+    if isinstance(obj, device) and obj.type == "cuda" and obj.index is not None:
+        return int(obj.index)
+    return None
+
+
+def _parts(obj: Any, module: Any) -> Iterator[tuple[str, Any]]:
+    """What pickling ``obj`` would take with it, as the walk needs it (no ``__reduce__`` asked)."""
+    if isinstance(obj, types.FunctionType):
+        if _cp._should_pickle_by_reference(obj):
+            return
+        names = _cp._extract_code_globals(obj.__code__)
+        yield from ((f"global {n!r}", obj.__globals__[n]) for n in sorted(names) if n in obj.__globals__)
+        for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or (), strict=False):
+            try:
+                contents = cell.cell_contents
+            except ValueError:  # a cell not filled yet
+                continue
+            yield f"closure variable {name!r}", contents
+        yield from ((f"default #{i + 1}", v) for i, v in enumerate(obj.__defaults__ or ()))
+        yield from ((f"default {k!r}", v) for k, v in (obj.__kwdefaults__ or {}).items())
+        yield from ((f"attribute {k!r}", v) for k, v in obj.__dict__.items())
+    elif isinstance(obj, types.MethodType):
+        yield "method function", obj.__func__
+        yield "method self", obj.__self__
+    elif isinstance(obj, type):
+        if not _cp._should_pickle_by_reference(obj):
+            yield from ((f"class attribute {k!r}", v) for k, v in vars(obj).items() if k != "__dict__")
+    elif isinstance(obj, types.ModuleType):
+        return
+    elif isinstance(obj, dict):
+        yield from ((f"[{k!r}]", v) for k, v in obj.items())
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        yield from ((f"[{i}]", v) for i, v in enumerate(obj))
+    elif isinstance(obj, functools.partial):
+        yield "partial function", obj.func
+        yield from ((f"partial argument #{i + 1}", v) for i, v in enumerate(obj.args))
+        yield from ((f"partial argument {k!r}", v) for k, v in obj.keywords.items())
+    else:
+        if isinstance(obj, module):  # its weights were asked for above; its other attributes may hold more
+            state = {k: v for k, v in vars(obj).items() if k not in _MODULE_STATE}
+            yield from ((f"submodule '{k}'", v) for k, v in vars(obj).get("_modules", {}).items())
+        else:
+            state = getattr(obj, "__dict__", None) or {}
+        yield from ((f"attribute {k!r}", v) for k, v in state.items() if isinstance(k, str))
+        for slot in _slots(type(obj)):
+            if hasattr(obj, slot):
+                yield f"attribute {slot!r}", getattr(obj, slot)
+
+
+def _slots(cls: type) -> Iterator[str]:
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        yield from ((slots,) if isinstance(slots, str) else slots)
+
+
+def owners(callables: Sequence[tuple[str, Any]]) -> dict[int, tuple[int, int]]:
+    """For a model whose callables are one per instance (``infer_func=[f, g]``): id of each CUDA tensor only one
+    callable holds -> (its position, the number of callables). Each instance unpickles them all but serves one, so
+    the others' tensors need not take its GPU's memory (``runtime/devices.py``). Empty where a walk stopped short:
+    a tensor it missed might be another callable's too."""
+    held: list[set[int]] = []
+    for label, root in callables:
+        ids: set[int] = set()
+        find_cuda(label, root, ids)
+        if -1 in ids:
+            return {}
+        held.append(ids)
+    counts = collections.Counter(key for ids in held for key in ids)
+    return {key: (index, len(held)) for index, ids in enumerate(held) for key in ids if counts[key] == 1}
+
+
+def cuda_callables(versions: Sequence[Sequence[Any]]) -> tuple[Held | None, ...]:
+    """Per callable position (``infer_func=[f, g]``), what it holds on CUDA across the model's versions."""
+    count = len(versions[0]) if versions else 0
+    held: list[Held | None] = []
+    for index in range(count):
+        label = "infer_func" if count == 1 else f"infer_func[{index}]"
+        found = [f for f in (find_cuda(label, funcs[index]) for funcs in versions) if f is not None]
+        if not found:
+            held.append(None)
+            continue
+        devices = tuple(sorted({d for f in found for d in f.devices}))
+        names = next((f.names for f in found if f.names), ())
+        held.append(Held(found[0].at, devices, names))
+    return tuple(held)
+
+
+def default_groups(name: str, held: Sequence[Held | None]) -> tuple[InstanceGroupSpec, ...] | None:
+    """Without ``instance_groups``: where callables hold CUDA tensors, one group per callable in their order, a
+    ``KIND_GPU`` instance on the GPU the build made its tensors on, a ``KIND_CPU`` one for the others (None: no
+    callable holds any, the usual default stands)."""
+    if not any(held):
+        return None
+    return tuple(
+        InstanceGroupSpec(name=f"{name}_{index}", kind="KIND_GPU", count=1, gpus=(found.devices[0],))
+        if found is not None
+        else InstanceGroupSpec(name=f"{name}_{index}", kind="KIND_CPU", count=1, gpus=())
+        for index, found in enumerate(held)
+    )
+
+
+def instances_of(groups: Sequence[InstanceGroupSpec], index: int, callables: int) -> list[tuple[str, int | None]]:
+    """(kind, GPU or None) of the instances that run callable ``index``: the runtime's ``instance_index`` modulo the
+    number of callables (a ``KIND_GPU`` group without ``gpus`` makes one on every GPU: None)."""
+    found = []
+    position = 0
+    for group in groups:
+        for _ in range(group.count):
+            for gpu in group.gpus or (None,):
+                if position % callables == index:
+                    found.append((group.kind, gpu if group.kind == "KIND_GPU" else None))
+                position += 1
+    return found
+
+
+def made_on_gpu(
+    held: Sequence[Held | None], groups: Sequence[InstanceGroupSpec], defaulted: bool
+) -> tuple[MadeOnGpu, ...]:
+    """What the build decided for each callable holding CUDA tensors (and, where it chose the groups, the others)."""
+    if not any(held):
+        return ()
+    notes = []
+    for index, found in enumerate(held):
+        label = "infer_func" if len(held) == 1 else f"infer_func[{index}]"
+        runs = instances_of(groups, index, len(held))
+        if found is None:
+            if defaulted:
+                notes.append(MadeOnGpu(label, "", (), "holds no CUDA tensors: one KIND_CPU instance"))
+            continue
+        runs_text = _where(runs, found.devices, defaulted) + _apart(runs, found.names)
+        notes.append(MadeOnGpu(label, found.at, found.devices, runs_text))
+    return tuple(notes)
+
+
+def _apart(runs: Sequence[tuple[str, int | None]], names: Sequence[tuple[str, int]]) -> str:
+    """A warning where the callable names a GPU by index and one of its KIND_GPU instances may be on another."""
+    if not names:
+        return ""
+    chain, index = names[0]
+    if all(gpu == index for kind, gpu in runs if kind == "KIND_GPU"):
+        return ""
+    return (
+        f". It names cuda:{index} (at {chain}), which stays GPU {index} in the server: on an instance on another GPU "
+        'its inputs would go there and its tensors would not. Name "cuda" instead (the instance\'s own GPU in the '
+        "server), or give it gpus=[" + str(index) + "]"
+    )
+
+
+def _where(runs: Sequence[tuple[str, int | None]], devices: Sequence[int], defaulted: bool) -> str:
+    kinds = {kind for kind, _ in runs}
+    several = (
+        f"; it held tensors on {len(devices)} GPUs, and all load onto the instance's one device"
+        if len(devices) > 1
+        else ""
+    )
+    if kinds == {"KIND_CPU"}:
+        return (
+            "its instances are KIND_CPU (instance_groups), so its tensors load onto the CPU; give it a KIND_GPU group "
+            "to run it on a GPU" + several
+        )
+    gpus = sorted({gpu for kind, gpu in runs if kind == "KIND_GPU" and gpu is not None})
+    on = (
+        f"on GPU {', '.join(map(str, gpus))}"
+        if gpus and all(g is not None for k, g in runs if k == "KIND_GPU")
+        else "on every GPU"
+    )
+    if defaulted:
+        return (
+            f"one KIND_GPU instance, {on} where the build made them (gpus={gpus}); its tensors load onto the "
+            'instance\'s GPU (instance_groups=[InstanceGroup(kind="KIND_GPU")] puts one on every GPU)' + several
+        )
+    if kinds == {"KIND_GPU"}:
+        return f"KIND_GPU instances {on} (instance_groups); its tensors load onto each instance's GPU" + several
+    return (
+        f"KIND_GPU instances {on} and KIND_CPU ones (instance_groups); its tensors load onto each instance's device: "
+        "its GPU, or the CPU" + several
+    )
