@@ -107,6 +107,8 @@ def test_server_py_serves_until_ctrl_c(
         if script.proc.poll() is None:
             script.proc.kill()
             script.proc.wait()
+        if server_pid is not None and pid_alive(server_pid):  # what a failed stop left: never outlives the test
+            os.killpg(server_pid, signal.SIGKILL)
     script._reader.join(10)
     output = "\n".join(script.lines)
     assert code == 0, output
