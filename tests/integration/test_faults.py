@@ -258,8 +258,15 @@ def _snapshot(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+def _pages_kib(directory: Path) -> int:
+    """What ``directory``'s files take on a tmpfs (whole 4 KiB pages each), in KiB."""
+    return sum(-(-p.stat().st_size // 4096) * 4 for p in directory.rglob("*") if p.is_file())
+
+
 def test_full_read_only_and_foreign_file_systems_fail_the_build_in_one_line(tmp_path):
-    with tmpfs(tmp_path / "disk", "400k") as disk:  # one build of `live` takes ~240 KiB: a second does not fit
+    assert _build(tmp_path / "probe").returncode == 0
+    size = _pages_kib(tmp_path / "probe") * 3 // 2  # one build of `live` fits, a second beside it does not
+    with tmpfs(tmp_path / "disk", f"{size}k") as disk:
         output = disk / "repo"
         assert _build(output).returncode == 0
         before = _snapshot(output)
