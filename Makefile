@@ -111,12 +111,14 @@ test-releases: check-pythons
 unit: install frameworks
 	$(PY) -m pytest -q -m "not integration"
 
-# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py).
+# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py),
+# and transformers with pillow for PyTriton's Hugging Face examples (tests/integration/test_pytriton_hf_examples.py).
 # 2.13.0 is the CPU build these machines keep on disk (PIP_FIND_LINKS); elsewhere pip downloads that release.
 TORCH ?= torch==2.13.0
 .PHONY: frameworks
 frameworks: install
 	$(PY) -c 'import torch' 2>/dev/null || $(PY) -m pip install --quiet '$(TORCH)' -c constraints.txt
+	$(PY) -m pip install --quiet -r tests/apps/pytriton_hf/requirements.txt -c constraints.txt
 
 # The GPU suite (tests/gpu) on a machine with an NVIDIA GPU. REPOGEN_GPU_SERVER_VENV names the server's Python: a
 # venv of Python 3.12 whose numpy is 1.26.4 (as NGC's), with torch, cupy and onnxruntime (docs/gpu.md). On the GPU

@@ -7,6 +7,7 @@ place (an interrupted install never looks complete), are serialized with a file 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -291,11 +292,14 @@ def ensure_server_venv(
     python: str | Path | None = None,
     numpy: str = DEFAULT_RELEASE.numpy,
     cache_dir: str | Path | None = None,
+    provided: Sequence[str] = (),
 ) -> Path:
     """Create ``<cache>/server-venv-py<X.Y>-numpy<ver>`` holding numpy only, like a stock container.
 
     ``python`` defaults to the base interpreter behind ``sys.executable``; its minor version
     must have a backend stub in the server install (see :meth:`ServerInstall.backend_directory`).
+    ``provided``: requirements installed beside numpy, as an image of one's own has them (a ``-pyt-python-``
+    image's torch); the venv's name then ends with a hash of them.
     """
     cache = Path(cache_dir).resolve() if cache_dir is not None else default_cache_dir()
     if python is None:
@@ -304,6 +308,8 @@ def ensure_server_venv(
     else:
         base, version = str(python), probe_python(python)["python_version"]
     final = cache / f"server-venv-py{version}-numpy{numpy}"
+    if provided:
+        final = final.with_name(f"{final.name}-{hashlib.sha256(' '.join(provided).encode()).hexdigest()[:10]}")
     if (final / VENV_MARKER).is_file():
         return final
     with locked(cache, final.name):
@@ -311,14 +317,14 @@ def ensure_server_venv(
             return final
         tmp = Path(tempfile.mkdtemp(dir=cache, prefix=f".{final.name}.tmp-"))
         try:
-            _build_venv(base, numpy, tmp, final)
+            _build_venv(base, numpy, tmp, final, tuple(provided))
             publish(tmp, final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 
-def _build_venv(base: str, numpy: str, tmp: Path, final: Path) -> None:
+def _build_venv(base: str, numpy: str, tmp: Path, final: Path, provided: tuple[str, ...] = ()) -> None:
     """Create the venv in ``tmp`` (paths already rewritten for ``final``), marker written last."""
     run_step(
         [base, "-m", "venv", "--clear", str(tmp)],
@@ -328,8 +334,8 @@ def _build_venv(base: str, numpy: str, tmp: Path, final: Path) -> None:
     py = tmp / "bin" / "python"
     run_step(
         [str(py), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-         "--only-binary=:all:", f"numpy=={numpy}"],
-        f"installing numpy=={numpy} into the server venv",
+         "--only-binary=:all:", f"numpy=={numpy}", *provided],
+        f"installing numpy=={numpy} {' '.join(provided)} into the server venv".replace("  ", " "),
         "Check network access to your package index (numpy wheels are needed once per Python version).",
     )  # fmt: skip
     info = probe_python(py)
@@ -340,5 +346,6 @@ def _build_venv(base: str, numpy: str, tmp: Path, final: Path) -> None:
         "libdir": info["libdir"],
         "numpy": numpy,
         "base": base,
+        **({"provided": list(provided)} if provided else {}),
     }
     (tmp / VENV_MARKER).write_text(json.dumps(marker, indent=2) + "\n")
