@@ -47,7 +47,11 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "tests" / "apps" / "pytriton_hf" / "app.py"
 REQUIREMENTS = APP.with_name("requirements.txt")
 PROMPT = "Does money buy happines?"  # the streaming example's client sends this first
-SEQUENCES = ["I like music and dancing.", "The match was won in the last minute."]
+# The BART example's client's four sequences, and two more.
+SEQUENCES = [
+    "one day I will see the world", "I would love to learn cook the Asian street food", "Carnival in Rio de Janeiro",
+    "William Shakespeare was a great writer", "I like music and dancing.", "The match was won in the last minute.",
+]  # fmt: skip
 MAX_LENGTH = 48  # the app's StreamingBot(max_length=48)
 LABELS = ["travel", "cooking", "dancing", "sport", "music", "entertainment", "festival", "movie", "literature"]
 
@@ -101,7 +105,7 @@ def expected(checkpoints: Path) -> dict[str, object]:
     return {
         "reply": reply,
         "image": resnet.config.id2label[int(logits[0].argmax())],
-        "sequences": [classifier(sequence, LABELS)["labels"][0] for sequence in SEQUENCES],
+        "sequences": [result["labels"][0] for result in classifier(SEQUENCES, LABELS)],
     }
 
 
@@ -142,23 +146,28 @@ def test_the_streaming_bot_streams_the_reply_generate_makes_over_grpc(server: Tr
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_resnet_labels_a_jpeg_as_the_checkpoint_does(server: TritonServer, expected, protocol: str) -> None:
-    (label,) = _infer(server, protocol, "ResNet", "image", np.frombuffer(_jpeg(), dtype=np.uint8)[np.newaxis])
+    (label,) = _infer(server, protocol, "ResNet", "image", np.frombuffer(_jpeg(), dtype=np.uint8)[np.newaxis])[0]
     assert label.decode() == expected["image"]
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-def test_bart_classifies_each_sequence_as_the_pipeline_does(server: TritonServer, expected, protocol: str) -> None:
-    labels = [_infer(server, protocol, "BART", "sequence", np.array([[s.encode()]], dtype=object))[0].decode()
-              for s in SEQUENCES]  # fmt: skip
-    assert labels == expected["sequences"]
+def test_bart_classifies_a_batch_of_sequences_as_the_pipeline_does(
+    server: TritonServer, expected, protocol: str
+) -> None:
+    """As the example's client does (``infer_batch`` of its sequences, one row each), and one sequence alone."""
+    batch = np.array([[sequence.encode()] for sequence in SEQUENCES], dtype=object)
+    labels = [label.decode() for label in _infer(server, protocol, "BART", "sequence", batch)[:, 0]]
+    assert len(set(labels)) > 1 and labels == expected["sequences"]
+    (alone,) = _infer(server, protocol, "BART", "sequence", batch[-1:])[0]
+    assert alone.decode() == expected["sequences"][-1]
 
 
 def _infer(server: TritonServer, protocol: str, model: str, name: str, value: np.ndarray) -> np.ndarray:
-    """The first row of ``label`` for one request of one batch row (``infer_sample``, as the examples' clients)."""
+    """``label`` for one request of ``value``'s rows (``infer_batch``; one row is the examples' ``infer_sample``)."""
     module = httpclient if protocol == "http" else grpcclient
     url = server.http_url if protocol == "http" else server.grpc_url
     with module.InferenceServerClient(url) as client:
         tensor = module.InferInput(name, list(value.shape), "BYTES" if value.dtype == object else "UINT8")
         tensor.set_data_from_numpy(value)
         result = client.infer(model, [tensor])
-    return result.as_numpy("label")[0]
+    return result.as_numpy("label")
