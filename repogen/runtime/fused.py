@@ -237,4 +237,4 @@ class FusedPipeline:
 
     def finalize(self) -> None:
         for step in self.steps:
-            step.model.finalize()
+            step.model.close()

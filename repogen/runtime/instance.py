@@ -1,8 +1,10 @@
-"""Constructing class models and factories inside the server, once per model instance."""
+"""Constructing class models and factories inside the server, once per model instance, and what outlives one."""
 
 from __future__ import annotations
 
+import concurrent.futures.thread
 import inspect
+import threading
 from typing import Any
 
 from .context import TritonContext
@@ -43,3 +45,28 @@ def instantiate(target: Any, context: ModelContext) -> Any:
             "__call__(self, requests) (decorators such as @batch apply to it)"
         )
     return instance
+
+
+def lingering_threads() -> list[threading.Thread]:
+    """Threads that keep this instance's process from exiting once its model is finalized: the interpreter waits
+    for every thread that is not a daemon (an idle executor's workers end when it shuts the executors down)."""
+    here = (threading.main_thread(), threading.current_thread())
+    return [
+        t for t in threading.enumerate()
+        if t not in here and t.is_alive() and not t.daemon
+        and getattr(t, "_target", None) is not concurrent.futures.thread._worker
+    ]  # fmt: skip
+
+
+def lingering_message(model: str, threads: list[threading.Thread]) -> str:
+    """Why unloading ``model`` (stopping the server) waits: said as the model is finalized, before the wait."""
+    names = ", ".join(repr(t.name) for t in threads)
+    one = len(threads) == 1
+    return (
+        f"model '{model}': thread{'' if one else 's'} {names} {'is' if one else 'are'} still running after the model's "
+        f"finalize and {'is not a daemon' if one else 'are not daemons'}: this instance's process cannot exit until "
+        f"{'it ends' if one else 'they end'}, so unloading the model, and stopping the server, waits for "
+        f"{'it' if one else 'them'} (up to tritonserver's --exit-timeout-secs). End {'it' if one else 'them'} in a "
+        "finalize() method of the class bound as the model (it runs when the model unloads), or start "
+        f"{'it' if one else 'them'} with daemon=True"
+    )

@@ -38,7 +38,7 @@ from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
 from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
 from .frameworks import free_gpu_caches, use_device
 from .fused import FusedPipeline, StepFailure
-from .instance import instantiate
+from .instance import instantiate, lingering_message, lingering_threads
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
 from .payload import config_drift, load_payload
@@ -264,6 +264,12 @@ class TritonPythonModel:
         return self.checked_results(then(outputs, lambda result: split_outputs(result, [rows], self._model)), 1)
 
     def finalize(self) -> None:
+        self.close()
+        if lingering := lingering_threads():  # said before the process waits on them
+            log("log_error", lingering_message(self._model, lingering))
+
+    def close(self) -> None:
+        """The callable's own ``finalize`` (or ``close``), then the runtime's; a fused step's, by its pipeline."""
         close = getattr(self.infer_func, "finalize", None) or getattr(self.infer_func, "close", None)
         if callable(close) and not inspect.isclass(self.infer_func):
             close()
