@@ -16,7 +16,8 @@ So the kit holds, every part an xz tarball that tests/gpu/device.sh unpacks with
 * ``kit.json``: the kit's Python and what it holds, which device.sh checks against the machine's Python.
 
 ``python tests/gpu/kit.py [--python 3.12] [--out .gpu-kit]`` makes it (PyPI and the cache's installs; ~50 MiB,
-well inside the 64 MiB a device call carries); ``make gpu-rehearsal`` makes one for its own Python.
+well inside the 64 MiB a device call carries); ``make gpu-rehearsal`` makes one for its own Python. Every tarball
+is kept in the cache by what it holds (``_pack``), so a kit of the same files again is copies: seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ REQUIREMENTS = (
 LEFT_TO_THE_MACHINE = ("numpy", "numpy.libs", "bin")  # top-level names dropped from site/
 NUMPY = "numpy==1.26.4"
 MAX_MIB = 56  # what a device call carries is 64 MiB, the checkout included
+PRESET = 9  # xz's strongest: the kit travels with every device call, inside its 64 MiB
 
 
 def _pip(python: str, *args: str) -> None:
@@ -77,7 +79,11 @@ def _constraints(path: Path) -> Path:
 
 
 def _site(python: str, archive: Path) -> list[str]:
-    """REQUIREMENTS and what they need, for ``python``, as one ``--target`` tree; the distributions it holds."""
+    """REQUIREMENTS and what they need, for ``python``, as one ``--target`` tree; the distributions it holds.
+
+    The RECORDs name what the tree holds: pip's lines for the console scripts it wrote outside it (``../../bin/``,
+    dropped with ``bin``) go, so the tree is the same from every checkout and its tarball is packed once (``_pack``).
+    """
     with tempfile.TemporaryDirectory(prefix="repogen-kit-") as tmp:
         site = Path(tmp) / "site"
         constraints = _constraints(Path(tmp) / "constraints.txt")
@@ -86,8 +92,11 @@ def _site(python: str, archive: Path) -> list[str]:
             shutil.rmtree(site / name, ignore_errors=True)
         for info in site.glob("numpy-*.dist-info"):
             shutil.rmtree(info)
+        for record in site.glob("*.dist-info/RECORD"):  # bin/'s scripts left, whose shebangs name this interpreter
+            lines = record.read_text().splitlines(keepends=True)
+            record.write_text("".join(line for line in lines if not line.startswith("../")))
         held = sorted(info.name.removesuffix(".dist-info") for info in site.glob("*.dist-info"))
-        _pack(site, archive, lambda path: "__pycache__" not in path, top=site)
+        _pack(site, archive, lambda path: "__pycache__" not in path, top=site, cache_as=f"site-py{python}")
     return held
 
 
@@ -99,16 +108,60 @@ def _numpy(python: str, archive: Path) -> None:
         site = Path(tmp) / "site"
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(site)
-        _pack(site, archive, lambda path: "/tests/" not in path and not path.endswith("/tests"), top=site)
+        _pack(site, archive, _not_tests, top=site, cache_as=f"numpy-1.26.4-py{python}")
 
 
-def _pack(source: Path, archive: Path, keep: Callable[[str], bool], top: Path | None = None) -> None:
-    """``source``'s files that ``keep`` keeps, named from its parent (or from ``top``), into an xz tarball."""
-    with lzma.open(archive, "wb", preset=9) as xz, tarfile.open(fileobj=xz, mode="w") as tar:
-        for path in sorted(source.rglob("*")):
-            relative = path.relative_to(top or source.parent)
-            if keep(relative.as_posix()):
-                tar.add(path, arcname=relative.as_posix(), recursive=False)
+def _members(source: Path, keep: Callable[[str], bool], top: Path | None) -> list[tuple[Path, str]]:
+    """``source``'s paths that ``keep`` keeps, each with its name in the tarball (from its parent, or ``top``)."""
+    named = ((path, path.relative_to(top or source.parent).as_posix()) for path in sorted(source.rglob("*")))
+    return [(path, name) for path, name in named if keep(name)]
+
+
+def _digest(members: list[tuple[Path, str]]) -> str:
+    """What a tarball of ``members`` holds (names, kinds, modes, bytes, link targets), not when it was made."""
+    digest = hashlib.sha256(f"xz-{PRESET}".encode())
+    for path, name in members:
+        stat = path.lstat()
+        digest.update(f"\0{name}\0{stat.st_mode:o}\0".encode())
+        if path.is_symlink():
+            digest.update(str(path.readlink()).encode())
+        elif path.is_file():
+            with path.open("rb") as file:
+                for block in iter(lambda: file.read(1 << 20), b""):
+                    digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _not_tests(path: str) -> bool:
+    return "/tests/" not in path and not path.endswith("/tests")
+
+
+def _pack(
+    source: Path, archive: Path, keep: Callable[[str], bool], top: Path | None = None, cache_as: str | None = None
+) -> None:
+    """``source``'s files that ``keep`` keeps, named from its parent (or from ``top``), into an xz tarball.
+
+    With ``cache_as``, the tarball is kept in the cache under that name and the digest of what it holds, and a
+    later kit of the same files copies it: xz -9 is most of a kit's time (~60 s of ``make gpu-rehearsal`` on 2
+    cores), and the copy is the very tarball, so the kit's size stays the real one. Older tarballs of that name go.
+    """
+    members = _members(source, keep, top)
+    cached = None
+    if cache_as is not None:
+        cached = default_cache_dir() / "gpu-kit" / f"{cache_as}-{_digest(members)}.tar.xz"
+        if cached.is_file():
+            shutil.copyfile(cached, archive)
+            return
+    with lzma.open(archive, "wb", preset=PRESET) as xz, tarfile.open(fileobj=xz, mode="w") as tar:
+        for path, name in members:
+            tar.add(path, arcname=name, recursive=False)
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        for stale in cached.parent.glob(f"{cache_as}-*.tar.xz"):
+            stale.unlink(missing_ok=True)
+        partial = cached.with_suffix(".partial")
+        shutil.copyfile(archive, partial)
+        partial.replace(cached)
 
 
 def _server_part(python: str) -> Callable[[str], bool]:
@@ -145,7 +198,7 @@ def make(out: Path, python: str) -> dict[str, object]:
     out.mkdir(parents=True)
     _server(python, out / f"tritonserver-{RELEASE}.tar.xz")
     perf = ensure_perf_analyzer()
-    _pack(perf.root, out / f"{perf.root.name}.tar.xz", lambda path: True)
+    _pack(perf.root, out / f"{perf.root.name}.tar.xz", lambda path: True, cache_as=perf.root.name)
     held = _site(python, out / "site.tar.xz")
     _numpy(python, out / "numpy-1.26.4.tar.xz")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

@@ -141,6 +141,33 @@ def test_builder_venv_is_reused_while_current_and_rebuilt_when_pyproject_changes
         builders.ensure_builder_venv("3.10", tmp_path)
 
 
+def test_a_builder_venv_of_another_checkout_gets_this_checkouts_repogen_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI clones into a new directory every run: its builder venvs keep their dependencies and packages."""
+    root = builders.checkout_root()
+    venv = tmp_path / "builder-venv-py3.10"
+    venv.mkdir()
+    marker = {**builders._wanted(root, "3.10"), "checkout": "/elsewhere/repogen", "base": sys.executable}
+    (venv / builders.BUILDER_MARKER).write_text(json.dumps(marker))
+    commands: list[list[str]] = []
+
+    def no_interpreter(version: str) -> Path:
+        raise PythonNotFoundError(f"Python {version} not found: the venv was to be made anew")
+
+    def step(cmd: list[str], what: str, hint: str) -> None:
+        assert not (venv / builders.BUILDER_MARKER).exists(), "the marker stays while repogen is swapped"
+        commands.append(cmd)
+
+    monkeypatch.setattr(builders, "require_python", no_interpreter)
+    monkeypatch.setattr(builders, "run_step", step)
+    assert builders.ensure_builder_venv("3.10", tmp_path) == venv
+    assert commands == [[str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
+                         "--disable-pip-version-check", "--quiet", "--no-deps", "-e", str(root)]]  # fmt: skip
+    assert json.loads((venv / builders.BUILDER_MARKER).read_text()) == {**marker, "checkout": str(root)}
+    assert builders.ensure_builder_venv("3.10", tmp_path) == venv and len(commands) == 1  # current now
+
+
 def test_build_with_raises_with_the_builds_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
