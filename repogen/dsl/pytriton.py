@@ -11,9 +11,12 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import os
 import pathlib
+import re
 import signal
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType, TracebackType
@@ -54,6 +57,10 @@ _REFUSED_TRUE = {
 }
 # Fields serve sets from its own options, or which refuse above: none of them becomes a tritonserver argument.
 _OWN = {"http_port", "grpc_port", "metrics_port", "http_address", "grpc_address", "metrics_address", "log_verbose"}
+ENV_PREFIX = "PYTRITON_TRITON_CONFIG_"
+"""PyTriton's: ``PYTRITON_TRITON_CONFIG_GRPC_PORT=8011`` sets ``grpc_port``; a list field's items are ``<NAME>_<i>``."""
+_LIST_ITEM = re.compile(r"^(.+?)_(\d+)$")
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 @dataclasses.dataclass
@@ -147,6 +154,40 @@ class TritonConfig:
         """The fields by name, as PyTriton's ``to_dict``."""
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, config: dict[str, Any]) -> TritonConfig:
+        """PyTriton's ``from_dict``: the fields named in ``config`` (others are left out), strings cast to each
+        field's type (``"8001"``, ``"false"``, ``"a,b"`` for a list)."""
+        fields = {field.name: str(field.type) for field in dataclasses.fields(cls)}
+        return cls(**{name: _cast(name, fields[name], value) for name, value in config.items() if name in fields})
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> TritonConfig:
+        """PyTriton's ``from_env``: the fields ``PYTRITON_TRITON_CONFIG_<FIELD>`` variables set, ``<FIELD>_<i>`` the
+        items of a list field. :class:`Triton` reads them by itself, under the fields its ``config`` sets. Unlike
+        PyTriton, ``false``/``0``/``no`` read as False (PyTriton's ``bool("false")`` is True); a value that does not
+        read as its field's type, or that :class:`TritonConfig` refuses, raises naming the variable; a variable
+        naming no field warns."""
+        environ = dict(os.environ if environ is None else environ)
+        fields = {field.name: str(field.type) for field in dataclasses.fields(cls)}
+        values: dict[str, Any] = {}
+        items: dict[str, dict[int, tuple[str, str]]] = {}
+        for variable, text in sorted(environ.items()):
+            if not variable.startswith(ENV_PREFIX):
+                continue
+            name = variable[len(ENV_PREFIX) :].lower()
+            item = _LIST_ITEM.match(name)
+            if item and item.group(1) in fields and fields[item.group(1)].startswith("list"):
+                items.setdefault(item.group(1), {})[int(item.group(2))] = (variable, text)
+            elif name in fields:
+                values[name] = _checked(cls, variable, name, fields[name], text)
+            else:
+                warnings.warn(f"{variable} names no TritonConfig field ({name!r}): ignored", UserWarning, stacklevel=2)
+        for name, indexed in items.items():
+            listed = [indexed[index][1] for index in sorted(indexed)]
+            values[name] = _checked(cls, ", ".join(v for v, _ in indexed.values()), name, fields[name], listed)
+        return cls(**values)
+
     def server_arguments(self) -> list[str]:
         """The tritonserver arguments of the fields set (``--name=value``, a list field's once per item), less those
         :meth:`Triton.run` sets from its own options (ports, addresses, ``log_verbose``)."""
@@ -160,6 +201,31 @@ class TritonConfig:
                 text = str(item).lower() if isinstance(item, bool) else str(item)
                 arguments.append(f"{flag}={text}")
         return arguments
+
+
+def _cast(name: str, annotation: str, value: Any) -> Any:
+    """``value`` (a string, or a list's strings) as field ``name`` of type ``annotation`` takes it."""
+    if value is None or not isinstance(value, str) and not annotation.startswith("list"):
+        return value
+    if annotation.startswith("list"):
+        return [str(item) for item in value] if isinstance(value, (list, tuple)) else value.split(",")
+    if annotation.startswith("bool"):
+        if value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise ValueError(f"{value!r} is not a boolean: say one of {', '.join(_TRUE + _FALSE)}")
+    if annotation.startswith("int"):
+        return int(value)
+    return pathlib.Path(value) if annotation.startswith("pathlib.Path") else value
+
+
+def _checked(cls: type[TritonConfig], variable: str, name: str, annotation: str, value: Any) -> Any:
+    """The variable's value as its field takes it; what does not read, or TritonConfig refuses, names the variable."""
+    try:
+        cast = _cast(name, annotation, value)
+        cls(**{name: cast})
+    except (ValueError, UsageError) as exc:
+        raise UsageError(f"{variable}={value!r}: {exc}") from None
+    return cast
 
 
 class ServedRepository(Protocol):
@@ -208,6 +274,8 @@ class Triton(Repository):
     ``~/.cache/repogen`` on first use) on 127.0.0.1 and the config's ports, and serves until SIGINT or SIGTERM.
     Your process only waits: the callables run inside the server's Python backend. ``triton_release`` and
     ``server_python`` (repogen's own) pick the server as ``repogen serve --triton-release/--server-python``.
+    As PyTriton's, it reads ``PYTRITON_TRITON_CONFIG_*`` variables under the fields ``config`` sets
+    (:meth:`TritonConfig.from_env`).
     """
 
     def __init__(
@@ -224,7 +292,9 @@ class Triton(Repository):
                 "Triton(workspace=...) cannot apply: repogen builds into a temporary directory of its own, removed "
                 "on stop(); to keep the repository: repogen build server.py:triton -o DIR"
             )
-        self.config = config if config is not None else TritonConfig()
+        explicit = {k: v for k, v in (config or TritonConfig()).to_dict().items() if v is not None}
+        # As PyTriton: the config given, over PYTRITON_TRITON_CONFIG_* variables, over the defaults.
+        self.config = dataclasses.replace(TritonConfig.from_env(), **explicit)
         self.triton_release = triton_release
         self.server_python = server_python
         self._served: ServedRepository | None = None

@@ -126,9 +126,15 @@ def _double(x):
     return {"y": x * 2}
 
 
-def test_run_and_stop_in_process(triton_install: TritonInstallation) -> None:
+@pytest.mark.parametrize("ports", ["config", "environment"])
+def test_run_and_stop_in_process(triton_install: TritonInstallation, ports: str, monkeypatch) -> None:
+    """The ports given in the config, or (as PyTriton reads them) in ``PYTRITON_TRITON_CONFIG_*`` variables."""
     http, grpc, metrics = free_ports(3)
     config = TritonConfig(http_port=http, grpc_port=grpc, metrics_port=metrics)
+    if ports == "environment":
+        for name, port in (("HTTP_PORT", http), ("GRPC_PORT", grpc), ("METRICS_PORT", metrics)):
+            monkeypatch.setenv(f"PYTRITON_TRITON_CONFIG_{name}", str(port))
+        config = None
     release, python = triton_install.install.release.tritonserver, triton_install.venv.python_version
     with Triton(config=config, triton_release=release, server_python=python) as triton:
         triton.bind(

@@ -185,3 +185,69 @@ def test_building_pytritons_server_py_as_it_is_names_the_fix_instead_of_serving(
         build_app(f"{server}:triton", tmp_path / "repo")
     assert 'if __name__ == "__main__"' in str(refused.value)
     assert not (tmp_path / "repo").exists()
+
+
+def test_from_env_reads_pytritons_variables_with_their_types():
+    config = TritonConfig.from_env(
+        {
+            "PYTRITON_TRITON_CONFIG_GRPC_PORT": "45436",
+            "PYTRITON_TRITON_CONFIG_LOG_VERBOSE": "4",
+            "PYTRITON_TRITON_CONFIG_EXIT_ON_ERROR": "false",  # PyTriton's bool("false") is True; False here
+            "PYTRITON_TRITON_CONFIG_STRICT_READINESS": "1",
+            "PYTRITON_TRITON_CONFIG_GRPC_ROOT_CERT": "/certs/ca.pem",
+            "PYTRITON_TRITON_CONFIG_CACHE_CONFIG_1": "local,size=1048576",
+            "PYTRITON_TRITON_CONFIG_CACHE_CONFIG_0": "redis,host=127.0.0.1",
+            "PYTRITON_TRITON_CONFIG_TRACE_CONFIG": "rate=100,level=TIMESTAMPS",
+            "HOME": "/root",
+        }
+    )
+    assert (config.grpc_port, config.log_verbose, config.exit_on_error, config.strict_readiness) == (
+        45436,
+        4,
+        False,
+        True,
+    )
+    assert config.grpc_root_cert == pathlib.Path("/certs/ca.pem")
+    assert config.cache_config == ["redis,host=127.0.0.1", "local,size=1048576"]  # by index, not by name order
+    assert config.trace_config == ["rate=100", "level=TIMESTAMPS"]  # one variable, split on commas as PyTriton does
+    assert TritonConfig.from_env({}) == TritonConfig()
+    assert TritonConfig.from_dict({"http_port": "8010", "unknown": 1}) == TritonConfig(http_port=8010)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("HTTP_PORT", "eighty", "invalid literal for int()"),
+        ("EXIT_ON_ERROR", "maybe", "'maybe' is not a boolean: say one of 1, true, yes, on, 0, false, no, off"),
+        ("HTTP_ADDRESS", "0.0.0.0", "TritonConfig(http_address='0.0.0.0'): Triton.run serves on 127.0.0.1 only"),
+        ("MODEL_REPOSITORY", "/models", "TritonConfig(model_repository=...) cannot apply"),
+    ],
+)
+def test_a_variable_that_does_not_apply_is_refused_naming_itself(field, value, message):
+    variable = f"PYTRITON_TRITON_CONFIG_{field}"
+    with pytest.raises(UsageError) as raised:
+        TritonConfig.from_env({variable: value})
+    assert str(raised.value).startswith(f"{variable}={value!r}: {message}"), str(raised.value)
+
+
+def test_a_variable_naming_no_field_warns():
+    with pytest.warns(
+        UserWarning, match=r"PYTRITON_TRITON_CONFIG_GRPC_PROT names no TritonConfig field \('grpc_prot'\)"
+    ):
+        assert TritonConfig.from_env({"PYTRITON_TRITON_CONFIG_GRPC_PROT": "1"}) == TritonConfig()
+
+
+def test_triton_takes_the_variables_under_the_config_it_is_given(monkeypatch):
+    monkeypatch.setenv("PYTRITON_TRITON_CONFIG_HTTP_PORT", "8010")
+    monkeypatch.setenv("PYTRITON_TRITON_CONFIG_GRPC_PORT", "8011")
+    assert (Triton().config.http_port, Triton().config.grpc_port) == (8010, 8011)
+    given = Triton(config=TritonConfig(grpc_port=9001)).config
+    assert (given.http_port, given.grpc_port) == (
+        8010,
+        9001,
+    )  # PyTriton's order: given, then environment, then defaults
+    monkeypatch.setenv("PYTRITON_TRITON_CONFIG_ALLOW_HTTP", "false")
+    with pytest.raises(
+        UsageError, match="PYTRITON_TRITON_CONFIG_ALLOW_HTTP='false': TritonConfig\\(allow_http=False\\)"
+    ):
+        Triton()
