@@ -73,33 +73,11 @@ STANDINS ?=
 standin: install
 	$(PY) -m repogen.testing.standin $(STANDINS)
 
-# $(1): pairing=scope words (scope `all` or `smoke`). Every pairing runs; the summary names each one's
-# result and pytest's closing line, then each skip's reason (pytest -ra's SKIPPED lines: a test skips only
-# for what CI cannot provide, repogen/testing/prerequisites.py); its last line counts pairings and skipped
-# tests, and the recipe fails if any pairing failed.
+# $(1): pairing=scope words (scope `all` or `smoke`): tests/pairings.sh runs them (an `all` one alone, then the
+# smoke ones together) and sums them up; the recipe fails if any pairing failed.
 define run_pairings
-	@out=$$(mktemp); failed=0; passed=0; skipped=0; summary=(); \
-	for spec in $(1); do \
-		pairing=$${spec%=*}; scope=$${spec#*=}; release=$${pairing%+*}; python=$${pairing#*+}; \
-		tests=(); [ "$$scope" = all ] || tests=($(SMOKE_ARGS)); \
-		if [ "$$scope" = smoke ] && [ "$$python" = "$(FULL_PYTHON)" ] && [[ " $(1) " == *" $(FULL_PAIRING)=all "* ]]; then \
-			tests+=($(SAME_PYTHON_ARGS)); fi; \
-		echo "== $$scope tests on tritonserver $$release + Python $$python"; \
-		start=$$SECONDS; \
-		REPOGEN_TRITON_RELEASE=$$release REPOGEN_SERVER_PYTHON=$$python \
-			$(PY) -m pytest $(PYTEST_ARGS) "$${tests[@]}" 2>&1 | tee "$$out"; rc=$${PIPESTATUS[0]}; \
-		label=$$(sed -n 's/^repogen served on: //p' "$$out" | tail -n 1); \
-		closing=$$(grep -v '^[[:space:]]*$$' "$$out" | tail -n 1 | sed 's/^[= ]*//; s/[= ]*$$//'); \
-		if [ $$rc -eq 0 ]; then result=passed; passed=$$((passed + 1)); \
-		else result="FAILED (pytest exit $$rc)"; failed=$$((failed + 1)); fi; \
-		summary+=("$$(printf '  %-5s %s: %s in %ss (%s)' "$$scope" \
-			"$${label:-tritonserver $$release + Python $$python}" "$$result" $$((SECONDS - start)) "$$closing")"); \
-		skips=$$(sed -n 's/.*[^0-9]\([0-9][0-9]*\) skipped.*/\1/p' <<<" $$closing"); skipped=$$((skipped + $${skips:-0})); \
-		while IFS= read -r line; do summary+=("        $$line"); done < <(grep '^SKIPPED ' "$$out"); \
-	done; rm -f "$$out"; \
-	echo "== serving pairings"; printf '%s\n' "$${summary[@]}"; \
-	echo "pairings: $$passed passed, $$failed failed; $$skipped test(s) skipped (reasons above)"; \
-	[ $$failed -eq 0 ]
+	@PY=$(PY) PYTEST_ARGS='$(PYTEST_ARGS)' SMOKE_ARGS='$(SMOKE_ARGS)' SAME_PYTHON_ARGS='$(SAME_PYTHON_ARGS)' \
+		FULL_PAIRING=$(FULL_PAIRING) bash tests/pairings.sh $(1)
 endef
 
 test: check-pythons lint docs-build frameworks gpu-rehearsal
