@@ -3,7 +3,7 @@
 The pickler knows which objects it made anew or saw (``live_objects.Tracker``) but not through what;
 the user needs the chain (``infer_func -> attribute 'streamer' -> attribute 'text_queue'``) to know
 which of their objects it means. A breadth-first walk over the parts pickling takes
-(``diagnose.parts``, without asking objects to reduce themselves) finds the shortest chain to each.
+(``ir/pickled_parts.py``, without asking objects to reduce themselves) finds the shortest chain to each.
 It stops at the objects it looks for (what they hold is theirs: a Condition's lock, an object inside
 a shared one) and at ``LIMIT`` objects, so a payload holding a large model graph costs milliseconds.
 """
@@ -16,14 +16,12 @@ import types
 from collections.abc import Collection, Sequence
 from typing import Any
 
-import numpy as np
 from cloudpickle import cloudpickle as _cp
 
-from .diagnose import parts
+from ..ir.pickled_parts import LEAVES, parts
 
 LIMIT = 20_000  # objects walked from one model's callables
 MAX_DEPTH = 32
-_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, np.ndarray, np.generic)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +34,7 @@ class Reached:
 
 
 def _leaf(obj: Any) -> bool:
-    if isinstance(obj, _LEAVES):
+    if isinstance(obj, LEAVES):
         return True
     return isinstance(obj, types.ModuleType) and _cp._should_pickle_by_reference(obj)
 

@@ -19,21 +19,17 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
+import itertools
 import re
 import sys
-import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-from cloudpickle import cloudpickle as _cp
-
+from .pickled_parts import LEAVES, Parts, attributes, parts
 from .spec import InstanceGroupSpec, MadeOnGpu
 
 LIMIT = 20_000  # objects walked from one model's callables
 MAX_DEPTH = 32
-_LEAVES = (str, bytes, bytearray, int, float, complex, bool, type(None), range, np.ndarray, np.generic)
 _CUDA_NAME = re.compile(r"cuda:(\d+)")
 _MODULE_STATE = ("_parameters", "_buffers", "_modules")  # an nn.Module's: parameters() and buffers() answer for them
 
@@ -103,7 +99,7 @@ def find_cuda(label: str, root: Any, ids: set[int] | None = None) -> Held | None
             short = True
             continue
         for name, part in _parts(obj, module):
-            if isinstance(part, _LEAVES):  # nothing inside; a string may name a GPU
+            if isinstance(part, LEAVES):  # nothing inside; a string may name a GPU
                 index = _named_gpu(part, device) if isinstance(part, str) and not named else None
                 if index is not None:
                     named.append((f"{chain} -> {name}", index))
@@ -135,54 +131,18 @@ def _named_gpu(obj: Any, device: Any) -> int | None:
     return None
 
 
-def _parts(obj: Any, module: Any) -> Iterator[tuple[str, Any]]:
-    """What pickling ``obj`` would take with it, as the walk needs it (no ``__reduce__`` asked)."""
-    if isinstance(obj, types.FunctionType):
-        if _cp._should_pickle_by_reference(obj):
-            return
-        names = _cp._extract_code_globals(obj.__code__)
-        yield from ((f"global {n!r}", obj.__globals__[n]) for n in sorted(names) if n in obj.__globals__)
-        for name, cell in zip(obj.__code__.co_freevars, obj.__closure__ or (), strict=False):
-            try:
-                contents = cell.cell_contents
-            except ValueError:  # a cell not filled yet
-                continue
-            yield f"closure variable {name!r}", contents
-        yield from ((f"default #{i + 1}", v) for i, v in enumerate(obj.__defaults__ or ()))
-        yield from ((f"default {k!r}", v) for k, v in (obj.__kwdefaults__ or {}).items())
-        yield from ((f"attribute {k!r}", v) for k, v in obj.__dict__.items())
-    elif isinstance(obj, types.MethodType):
-        yield "method function", obj.__func__
-        yield "method self", obj.__self__
-    elif isinstance(obj, type):
-        if not _cp._should_pickle_by_reference(obj):
-            yield from ((f"class attribute {k!r}", v) for k, v in vars(obj).items() if k != "__dict__")
-    elif isinstance(obj, types.ModuleType):
-        return
-    elif isinstance(obj, dict):
-        yield from ((f"[{k!r}]", v) for k, v in obj.items())
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        yield from ((f"[{i}]", v) for i, v in enumerate(obj))
-    elif isinstance(obj, functools.partial):
-        yield "partial function", obj.func
-        yield from ((f"partial argument #{i + 1}", v) for i, v in enumerate(obj.args))
-        yield from ((f"partial argument {k!r}", v) for k, v in obj.keywords.items())
-    else:
-        if isinstance(obj, module):  # its weights were asked for above; its other attributes may hold more
-            state = {k: v for k, v in vars(obj).items() if k not in _MODULE_STATE}
-            yield from ((f"submodule '{k}'", v) for k, v in vars(obj).get("_modules", {}).items())
-        else:
-            state = getattr(obj, "__dict__", None) or {}
-        yield from ((f"attribute {k!r}", v) for k, v in state.items() if isinstance(k, str))
-        for slot in _slots(type(obj)):
-            if hasattr(obj, slot):
-                yield f"attribute {slot!r}", getattr(obj, slot)
+def _parts(obj: Any, module: Any) -> Parts:
+    """What pickling ``obj`` would take with it, as the walk needs it: no ``__reduce__`` asked, no module entered,
+    and an ``nn.Module``'s submodules and other attributes (its weights were asked for apart)."""
 
+    def module_parts(instance: Any) -> Parts | None:
+        if not isinstance(instance, module):
+            return None
+        state = {k: v for k, v in vars(instance).items() if k not in _MODULE_STATE}
+        submodules = vars(instance).get("_modules", {}).items()
+        return itertools.chain(((f"submodule '{k}'", v) for k, v in submodules), attributes(instance, state))
 
-def _slots(cls: type) -> Iterator[str]:
-    for klass in cls.__mro__:
-        slots = klass.__dict__.get("__slots__", ())
-        yield from ((slots,) if isinstance(slots, str) else slots)
+    return parts(obj, reduce=False, modules=False, instance=module_parts)
 
 
 def owners(callables: Sequence[tuple[str, Any]]) -> dict[int, tuple[int, int]]:
