@@ -37,28 +37,11 @@ def repogen(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
     )  # fmt: skip
 
 
-class ServeProcess:
-    """`repogen serve TARGET ...` for the pairing under test; stdout+stderr collected by a thread so it never blocks."""
+class Output:
+    """A started process's stdout and stderr, collected line by line by a thread so that it never blocks."""
 
-    def __init__(
-        self,
-        target: str | Path,
-        install: TritonInstallation,
-        *args: str,
-        ports: tuple[int, int, int] | None = None,
-        env: dict[str, str] | None = None,
-    ) -> None:
-        self.http, self.grpc, self.metrics = ports or free_ports(3)
-        self.release, self.python = install.install.release.tritonserver, install.venv.python_version
-        options, passthrough = (list(args), []) if "--" not in args else _split(args)
-        cmd = [
-            sys.executable, "-m", "repogen", "serve", str(target), "--triton-release", self.release,
-            "--server-python", self.python, "--http-port", str(self.http), "--grpc-port", str(self.grpc),
-            "--metrics-port", str(self.metrics), *options, *passthrough,
-        ]  # fmt: skip
-        self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=env or cli_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-        )
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -88,6 +71,38 @@ class ServeProcess:
 
     def output(self) -> str:
         return "\n".join(self.lines)
+
+
+class ServeProcess(Output):
+    """`repogen serve TARGET ...` for the pairing under test."""
+
+    def __init__(
+        self,
+        target: str | Path,
+        install: TritonInstallation,
+        *args: str,
+        ports: tuple[int, int, int] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.http, self.grpc, self.metrics = ports or free_ports(3)
+        self.release, self.python = install.install.release.tritonserver, install.venv.python_version
+        options, passthrough = (list(args), []) if "--" not in args else _split(args)
+        cmd = [
+            sys.executable, "-m", "repogen", "serve", str(target), "--triton-release", self.release,
+            "--server-python", self.python, "--http-port", str(self.http), "--grpc-port", str(self.grpc),
+            "--metrics-port", str(self.metrics), *options, *passthrough,
+        ]  # fmt: skip
+        super().__init__(
+            subprocess.Popen(
+                cmd,
+                cwd=ROOT,
+                env=env or cli_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+            )  # fmt: skip
+        )
 
     def stop(self) -> int:
         """SIGINT, as Ctrl+C; kill if it does not stop within a minute."""

@@ -11,14 +11,12 @@ import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from serve_cli import cli_env, group_pids
+from serve_cli import Output, cli_env, group_pids
 
 from repogen import ModelConfig, Tensor, Triton, TritonConfig, batch
 from repogen.server.running.host import free_ports, pid_alive
@@ -36,8 +34,8 @@ def _endpoints(http: int, grpc: int) -> SimpleNamespace:
     return SimpleNamespace(http_url=f"127.0.0.1:{http}", grpc_url=f"127.0.0.1:{grpc}")
 
 
-class _Script:
-    """``python server.py --http-port P --grpc-port Q``, its output read by a thread so it never blocks."""
+class _Script(Output):
+    """``python server.py --http-port P --grpc-port Q``."""
 
     def __init__(self, install: TritonInstallation, tmp: Path, ignore_sigint: bool = False) -> None:
         self.http, self.grpc, metrics = free_ports(3)
@@ -49,28 +47,24 @@ class _Script:
         env = cli_env(TMPDIR=str(tmp), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         # `python server.py &` in a script starts it with SIGINT ignored: Ctrl+C (kill -INT) must stop it all the same
         ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None
-        self.proc = subprocess.Popen(
-            cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-            preexec_fn=ignore,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        super().__init__(
+            subprocess.Popen(
+                cmd,
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                bufsize=1,
+                preexec_fn=ignore,
+            )  # fmt: skip
+        )
 
     def server_pid(self, timeout: float = 120.0) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            for line in list(self.lines):
-                found = READY.search(line)
-                if found:
-                    return int(found[1])
-            time.sleep(0.1)
-        raise AssertionError("server.py never said it was ready:\n" + "\n".join(self.lines[-60:]))
+        try:
+            return int(self.wait_for(READY.pattern, timeout)[1])
+        except AssertionError:
+            raise AssertionError("server.py never said it was ready:\n" + self.output()) from None
 
 
 def _check_answers(http: int, grpc: int) -> None:
@@ -110,7 +104,7 @@ def test_server_py_serves_until_ctrl_c(
         if server_pid is not None and pid_alive(server_pid):  # what a failed stop left: never outlives the test
             os.killpg(server_pid, signal.SIGKILL)
     script._reader.join(10)
-    output = "\n".join(script.lines)
+    output = script.output()
     assert code == 0, output
     assert not pid_alive(server_pid) and not group_pids(server_pid), output
     # the build and serve's scratch are gone; the per-user directory where runs leave their key stays, empty
