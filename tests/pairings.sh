@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The serving pairings of `make test` and `make test-releases` (Makefile): tests/pairings.sh SPEC..., each SPEC
-# <tritonserver release>+<Python>=<all|smoke>. Every pairing runs. An `all` pairing runs alone, its output as it
-# comes; then the smoke pairings run together, each into a file of its own that is printed whole as it ends: on
-# two cores their servers mostly wait on their clients, and together they take about the longest one's time
-# instead of the sum (2026-11-28, this machine: the three smokes, 2.39 + 3.10, 2.41 + 3.10 and 2.51 + 3.12, took
+# <tritonserver release>+<Python>=<all|smoke>. Every pairing runs. An `all` pairing runs in two parts at once: the
+# container tests (tests/containers: image builds, Docker's and the kubelet's probe periods, mostly waiting) into a
+# file, and everything else with its output as it comes; then the smoke pairings run together, each into a file of
+# its own. A part that runs beside others is printed whole as it ends. On two cores their servers mostly wait on
+# their clients (the full pairing alone kept the cores about 55% busy), and together they take about the longest
+# one's time instead of the sum (2026-11-28, this machine: the three smokes, 2.39 + 3.10, 2.41 + 3.10 and 2.51 + 3.12, took
 # 6:37 together against 12:49 one after the other in the last CI run, every test passing).
-# PAIRINGS_AT_ONCE=1 runs them one by one.
+# PAIRINGS_AT_ONCE=1 runs the smoke pairings one by one.
 #
-# The summary names each pairing's result and pytest's closing line, then each skip's reason (pytest -ra's
-# SKIPPED lines: a test skips only for what CI cannot provide, repogen/testing/prerequisites.py); its last line
-# counts pairings and skipped tests, and the exit status is 1 if any pairing failed.
+# The summary names each run's result and pytest's closing line, then each skip's reason (pytest -ra's SKIPPED
+# lines: a test skips only for what CI cannot provide, repogen/testing/prerequisites.py); its last line counts
+# pairings, runs and skipped tests, and the exit status is 1 if any run failed.
 #
 # From the Makefile's environment: PY, PYTEST_ARGS, SMOKE_ARGS, SAME_PYTHON_ARGS (shell words, quotes kept),
 # FULL_PAIRING.
@@ -30,14 +32,17 @@ pairing_args() {
     fi
 }
 
-# Run pairing number $1 (spec $2); its output goes to $work/$1.out, or also to the terminal with $3 = live.
+# Run part $1 (spec $2, more pytest arguments in $4...); its output goes to $work/$1.out, and to the terminal as it
+# comes with $3 = live, whole as it ends with $3 empty, or later (the caller prints $work/$1.shown) with $3 = later.
 run() {
     local number=$1 spec=$2 live=${3:-} pairing scope release python start rc args
+    shift 3
     pairing=${spec%=*} scope=${spec#*=} release=${pairing%+*} python=${pairing#*+}
     pairing_args "$scope" "$python"
+    args+=("$@")
     start=$SECONDS
     if [ "$live" = live ]; then
-        echo "== $scope tests on tritonserver $release + Python $python"
+        echo "== $scope tests${*:+ ($*)} on tritonserver $release + Python $python"
         REPOGEN_TRITON_RELEASE=$release REPOGEN_SERVER_PYTHON=$python "$PY" -m pytest "${args[@]}" 2>&1 \
             | tee "$work/$number.out"
         rc=${PIPESTATUS[0]}
@@ -45,43 +50,52 @@ run() {
         REPOGEN_TRITON_RELEASE=$release REPOGEN_SERVER_PYTHON=$python "$PY" -m pytest "${args[@]}" \
             >"$work/$number.out" 2>&1
         rc=$?
-        { echo "== $scope tests on tritonserver $release + Python $python (run beside the other smoke pairings)"
+        { echo "== $scope tests${*:+ ($*)} on tritonserver $release + Python $python (run beside other parts)"
           cat "$work/$number.out"; } >"$work/$number.shown"
-        cat "$work/$number.shown"  # whole, as one write, so that the pairings' outputs do not interleave
+        [ "$live" = later ] || cat "$work/$number.shown"  # whole, as one write: the parts' outputs do not interleave
     fi
     echo "$rc $((SECONDS - start))" >"$work/$number.rc"
 }
 
-smokes=()
-for number in "${!specs[@]}"; do
-    if [[ ${specs[$number]} == *=all ]]; then
-        run "$number" "${specs[$number]}" live
+# Parts: each `all` pairing's two, then one per smoke pairing; parts[i] is part i's pairing spec.
+CONTAINERS=tests/containers
+parts=() smokes=()
+for spec in "${specs[@]}"; do
+    if [[ $spec == *=all ]]; then
+        containers=${#parts[@]}
+        parts+=("$spec")
+        run "$containers" "$spec" later "$CONTAINERS" &
+        parts+=("$spec")
+        run "$((containers + 1))" "$spec" live --ignore="$CONTAINERS"
+        wait
+        cat "$work/$containers.shown"
     else
-        smokes+=("$number")
+        smokes+=("${#parts[@]}")
+        parts+=("$spec")
     fi
 done
 if [ "${PAIRINGS_AT_ONCE:-}" = 1 ]; then
-    for number in "${smokes[@]}"; do run "$number" "${specs[$number]}" live; done
-else
-    if [ ${#smokes[@]} -gt 0 ]; then
-        names=()
-        for number in "${smokes[@]}"; do names+=("${specs[$number]%=*}"); done
-        echo "== ${#smokes[@]} smoke pairing(s) together: ${names[*]} (each one's output as it ends)"
-    fi
-    for number in "${smokes[@]}"; do run "$number" "${specs[$number]}" & done
+    for number in "${smokes[@]}"; do run "$number" "${parts[$number]}" live; done
+elif [ ${#smokes[@]} -gt 0 ]; then
+    names=()
+    for number in "${smokes[@]}"; do names+=("${parts[$number]%=*}"); done
+    echo "== ${#smokes[@]} smoke pairing(s) together: ${names[*]} (each one's output as it ends)"
+    for number in "${smokes[@]}"; do run "$number" "${parts[$number]}" "" & done
     wait
 fi
 
 failed=0 passed=0 skipped=0 summary=()
-for number in "${!specs[@]}"; do
-    spec=${specs[$number]} out=$work/$number.out
+for number in "${!parts[@]}"; do
+    spec=${parts[$number]} out=$work/$number.out
     pairing=${spec%=*} scope=${spec#*=}
     read -r rc took <"$work/$number.rc"
     label=$(sed -n 's/^repogen served on: //p' "$out" | tail -n 1)
     closing=$(grep -v '^[[:space:]]*$' "$out" | tail -n 1 | sed 's/^[= ]*//; s/[= ]*$//')
     if [ "$rc" -eq 0 ]; then result=passed passed=$((passed + 1)); else
         result="FAILED (pytest exit $rc)" failed=$((failed + 1)); fi
-    summary+=("$(printf '  %-5s %s: %s in %ss (%s)' "$scope" "${label:-tritonserver ${pairing%+*} + Python ${pairing#*+}}" \
+    part=$scope
+    [ "$scope" != all ] || { [ "${parts[$((number + 1))]:-}" = "$spec" ] && part="all, $CONTAINERS" || part="all, the rest"; }
+    summary+=("$(printf '  %-22s %s: %s in %ss (%s)' "$part" "${label:-tritonserver ${pairing%+*} + Python ${pairing#*+}}" \
         "$result" "$took" "$closing")")
     skips=$(sed -n 's/.*[^0-9]\([0-9][0-9]*\) skipped.*/\1/p' <<<" $closing")
     skipped=$((skipped + ${skips:-0}))
@@ -89,5 +103,5 @@ for number in "${!specs[@]}"; do
 done
 echo "== serving pairings"
 printf '%s\n' "${summary[@]}"
-echo "pairings: $passed passed, $failed failed; $skipped test(s) skipped (reasons above)"
+echo "pairings: ${#specs[@]} in ${#parts[@]} runs, $passed passed, $failed failed; $skipped test(s) skipped (reasons above)"
 [ "$failed" -eq 0 ]
