@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from repogen import ModelConfig, Repository, Tensor, batch
+from repogen.local import backend_shim
 from repogen.runtime import cancellation
 from repogen.runtime.request import Request
 
@@ -160,17 +161,28 @@ _PACE = {
 }
 
 
-def _paced(kind: str, sleep: bool) -> Repository:
-    """Tokens, each taking ``ms`` of the generator's time: slept, or worked (a busy loop)."""
-    models = Repository()
+class _Clock:
+    """The runtime's clock in a test: time passes only as the generator's steps and the sends say, however loaded
+    the machine (CI runs pytest runs side by side: a step of µs stretched past SLOW_STEP_S there)."""
 
-    def take(ms: float) -> None:
-        if sleep:
-            time.sleep(ms / 1000)
-            return
-        end = time.perf_counter() + ms / 1000
-        while time.perf_counter() < end:
-            pass
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.now = 0.0
+        monkeypatch.setattr(time, "perf_counter", self)  # cancellation.Watch's and the instance's
+        backend_shim.install()  # before the stream loops' module imports triton_python_backend_utils
+        from repogen.runtime import decoupled
+
+        monkeypatch.setattr(decoupled, "perf_counter", self)  # the plain generator's loop binds it at import
+
+    def __call__(self) -> float:
+        return self.now
+
+    def take(self, ms: float) -> None:
+        self.now += ms / 1000
+
+
+def _paced(kind: str, take: Any) -> Repository:
+    """Tokens, each taking ``ms`` of the generator's time (``take(ms)``)."""
+    models = Repository()
 
     if kind == "function":
 
@@ -191,11 +203,15 @@ def _paced(kind: str, sleep: bool) -> Repository:
     return models
 
 
+def _sleep(ms: float) -> None:
+    time.sleep(ms / 1000)
+
+
 class _CountedRequest:
     """A request that counts how often it is asked, whose sends take ``send_ms`` (a busy server)."""
 
-    def __init__(self, request: Any, send_ms: float):
-        self._request, self.asked, self._send_ms = request, 0, send_ms
+    def __init__(self, request: Any, send_ms: float, take: Any):
+        self._request, self.asked, self._send_ms, self._take = request, 0, send_ms, take
         self.sent: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
@@ -209,15 +225,16 @@ class _CountedRequest:
         return self
 
     def send(self, response: Any = None, flags: int = 0) -> None:
-        time.sleep(self._send_ms / 1000)
+        self._take(self._send_ms)
         self.sent.append((response, flags))
 
 
-def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, sleep: bool = True) -> int:
-    local = _paced(kind, sleep).local()
+def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, take: Any = _sleep) -> int:
+    """How often a stream of ``n`` steps of ``ms`` each, and sends of ``send_ms``, asks whether it is cancelled."""
+    local = _paced(kind, take).local()
     spec = local._model_spec("Paced")
     instance, request = local._request(spec, {"n": np.array([n], np.int32), "ms": np.array([ms], np.float32)}, None)
-    counted = _CountedRequest(request, send_ms)
+    counted = _CountedRequest(request, send_ms, take)
     instance._started = time.perf_counter()  # it did not wait: nothing is asked before the callable runs
     assert instance.execute([counted]) is None
     assert [int(r.output_tensors()[0].as_numpy()[0]) for r, _ in counted.sent[:-1]] == list(range(n))
@@ -226,21 +243,24 @@ def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, sleep: bool = 
 
 @pytest.mark.parametrize("kind", ["function", "async function"])
 def test_a_stream_is_asked_after_each_slow_step(kind):
+    # on the real clock: a sleep never takes less than asked
     assert _asked_at_steps(kind, n=6, ms=2 * cancellation.SLOW_STEP_S * 1000, send_ms=0) == 6
 
 
 @pytest.mark.parametrize("kind", ["function", "async function"])
-def test_time_spent_sending_never_makes_a_stream_ask(kind):
-    # 20 sends of 2 ms: 40 ms of waiting for the server, 8 times STREAM_POLL_S; the generator itself works µs
-    assert _asked_at_steps(kind, n=20, ms=0, send_ms=2) == 0
+def test_time_spent_sending_never_makes_a_stream_ask(kind, monkeypatch):
+    # 20 sends of 2 ms: 40 ms of waiting for the server, 8 times STREAM_POLL_S; the generator's steps take none
+    clock = _Clock(monkeypatch)
+    assert _asked_at_steps(kind, n=20, ms=0, send_ms=2, take=clock.take) == 0
 
 
 @pytest.mark.parametrize("kind", ["function", "async function"])
-def test_fast_steps_ask_once_their_work_adds_up(kind):
+def test_fast_steps_ask_once_their_work_adds_up(kind, monkeypatch):
     step_ms = cancellation.SLOW_STEP_S * 1000 / 4
     steps = int(4 * cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of work
-    asked = _asked_at_steps(kind, n=steps, ms=step_ms, send_ms=0, sleep=False)
-    assert 3 <= asked <= steps // 4, asked  # ~4; a step that a busy machine stretches past SLOW_STEP_S asks too
+    clock = _Clock(monkeypatch)
+    asked = _asked_at_steps(kind, n=steps, ms=step_ms, send_ms=1, take=clock.take)  # sends add nothing to it
+    assert asked == 4  # once every STREAM_POLL_S of work
 
 
 @pytest.mark.parametrize("batched", [False, True], ids=["lean stream", "batched stream"])
