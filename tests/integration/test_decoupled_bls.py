@@ -6,7 +6,7 @@ are asked ``REQUESTS`` times one after another and ``REQUESTS`` times from ``CLI
 
 Where python_backend destroys a drained response iterator without the GIL and the stub runs Python
 3.12 (tritonserver before 2.53 / NGC 24.12: here 2.51 + 3.12, see repogen.triton.known_issues), the
-hand-written consumer's stub dies with SIGSEGV after one or two answers; that test is a strict
+hand-written consumer's stub dies with SIGSEGV after a few answers; that test is a strict
 xfail there, so it fails the day the hand-written pair starts passing. Ours retires each iterator
 behind a barrier (repogen/runtime/streams.py) and must answer every request on every pairing.
 """
@@ -29,6 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairi
 ORACLE = Path(__file__).resolve().parents[1] / "repos" / "decoupled_bls"
 REQUESTS = 12
 CLIENTS = 4
+HAND_WRITTEN_TRIES = 200  # sequential requests to the hand-written consumer, up to its first wrong answer
 TEXT = {"text": np.array([b"a b c"], dtype=object)}
 
 _pairing = pairing_under_test()
@@ -44,7 +45,7 @@ def server(serve, cli_build, tmp_path_factory):
     return serve(root / "oracle", extra_args=(f"--model-repository={root / 'pipeline'}",))
 
 
-def _answers(server, model: str, concurrent: bool) -> list[str]:
+def _answers(server, model: str, concurrent: bool, requests: int = REQUESTS) -> list[str]:
     """What each request got: "3" (right), another count, or the error's message."""
 
     def one(_: int) -> str:
@@ -55,11 +56,11 @@ def _answers(server, model: str, concurrent: bool) -> list[str]:
 
     if not concurrent:  # up to the first wrong answer: after it, a dead stub takes 1 s per request to say so
         answers = []
-        while len(answers) < REQUESTS and (not answers or answers[-1] == "3"):
+        while len(answers) < requests and (not answers or answers[-1] == "3"):
             answers.append(one(len(answers)))
         return answers
     with ThreadPoolExecutor(CLIENTS) as pool:
-        return list(pool.map(one, range(REQUESTS)))
+        return list(pool.map(one, range(requests)))
 
 
 @pytest.mark.parametrize("concurrent", [False, True], ids=["sequential", "concurrent"])
@@ -73,20 +74,24 @@ class KnownCrash(Exception):
 
 
 #: The known crash's signature: the stub's faulthandler line in the server's log (the oracle's Count enables it),
-#: and every later request's answer.
-SIGSEGV_LINE = "Fatal Python error: Segmentation fault"
+#: and every later request's answer. The line names the signal: SIGSEGV here so far, but freeing without the GIL
+#: races on the allocator's state, and a race can as well corrupt it into an abort ("Fatal Python error: Aborted").
+FATAL_LINE = "Fatal Python error: "
 DEAD_STUB = "Stub process 'Count_0_0' is not healthy."
 
 
-def _check_count(server, answers: list[str]) -> None:
+def _check_count(server, answers: list[str], requests: int) -> None:
     """Pass on every answer right; raise KnownCrash only for the known crash's signature, else fail as usual."""
-    if answers == ["3"] * len(answers) and len(answers) == REQUESTS:
+    if answers == ["3"] * requests:
         return
     wrong = [answer for answer in answers if answer != "3"]
-    crashed = SIGSEGV_LINE in server.log_text() and wrong and all(DEAD_STUB in answer for answer in wrong)
-    if crashed:
-        raise KnownCrash(f"Count's stub died of SIGSEGV; answers: {answers}")
-    raise AssertionError(f"Count answered {answers}, not the known crash (no {SIGSEGV_LINE!r} in the log)")
+    fatal = [line for line in server.log_text().splitlines() if FATAL_LINE in line]
+    if fatal and wrong and all(DEAD_STUB in answer for answer in wrong):
+        raise KnownCrash(f"Count's stub died ({fatal[0].strip()}); answers: {answers}")
+    raise AssertionError(
+        f"Count answered {answers[:3]}...{answers[-3:]} ({len(wrong)} of {len(answers)} wrong), not the known crash: "
+        f"the log's fatal lines: {fatal or 'none'}; each wrong answer must say {DEAD_STUB!r}"
+    )
 
 
 @pytest.mark.xfail(
@@ -97,6 +102,12 @@ def _check_count(server, answers: list[str]) -> None:
     f"Python >= {BLS_STREAM_WITHOUT_GIL.min_python}; docs/known-issues.md)",
 )
 def test_hand_written_answers_every_request(server):
-    """Runs after ours: a stub it kills takes only the hand-written ``Count`` with it."""
-    _check_count(server, _answers(server, "Count", concurrent=False))
-    _check_count(server, _answers(server, "Count", concurrent=True))
+    """Runs after ours: a stub it kills takes only the hand-written ``Count`` with it.
+
+    The crash is a race (which thread drops the iterator last): the safe order can win a dozen times running, and
+    a strict xfail then fails. Sequential requests cost ms each, so Count is asked up to ``HAND_WRITTEN_TRIES``
+    times (on a loaded machine here it died at its 1st to 6th). A CI run of four pytest runs side by side failed
+    this test on the affected pairing without its log saying why; the failure now names what was seen.
+    """
+    _check_count(server, _answers(server, "Count", False, HAND_WRITTEN_TRIES), HAND_WRITTEN_TRIES)
+    _check_count(server, _answers(server, "Count", True), REQUESTS)
