@@ -11,7 +11,8 @@
 #
 # The summary names each run's result and pytest's closing line, then each skip's reason (pytest -ra's SKIPPED
 # lines: a test skips only for what CI cannot provide, repogen/testing/prerequisites.py); its last line counts
-# pairings, runs and skipped tests, and the exit status is 1 if any run failed.
+# pairings, runs and skipped tests, and the exit status is 1 if any run failed. Before that line, a failed run's
+# FAILED lines and the first of its assertion ('E') lines are repeated: a log cut to its tail still says what failed.
 #
 # From the Makefile's environment: PY, PYTEST_ARGS, SMOKE_ARGS, SAME_PYTHON_ARGS (shell words, quotes kept),
 # FULL_PAIRING.
@@ -59,6 +60,7 @@ run() {
 
 # Parts: each `all` pairing's two, then one per smoke pairing; parts[i] is part i's pairing spec.
 CONTAINERS=tests/containers
+FAILURE_LINES=20
 parts=() smokes=()
 for spec in "${specs[@]}"; do
     if [[ $spec == *=all ]]; then
@@ -84,7 +86,7 @@ elif [ ${#smokes[@]} -gt 0 ]; then
     wait
 fi
 
-failed=0 passed=0 skipped=0 summary=()
+failed=0 passed=0 skipped=0 summary=() failures=()
 for number in "${!parts[@]}"; do
     spec=${parts[$number]} out=$work/$number.out
     pairing=${spec%=*} scope=${spec#*=}
@@ -100,8 +102,17 @@ for number in "${!parts[@]}"; do
     skips=$(sed -n 's/.*[^0-9]\([0-9][0-9]*\) skipped.*/\1/p' <<<" $closing")
     skipped=$((skipped + ${skips:-0}))
     while IFS= read -r line; do summary+=("        $line"); done < <(grep '^SKIPPED ' "$out")
+    [ "$rc" -eq 0 ] || {
+        failures+=("  $part, ${label:-tritonserver ${pairing%+*} + Python ${pairing#*+}}:")
+        while IFS= read -r line; do failures+=("        $line"); done < <(
+            grep -E '^(FAILED|ERROR) ' "$out"; grep -E '^E  ' "$out" | head -n "$FAILURE_LINES")
+    }
 done
 echo "== serving pairings"
 printf '%s\n' "${summary[@]}"
+if [ ${#failures[@]} -gt 0 ]; then  # last, beside the count: a log cut to its tail still says what failed
+    echo "== what failed (each failed run's FAILED and ERROR lines, then its first $FAILURE_LINES 'E' lines)"
+    printf '%s\n' "${failures[@]}"
+fi
 echo "pairings: ${#specs[@]} in ${#parts[@]} runs, $passed passed, $failed failed; $skipped test(s) skipped (reasons above)"
 [ "$failed" -eq 0 ]
