@@ -24,6 +24,7 @@ import triton_python_backend_utils as pb_utils
 
 from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled, serving_stream, stream_done
 from .errors import InferenceError
+from .failures import results_count_message
 from .request import EmptyBatchError, Request
 
 __all__ = ["execute", "lane", "serve_one"]
@@ -187,7 +188,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
                     return
                 work = 0.0
             if type(step) is not list and not isinstance(step, (list, tuple)) or len(step) != 1:
-                raise InferenceError(model._shape_of_results_message(step, 1))
+                raise InferenceError(results_count_message(model.model_name, step, 1))
             result = step[0]
             if type(result) is dict and len(result) == 1:
                 value = result.get(name)
@@ -220,7 +221,7 @@ def _never(value: Any) -> bool:
 
 def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:
     if not isinstance(step, (list, tuple)) or len(step) != len(senders):
-        raise InferenceError(model._shape_of_results_message(step, len(senders)))
+        raise InferenceError(results_count_message(model.model_name, step, len(senders)))
     wanted = [(sender, result) for sender, result, still in zip(senders, step, live, strict=True) if still]
     responses = model.responses([result for _, result in wanted])  # a GPU instance's outputs leave together
     for (sender, _), response in zip(wanted, responses, strict=True):

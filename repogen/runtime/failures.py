@@ -89,3 +89,14 @@ def out_of_gpu_memory_message(model: str, device: str, exc: BaseException) -> st
         "and the instance serves the next one: send fewer or smaller requests at once (lower max_batch_size), or "
         "give the model a GPU with more free memory"
     )
+
+
+def results_count_message(model: str, results: Any, expected: int) -> str:
+    """Why ``results`` is not one result per request: a dict alone (PyTriton's ``@batch`` habit), or a count."""
+    if isinstance(results, dict):
+        return (
+            f"model '{model}' returned a dict; an undecorated infer_func receives a list of "
+            f"{expected} request(s) and must return a list with one dict per request (or use @batch)"
+        )
+    found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
+    return f"model '{model}' returned {found} result(s) for {expected} request(s); return one per request"

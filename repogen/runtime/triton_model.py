@@ -35,7 +35,15 @@ from .decorator_base import then
 from .devices import loading_on
 from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
-from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
+from .failures import (
+    error_message,
+    error_response,
+    log,
+    log_failure,
+    out_of_gpu_memory,
+    out_of_gpu_memory_message,
+    results_count_message,
+)
 from .frameworks import free_gpu_caches, use_device
 from .fused import FusedPipeline, StepFailure
 from .instance import instantiate, lingering_message, lingering_threads
@@ -230,9 +238,9 @@ class TritonPythonModel:
             if inspect.isawaitable(results):
                 results = self._run(results)
             if not isinstance(results, (list, tuple)):
-                raise InferenceError(self._shape_of_results_message(results, count))
+                raise InferenceError(results_count_message(self._model, results, count))
         if len(results) != count:
-            raise InferenceError(self._shape_of_results_message(results, count))
+            raise InferenceError(results_count_message(self._model, results, count))
         return results
 
     def finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
@@ -367,15 +375,6 @@ class TritonPythonModel:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(awaitable)
-
-    def _shape_of_results_message(self, results: Any, expected: int) -> str:
-        if isinstance(results, dict):
-            return (
-                f"model '{self._model}' returned a dict; an undecorated infer_func receives a list of "
-                f"{expected} request(s) and must return a list with one dict per request (or use @batch)"
-            )
-        found = len(results) if isinstance(results, (list, tuple)) else type(results).__name__
-        return f"model '{self._model}' returned {found} result(s) for {expected} request(s); return one per request"
 
     def failure(self, exc: BaseException, requests: int = 1) -> Any:
         """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
