@@ -122,22 +122,27 @@ def test_pairing_under_test_refuses_a_python_the_release_has_no_stub_for(monkeyp
         pairing_under_test()
 
 
+def _builder_venv(cache: Path, **marked: str) -> tuple[Path, dict[str, str]]:
+    """A Python 3.10 builder venv in ``cache`` as this checkout would mark it, with ``marked`` changed."""
+    venv = cache / "builder-venv-py3.10"
+    venv.mkdir()
+    marker = {**builders._wanted(builders.checkout_root(), "3.10"), "base": sys.executable, **marked}
+    (venv / builders.BUILDER_MARKER).write_text(json.dumps(marker))
+    return venv, marker
+
+
+def _no_interpreter(version: str) -> Path:
+    raise PythonNotFoundError(f"Python {version} not found: the venv was to be made anew")
+
+
 def test_builder_venv_is_reused_while_current_and_rebuilt_when_pyproject_changes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = builders.checkout_root()
-    venv = tmp_path / "builder-venv-py3.10"
-    venv.mkdir()
-    marker = {**builders._wanted(root, "3.10"), "base": sys.executable}
-    (venv / builders.BUILDER_MARKER).write_text(json.dumps(marker))
+    venv, marker = _builder_venv(tmp_path)
     assert builders.ensure_builder_venv("3.10", tmp_path) == venv
-
-    def no_interpreter(version: str) -> Path:
-        raise PythonNotFoundError(f"Python {version} not found")
-
-    monkeypatch.setattr(builders, "require_python", no_interpreter)
+    monkeypatch.setattr(builders, "require_python", _no_interpreter)
     (venv / builders.BUILDER_MARKER).write_text(json.dumps({**marker, "pyproject_sha256": "0" * 64}))
-    with pytest.raises(PythonNotFoundError, match="Python 3.10 not found"):
+    with pytest.raises(PythonNotFoundError, match="Python 3.10 not found: the venv was to be made anew"):
         builders.ensure_builder_venv("3.10", tmp_path)
 
 
@@ -146,20 +151,14 @@ def test_a_builder_venv_of_another_checkout_gets_this_checkouts_repogen_alone(
 ) -> None:
     """CI clones into a new directory every run: its builder venvs keep their dependencies and packages."""
     root = builders.checkout_root()
-    venv = tmp_path / "builder-venv-py3.10"
-    venv.mkdir()
-    marker = {**builders._wanted(root, "3.10"), "checkout": "/elsewhere/repogen", "base": sys.executable}
-    (venv / builders.BUILDER_MARKER).write_text(json.dumps(marker))
+    venv, marker = _builder_venv(tmp_path, checkout="/elsewhere/repogen")
     commands: list[list[str]] = []
-
-    def no_interpreter(version: str) -> Path:
-        raise PythonNotFoundError(f"Python {version} not found: the venv was to be made anew")
 
     def step(cmd: list[str], what: str, hint: str) -> None:
         assert not (venv / builders.BUILDER_MARKER).exists(), "the marker stays while repogen is swapped"
         commands.append(cmd)
 
-    monkeypatch.setattr(builders, "require_python", no_interpreter)
+    monkeypatch.setattr(builders, "require_python", _no_interpreter)
     monkeypatch.setattr(builders, "run_step", step)
     assert builders.ensure_builder_venv("3.10", tmp_path) == venv
     assert commands == [[str(venv / "bin" / "python"), "-m", "pip", "install", "--no-input",
