@@ -1,4 +1,5 @@
-"""``Triton`` and ``TritonConfig``: PyTriton's ``server.py`` as people copy it, after the import swap.
+"""``Triton`` (and ``TritonConfig``, from triton_config.py): PyTriton's ``server.py`` as people copy it, after the
+import swap.
 
 ``Triton`` is a :class:`~repogen.dsl.repository.Repository` (``bind``, ``model`` and ``ensemble`` as there, and
 ``repogen build server.py:triton`` where it sits at module level) that also runs itself: :meth:`Triton.run`
@@ -11,221 +12,19 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
-import os
 import pathlib
-import re
 import signal
 import threading
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType, TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..errors import UsageError
 from .repository import Repository
+from .triton_config import LOOPBACK, TritonConfig
 
 __all__ = ["LOOPBACK", "Triton", "TritonConfig", "loading_app", "set_server_runner"]
-
-LOOPBACK = ("127.0.0.1", "localhost")
-"""The addresses ``Triton.run`` binds: the server runs beside this process, for it and its machine."""
-
-_DEPLOY = "to serve beyond this machine, deploy the built repository (repogen build server.py:triton -o DIR, then "
-_DEPLOY += "repogen deploy or any tritonserver)"
-
-# TritonConfig's fields that cannot apply to the server Triton.run starts → why (only a value other than its
-# default, None, is refused; False for the allow_* flags of endpoints repogen does not open is welcome).
-_REFUSED = {
-    "model_repository": "repogen builds the repository from the binds into a directory of its own; to serve a "
-    "built one: repogen serve DIR",
-    "log_file": "the server's log comes out through this process's logging (logger 'repogen.triton.server'): "
-    "a logging.FileHandler on it writes it to a file",
-    "http_restricted_api": "the server restricts shared memory, the model repository API, statistics, trace and "
-    "logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
-    "grpc_restricted_protocol": "the server restricts shared memory, the model repository API, statistics, trace "
-    "and logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
-    "sagemaker_port": "the server opens HTTP, gRPC and metrics only; SageMaker's endpoint belongs to a deployment",
-    "sagemaker_safe_port_range": "the server opens HTTP, gRPC and metrics only",
-    "sagemaker_thread_count": "the server opens HTTP, gRPC and metrics only",
-    "vertex_ai_port": "the server opens HTTP, gRPC and metrics only; Vertex AI's endpoint belongs to a deployment",
-    "vertex_ai_thread_count": "the server opens HTTP, gRPC and metrics only",
-    "vertex_ai_default_model": "the server opens HTTP, gRPC and metrics only",
-}
-_REFUSED_TRUE = {
-    "allow_sagemaker": "the server opens HTTP, gRPC and metrics only; SageMaker's endpoint belongs to a deployment",
-    "allow_vertex_ai": "the server opens HTTP, gRPC and metrics only; Vertex AI's endpoint belongs to a deployment",
-}
-# Fields serve sets from its own options, or which refuse above: none of them becomes a tritonserver argument.
-_OWN = {"http_port", "grpc_port", "metrics_port", "http_address", "grpc_address", "metrics_address", "log_verbose"}
-ENV_PREFIX = "PYTRITON_TRITON_CONFIG_"
-"""PyTriton's: ``PYTRITON_TRITON_CONFIG_GRPC_PORT=8011`` sets ``grpc_port``; a list field's items are ``<NAME>_<i>``."""
-_LIST_ITEM = re.compile(r"^(.+?)_(\d+)$")
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-
-
-@dataclasses.dataclass
-class TritonConfig:
-    """PyTriton's ``TritonConfig``: tritonserver's options, by the names and defaults (``None``: tritonserver's
-    own, ports 8000, 8001 and 8002) PyTriton has.
-
-    What :meth:`Triton.run` does with them: the ports are the server's; ``log_verbose`` its log level; the server
-    binds 127.0.0.1, and an address field may only say that (``127.0.0.1`` or ``localhost``; PyTriton's
-    server bound every interface, 0.0.0.0); ``allow_http=False`` is refused (the server is watched over HTTP).
-    Every other tritonserver option here (``exit_on_error``, ``strict_readiness``, ``exit_timeout_secs``,
-    ``allow_grpc``, ``allow_metrics``, ``cache_config``, ``trace_config``, the gRPC and HTTP tuning, ...) is
-    passed to tritonserver as ``--name=value``. Those that cannot apply to a server repogen runs beside this
-    process (``model_repository``, ``log_file``, the restricted API settings, SageMaker's and Vertex AI's) raise
-    :class:`~repogen.errors.UsageError` here, naming the field and why.
-    """
-
-    model_repository: pathlib.Path | None = None
-    id: str | None = None
-    log_verbose: int | None = None
-    log_file: pathlib.Path | None = None
-    exit_timeout_secs: int | None = None
-    exit_on_error: bool | None = None
-    strict_readiness: bool | None = None
-    allow_http: bool | None = None
-    http_address: str | None = None
-    http_port: int | None = None
-    http_header_forward_pattern: str | None = None
-    http_thread_count: int | None = None
-    http_restricted_api: str | None = None
-    allow_grpc: bool | None = None
-    grpc_address: str | None = None
-    grpc_port: int | None = None
-    grpc_header_forward_pattern: str | None = None
-    grpc_infer_allocation_pool_size: int | None = None
-    grpc_use_ssl: bool | None = None
-    grpc_use_ssl_mutual: bool | None = None
-    grpc_server_cert: pathlib.Path | None = None
-    grpc_server_key: pathlib.Path | None = None
-    grpc_root_cert: pathlib.Path | None = None
-    grpc_infer_response_compression_level: str | None = None
-    grpc_keepalive_time: int | None = None
-    grpc_keepalive_timeout: int | None = None
-    grpc_keepalive_permit_without_calls: bool | None = None
-    grpc_http2_max_pings_without_data: int | None = None
-    grpc_http2_min_recv_ping_interval_without_data: int | None = None
-    grpc_http2_max_ping_strikes: int | None = None
-    grpc_restricted_protocol: str | None = None
-    allow_metrics: bool | None = None
-    allow_gpu_metrics: bool | None = None
-    allow_cpu_metrics: bool | None = None
-    metrics_interval_ms: int | None = None
-    metrics_port: int | None = None
-    metrics_address: str | None = None
-    allow_sagemaker: bool | None = None
-    sagemaker_port: int | None = None
-    sagemaker_safe_port_range: str | None = None
-    sagemaker_thread_count: int | None = None
-    allow_vertex_ai: bool | None = None
-    vertex_ai_port: int | None = None
-    vertex_ai_thread_count: int | None = None
-    vertex_ai_default_model: str | None = None
-    metrics_config: list[str] | None = None
-    trace_config: list[str] | None = None
-    cache_config: list[str] | None = None
-    cache_directory: str | None = None
-    buffer_manager_thread_count: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.allow_http is False:
-            what = "and allow_grpc=False leaves no endpoint" if self.allow_grpc is False else "is refused"
-            raise UsageError(
-                f"TritonConfig(allow_http=False) {what}: repogen watches the server it starts over HTTP (its health "
-                "and model states); leave allow_http out, or pass allow_grpc=False to open HTTP alone"
-            )
-        for name in ("http_address", "grpc_address", "metrics_address"):
-            value = getattr(self, name)
-            if value is not None and value not in LOOPBACK:
-                raise UsageError(
-                    f"TritonConfig({name}={value!r}): Triton.run serves on 127.0.0.1 only, for this machine; "
-                    f"leave {name} out (or say '127.0.0.1'); {_DEPLOY}"
-                )
-        for name, why in _REFUSED.items():
-            if getattr(self, name) is not None:
-                raise UsageError(f"TritonConfig({name}=...) cannot apply: {why}; leave it out")
-        for name, why in _REFUSED_TRUE.items():
-            if getattr(self, name):
-                raise UsageError(f"TritonConfig({name}=True) cannot apply: {why}; leave it out")
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields by name, as PyTriton's ``to_dict``."""
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, config: dict[str, Any]) -> TritonConfig:
-        """PyTriton's ``from_dict``: the fields named in ``config`` (others are left out), strings cast to each
-        field's type (``"8001"``, ``"false"``, ``"a,b"`` for a list)."""
-        fields = {field.name: str(field.type) for field in dataclasses.fields(cls)}
-        return cls(**{name: _cast(name, fields[name], value) for name, value in config.items() if name in fields})
-
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> TritonConfig:
-        """PyTriton's ``from_env``: the fields ``PYTRITON_TRITON_CONFIG_<FIELD>`` variables set, ``<FIELD>_<i>`` the
-        items of a list field. :class:`Triton` reads them by itself, under the fields its ``config`` sets. Unlike
-        PyTriton, ``false``/``0``/``no`` read as False (PyTriton's ``bool("false")`` is True); a value that does not
-        read as its field's type, or that :class:`TritonConfig` refuses, raises naming the variable; a variable
-        naming no field warns."""
-        environ = dict(os.environ if environ is None else environ)
-        fields = {field.name: str(field.type) for field in dataclasses.fields(cls)}
-        values: dict[str, Any] = {}
-        items: dict[str, dict[int, tuple[str, str]]] = {}
-        for variable, text in sorted(environ.items()):
-            if not variable.startswith(ENV_PREFIX):
-                continue
-            name = variable[len(ENV_PREFIX) :].lower()
-            item = _LIST_ITEM.match(name)
-            if item and item.group(1) in fields and fields[item.group(1)].startswith("list"):
-                items.setdefault(item.group(1), {})[int(item.group(2))] = (variable, text)
-            elif name in fields:
-                values[name] = _checked(cls, variable, name, fields[name], text)
-            else:
-                warnings.warn(f"{variable} names no TritonConfig field ({name!r}): ignored", UserWarning, stacklevel=2)
-        for name, indexed in items.items():
-            listed = [indexed[index][1] for index in sorted(indexed)]
-            values[name] = _checked(cls, ", ".join(v for v, _ in indexed.values()), name, fields[name], listed)
-        return cls(**values)
-
-    def server_arguments(self) -> list[str]:
-        """The tritonserver arguments of the fields set (``--name=value``, a list field's once per item), less those
-        :meth:`Triton.run` sets from its own options (ports, addresses, ``log_verbose``)."""
-        arguments = []
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if value is None or field.name in _OWN:
-                continue
-            flag = "--" + field.name.replace("_", "-")
-            for item in value if isinstance(value, (list, tuple)) else [value]:
-                text = str(item).lower() if isinstance(item, bool) else str(item)
-                arguments.append(f"{flag}={text}")
-        return arguments
-
-
-def _cast(name: str, annotation: str, value: Any) -> Any:
-    """``value`` (a string, or a list's strings) as field ``name`` of type ``annotation`` takes it."""
-    if value is None or not isinstance(value, str) and not annotation.startswith("list"):
-        return value
-    if annotation.startswith("list"):
-        return [str(item) for item in value] if isinstance(value, (list, tuple)) else value.split(",")
-    if annotation.startswith("bool"):
-        if value.strip().lower() in _TRUE + _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ValueError(f"{value!r} is not a boolean: say one of {', '.join(_TRUE + _FALSE)}")
-    if annotation.startswith("int"):
-        return int(value)
-    return pathlib.Path(value) if annotation.startswith("pathlib.Path") else value
-
-
-def _checked(cls: type[TritonConfig], variable: str, name: str, annotation: str, value: Any) -> Any:
-    """The variable's value as its field takes it; what does not read, or TritonConfig refuses, names the variable."""
-    try:
-        cast = _cast(name, annotation, value)
-        cls(**{name: cast})
-    except (ValueError, UsageError) as exc:
-        raise UsageError(f"{variable}={value!r}: {exc}") from None
-    return cast
 
 
 class ServedRepository(Protocol):
@@ -298,6 +97,8 @@ class Triton(Repository):
         self.triton_release = triton_release
         self.server_python = server_python
         self._served: ServedRepository | None = None
+        self._bound_before_stop: set[tuple[str, int]] = set()
+        """The models (name, version) bound before a :meth:`stop`: binding one again replaces it."""
 
     def run(self) -> None:
         """Build the models bound and start the server; return once every model is loaded.
@@ -341,7 +142,22 @@ class Triton(Repository):
             return False
         atexit.unregister(self.stop)
         served.stop()
+        self._bound_before_stop |= {(definition.name, definition.version) for definition in self.definitions}
         return True
+
+    def _before_bind(self, model_name: str, model_version: int) -> None:
+        """As PyTriton's after a :meth:`stop`: a model bound again replaces its earlier binding (PyTriton's notebook
+        redefines its callable so: stop, bind anew, run). PyTriton's stop forgets every model; here those not bound
+        again stay bound, and the next :meth:`run` serves them too."""
+        if self._served is not None:
+            raise UsageError(
+                f"Triton.bind(model_name={model_name!r}) while the server runs: its models are built once, at "
+                "run(); bind every model before run(), or stop() first and run() again"
+            )
+        key = (model_name, model_version)
+        if key in self._bound_before_stop:
+            self._bound_before_stop.discard(key)
+            self._definitions[:] = [d for d in self._definitions if (d.name, d.version) != key]
 
     def is_alive(self) -> bool:
         """Whether the server :meth:`run` started is running."""

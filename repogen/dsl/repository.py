@@ -294,6 +294,7 @@ class Repository:
         strict: bool,
         files: Sequence[str | os.PathLike[str]],
     ) -> ModelHandle:
+        self._before_bind(model_name, model_version)
         funcs = tuple(infer_func) if isinstance(infer_func, (list, tuple)) else (infer_func,)
         definition = ModelDefinition(
             name=model_name,
@@ -309,6 +310,10 @@ class Repository:
         self._definitions.append(definition)
         self._generation += 1
         return ModelHandle(self, definition)
+
+    def _before_bind(self, model_name: str, model_version: int) -> None:
+        """Where a subclass has its say before a model is added (:class:`~repogen.dsl.pytriton.Triton`'s, after a
+        stop); nothing here: two bindings of one name and version are refused by the build, naming both."""
 
     def model(
         self,

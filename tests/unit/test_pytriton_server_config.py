@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 from repogen import BuildError, Repository, Tensor, Triton, TritonConfig, build_app
+from repogen.dsl import pytriton
 from repogen.errors import UsageError
+from repogen.ir.lower import lower
 from repogen.launch import serve_options
 from repogen.server.running.serve_options import EXIT_TIMEOUT
 
@@ -251,3 +253,72 @@ def test_triton_takes_the_variables_under_the_config_it_is_given(monkeypatch):
         UsageError, match="PYTRITON_TRITON_CONFIG_ALLOW_HTTP='false': TritonConfig\\(allow_http=False\\)"
     ):
         Triton()
+
+
+class _FakeServed:
+    """A stand-in for the server ``run()`` starts: it lowers the models as the build does, and keeps what each run
+    served, by model name."""
+
+    runs: list[dict[str, object]] = []
+
+    def __init__(self, triton: Triton) -> None:
+        lower(triton)
+        self.runs.append({d.name: d.infer_funcs[0] for d in triton.definitions})
+
+    def stop(self) -> None:
+        pass
+
+    def is_alive(self) -> bool:
+        return True
+
+
+def _bind(triton: Triton, name: str, func: object) -> None:
+    io = {"inputs": [Tensor(name="x", dtype=np.float32, shape=(-1,))],
+          "outputs": [Tensor(name="y", dtype=np.float32, shape=(-1,))]}  # fmt: skip
+    triton.bind(model_name=name, infer_func=func, **io)
+
+
+def _first(requests):
+    return [{"y": r["x"]} for r in requests]
+
+
+def _second(requests):
+    return [{"y": r["x"] * 2} for r in requests]
+
+
+def test_a_model_bound_again_after_stop_replaces_its_binding_as_pytritons_notebook_does(monkeypatch):
+    """PyTriton's add_sub_notebook: run, stop, redefine the callable, bind it under the same name, run again."""
+    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    monkeypatch.setattr(_FakeServed, "runs", [])
+    triton = Triton()
+    _bind(triton, "AddSub", _first)
+    _bind(triton, "Other", _first)
+    triton.run()
+    assert triton.stop() is True
+    _bind(triton, "AddSub", _second)
+    triton.run()
+    triton.stop()
+    assert _FakeServed.runs == [{"AddSub": _first, "Other": _first}, {"AddSub": _second, "Other": _first}]
+    assert [d.name for d in triton.definitions] == ["Other", "AddSub"]
+
+
+def test_binding_a_name_twice_between_stops_is_still_refused_naming_both_lines(monkeypatch):
+    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    triton = Triton()
+    _bind(triton, "AddSub", _first)
+    triton.run()
+    triton.stop()
+    _bind(triton, "AddSub", _second)
+    _bind(triton, "AddSub", _first)  # a second bind, after the one that replaced the binding of before the stop
+    with pytest.raises(BuildError, match=r"model 'AddSub' is bound twice with model_version=1 \(the first is at "):
+        triton.run()
+
+
+def test_a_bind_while_the_server_runs_is_refused_naming_the_fix(monkeypatch):
+    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    with Triton() as triton:
+        _bind(triton, "AddSub", _first)
+        triton.run()
+        with pytest.raises(UsageError, match=r"Triton.bind\(model_name='Late'\) while the server runs: .* stop\(\) "):
+            _bind(triton, "Late", _second)
+    assert [d.name for d in triton.definitions] == ["AddSub"]

@@ -11,8 +11,9 @@ script replays the cells below the way IPython runs them: one shared ``__main__`
 each cell's text in ``linecache`` under its made-up name.
 """
 
-import linecache
 import sys
+
+from repogen.testing.notebook import run_cells
 
 CELLS = [
     # In [1]:
@@ -58,14 +59,6 @@ models.bind(
 build_repository(models, OUTPUT)
 """,
 ]
-
-
-def run_cells(cells: list[str], namespace: dict) -> None:
-    """What IPython does with each cell: register its text in linecache, compile, run in __main__'s namespace."""
-    for number, cell in enumerate(cells, start=1):
-        filename = f"<ipython-input-{number}-5e1f0c2a9b7d>"
-        linecache.cache[filename] = (len(cell), None, cell.splitlines(keepends=True), filename)
-        exec(compile(cell, filename, "exec"), namespace)  # noqa: S102
 
 
 if __name__ == "__main__":
