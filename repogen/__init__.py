@@ -20,6 +20,8 @@ from .dsl import (
     TimeoutAction,
     Triton,
     TritonConfig,
+    TritonLifecyclePolicy,
+    TritonSecurityConfig,
     VersionPolicy,
     Warmup,
 )
@@ -95,6 +97,8 @@ __all__ = [
     "TimeoutAction",
     "Triton",
     "TritonConfig",
+    "TritonLifecyclePolicy",
+    "TritonSecurityConfig",
     "TritonContext",
     "VersionPolicy",
     "Warmup",

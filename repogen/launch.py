@@ -21,6 +21,7 @@ from .dsl.pytriton import Triton, TritonConfig
 from .errors import RepogenError
 from .server.running.serving import ServeOptions, Serving
 from .triton.releases import get_release
+from .triton.restricted_apis import parse_apis
 
 __all__ = ["Launched", "launch", "serve_options"]
 
@@ -41,8 +42,9 @@ class _LogLines(io.TextIOBase):
 
 def serve_options(triton: Triton, repository: Path) -> ServeOptions:
     """``repogen serve REPOSITORY``'s options for ``triton``'s config: ports, log level, the server it names,
-    the config's other tritonserver options after ``--``."""
+    its security config's key and restricted APIs, the config's other tritonserver options after ``--``."""
     config: TritonConfig = triton.config
+    security = triton.security_config
     return ServeOptions(
         str(repository),
         tritonserver_args=tuple(config.server_arguments()),
@@ -52,6 +54,8 @@ def serve_options(triton: Triton, repository: Path) -> ServeOptions:
         triton_release=get_release(triton.triton_release) if triton.triton_release else None,
         server_python=triton.server_python,
         log_verbose=config.log_verbose or 0,
+        restrict=parse_apis(security.restricted_endpoints) if security.restricted_endpoints else (),
+        token=security.access_token,
     )
 
 

@@ -12,7 +12,7 @@ from .config import (
     Warmup,
 )
 from .handle import ModelHandle
-from .pytriton import Triton, TritonConfig
+from .pytriton import Triton, TritonConfig, TritonLifecyclePolicy, TritonSecurityConfig
 from .repository import Repository
 from .tensor import Tensor
 
@@ -29,6 +29,8 @@ __all__ = [
     "TimeoutAction",
     "Triton",
     "TritonConfig",
+    "TritonLifecyclePolicy",
+    "TritonSecurityConfig",
     "VersionPolicy",
     "Warmup",
 ]

@@ -22,9 +22,12 @@ from typing import Protocol
 
 from ..errors import UsageError
 from .repository import Repository
-from .triton_config import LOOPBACK, TritonConfig
+from .triton_config import LOOPBACK, TritonConfig, TritonLifecyclePolicy, TritonSecurityConfig
 
-__all__ = ["LOOPBACK", "Triton", "TritonConfig", "loading_app", "set_server_runner"]
+__all__ = [
+    "LOOPBACK", "Triton", "TritonConfig", "TritonLifecyclePolicy", "TritonSecurityConfig", "loading_app",
+    "set_server_runner",
+]  # fmt: skip
 
 
 class ServedRepository(Protocol):
@@ -74,7 +77,8 @@ class Triton(Repository):
     Your process only waits: the callables run inside the server's Python backend. ``triton_release`` and
     ``server_python`` (repogen's own) pick the server as ``repogen serve --triton-release/--server-python``.
     As PyTriton's, it reads ``PYTRITON_TRITON_CONFIG_*`` variables under the fields ``config`` sets
-    (:meth:`TritonConfig.from_env`).
+    (:meth:`TritonConfig.from_env`), and its restricted endpoints take the key of ``security_config``
+    (:class:`TritonSecurityConfig`; by default PyTriton 0.7's endpoints and a key made here).
     """
 
     def __init__(
@@ -82,10 +86,14 @@ class Triton(Repository):
         *,
         config: TritonConfig | None = None,
         workspace: str | pathlib.Path | None = None,
+        triton_lifecycle_policy: TritonLifecyclePolicy | None = None,
+        security_config: TritonSecurityConfig | None = None,
         triton_release: str | None = None,
         server_python: str | None = None,
     ) -> None:
         super().__init__()
+        if triton_lifecycle_policy is not None:
+            triton_lifecycle_policy.check()
         if workspace is not None:
             raise UsageError(
                 "Triton(workspace=...) cannot apply: repogen builds into a temporary directory of its own, removed "
@@ -94,6 +102,8 @@ class Triton(Repository):
         explicit = {k: v for k, v in (config or TritonConfig()).to_dict().items() if v is not None}
         # As PyTriton: the config given, over PYTRITON_TRITON_CONFIG_* variables, over the defaults.
         self.config = dataclasses.replace(TritonConfig.from_env(), **explicit)
+        self.security_config = security_config if security_config is not None else TritonSecurityConfig()
+        """As PyTriton 0.7's: the key, made now where none is given, and the endpoints it guards."""
         self.triton_release = triton_release
         self.server_python = server_python
         self._served: ServedRepository | None = None
@@ -158,6 +168,11 @@ class Triton(Repository):
         if key in self._bound_before_stop:
             self._bound_before_stop.discard(key)
             self._definitions[:] = [d for d in self._definitions if (d.name, d.version) != key]
+
+    def get_access_token(self) -> str | None:
+        """PyTriton 0.7's: the key the server's restricted endpoints take (header ``triton-access-token``), known
+        from construction on; None where ``TritonSecurityConfig(restricted_endpoints=[])`` restricts nothing."""
+        return self.security_config.access_token
 
     def is_alive(self) -> bool:
         """Whether the server :meth:`run` started is running."""

@@ -1,5 +1,6 @@
 """PyTriton's ``TritonConfig``: tritonserver's options by PyTriton's names, what :meth:`Triton.run` can apply of them,
-and PyTriton's ``PYTRITON_TRITON_CONFIG_*`` variables read into it."""
+and PyTriton's ``PYTRITON_TRITON_CONFIG_*`` variables read into it; PyTriton 0.7's ``TritonSecurityConfig`` (the key
+its restricted endpoints take) and ``TritonLifecyclePolicy``."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ import dataclasses
 import os
 import pathlib
 import re
+import secrets
 import warnings
 from typing import Any
 
 from ..errors import UsageError
+from ..triton.restricted_apis import APIS, DEFAULT_RESTRICTED
 
-__all__ = ["ENV_PREFIX", "LOOPBACK", "TritonConfig"]
+__all__ = ["ENV_PREFIX", "LOOPBACK", "TritonConfig", "TritonLifecyclePolicy", "TritonSecurityConfig"]
 
 LOOPBACK = ("127.0.0.1", "localhost")
 """The addresses ``Triton.run`` binds: the server runs beside this process, for it and its machine."""
@@ -27,10 +30,11 @@ _REFUSED = {
     "built one: repogen serve DIR",
     "log_file": "the server's log comes out through this process's logging (logger 'repogen.triton.server'): "
     "a logging.FileHandler on it writes it to a file",
-    "http_restricted_api": "the server restricts shared memory, the model repository API, statistics, trace and "
-    "logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
-    "grpc_restricted_protocol": "the server restricts shared memory, the model repository API, statistics, trace "
-    "and logging to a key of its own, as repogen serve does (repogen serve --restrict APIS chooses them)",
+    "http_restricted_api": "Triton(security_config=TritonSecurityConfig(access_token=..., restricted_endpoints=[...])) "
+    "chooses the key and the endpoints it guards, over HTTP and gRPC alike, as PyTriton 0.7 does",
+    "grpc_restricted_protocol": "Triton(security_config=TritonSecurityConfig(access_token=..., "
+    "restricted_endpoints=[...])) chooses the key and the endpoints it guards, over HTTP and gRPC alike, as "
+    "PyTriton 0.7 does",
     "sagemaker_port": "the server opens HTTP, gRPC and metrics only; SageMaker's endpoint belongs to a deployment",
     "sagemaker_safe_port_range": "the server opens HTTP, gRPC and metrics only",
     "sagemaker_thread_count": "the server opens HTTP, gRPC and metrics only",
@@ -213,3 +217,47 @@ def _checked(cls: type[TritonConfig], variable: str, name: str, annotation: str,
     except (ValueError, UsageError) as exc:
         raise UsageError(f"{variable}={value!r}: {exc}") from None
     return cast
+
+
+@dataclasses.dataclass
+class TritonSecurityConfig:
+    """PyTriton 0.7's: the key (``access_token``) the server's ``restricted_endpoints`` take, in the header
+    ``triton-access-token`` (PyTriton's, so its clients and repogen's commands both send it).
+
+    ``restricted_endpoints`` are tritonserver's API groups: ``None`` is PyTriton's default set (shared-memory,
+    model-repository, statistics, trace, logging), ``[]`` restricts nothing. A key is made when none is given and
+    something is restricted; :meth:`Triton.get_access_token` returns it.
+    """
+
+    access_token: str | None = None
+    restricted_endpoints: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.restricted_endpoints is None:
+            self.restricted_endpoints = list(DEFAULT_RESTRICTED)
+        unknown = sorted(set(self.restricted_endpoints) - set(APIS))
+        if unknown:
+            raise UsageError(
+                f"TritonSecurityConfig(restricted_endpoints=...): {', '.join(map(repr, unknown))} is no endpoint "
+                f"tritonserver restricts; valid endpoints are: {', '.join(sorted(APIS))}"
+            )
+        if self.access_token is None and self.restricted_endpoints:
+            self.access_token = secrets.token_urlsafe(32)
+
+
+@dataclasses.dataclass
+class TritonLifecyclePolicy:
+    """PyTriton's: when its server starts and where its model store is. :meth:`Triton.run` starts the server itself
+    and builds its own repository, PyTriton's default; any other policy is refused, naming why."""
+
+    launch_triton_on_startup: bool = True
+    local_model_store: bool = False
+
+    def check(self) -> None:
+        if self.launch_triton_on_startup and not self.local_model_store:
+            return
+        raise UsageError(
+            f"{self!r} cannot apply: it is PyTriton's Vertex AI mode (its server started later, from a model store "
+            "PyTriton writes); Triton.run starts the server itself. To serve on Vertex AI, build the repository "
+            "(repogen build server.py:triton -o DIR) and serve it with Vertex AI's Triton container"
+        )

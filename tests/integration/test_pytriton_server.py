@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 from serve_cli import Output, cli_env, group_pids
 
-from repogen import ModelConfig, Tensor, Triton, TritonConfig, batch
+from repogen import ModelConfig, Tensor, Triton, TritonConfig, TritonSecurityConfig, batch
 from repogen.server.running.host import free_ports, pid_alive
+from repogen.testing.api_probes import ask_grpc, ask_http
 from repogen.testing.client import PROTOCOLS, infer
 from repogen.testing.pytest_plugin import TritonInstallation
+from repogen.triton.restricted_apis import GRPC_REFUSAL, HTTP_REFUSAL, restricts_http
 
 pytestmark = pytest.mark.integration
 
@@ -151,3 +153,45 @@ def test_run_and_stop_in_process(triton_install: TritonInstallation, ports: str,
         assert not triton.is_alive() and triton.stop() is False
     assert not pid_alive(server_pid) and not group_pids(server_pid)
     assert not directory.exists()
+
+
+@batch
+def _add_sub(a, b):
+    return {"add": a + b, "sub": a - b}
+
+
+def test_a_security_config_guards_the_endpoints_it_names_with_its_key(triton_install: TritonInstallation) -> None:
+    """PyTriton 0.7's deploy guide: ``Triton(security_config=TritonSecurityConfig(access_token=...,
+    restricted_endpoints=[...]))`` keeps those endpoints behind the key (PyTriton's header) and leaves the others
+    open; ``get_access_token()`` says the key. Here inference is among them, as the guide's production set has it."""
+    http, grpc, metrics = free_ports(3)
+    release = triton_install.install.release
+    security = TritonSecurityConfig(access_token="my-token-12345", restricted_endpoints=["statistics", "inference"])
+    with Triton(
+        config=TritonConfig(http_port=http, grpc_port=grpc, metrics_port=metrics),
+        security_config=security,
+        triton_release=release.tritonserver,
+        server_python=triton_install.venv.python_version,
+    ) as triton:
+        scalar = {"dtype": np.float32, "shape": (1,)}
+        triton.bind(
+            model_name="AddSub",
+            infer_func=_add_sub,
+            inputs=[Tensor(name="a", **scalar), Tensor(name="b", **scalar)],
+            outputs=[Tensor(name="add", **scalar), Tensor(name="sub", **scalar)],
+            config=ModelConfig(max_batch_size=8),
+        )
+        triton.run()
+        key = triton.get_access_token()
+        assert key == "my-token-12345"
+        http_url, grpc_url = f"127.0.0.1:{http}", f"127.0.0.1:{grpc}"
+        for api in ("statistics", "inference"):
+            if restricts_http(release.version):  # 2.39 has no --http-restricted-api
+                status, body = ask_http(http_url, api)
+                assert status == 403 and HTTP_REFUSAL in body, (api, status, body)
+            assert ask_http(http_url, api, key)[0] == 200, api
+            refused = ask_grpc(grpc_url, api)
+            assert refused.startswith("StatusCode.UNAVAILABLE") and GRPC_REFUSAL in refused, (api, refused)
+            assert ask_grpc(grpc_url, api, key) == "OK", api
+        for api in ("health", "model-repository", "model-config"):  # PyTriton's default set is not restricted here
+            assert ask_http(http_url, api)[0] == 200 and ask_grpc(grpc_url, api) == "OK", api

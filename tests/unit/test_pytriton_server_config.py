@@ -12,12 +12,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen import BuildError, Repository, Tensor, Triton, TritonConfig, build_app
+from repogen import (
+    BuildError,
+    Repository,
+    Tensor,
+    Triton,
+    TritonConfig,
+    TritonLifecyclePolicy,
+    TritonSecurityConfig,
+    build_app,
+)
 from repogen.dsl import pytriton
 from repogen.errors import UsageError
 from repogen.ir.lower import lower
 from repogen.launch import serve_options
 from repogen.server.running.serve_options import EXIT_TIMEOUT
+from repogen.triton.restricted_apis import DEFAULT_RESTRICTED
 
 PYTRITON_FIELDS = [  # pytriton/triton.py's TritonConfig, in its order
     "model_repository", "id", "log_verbose", "log_file", "exit_timeout_secs", "exit_on_error", "strict_readiness",
@@ -68,10 +78,50 @@ def test_the_config_maps_onto_serve_options():
 
 
 def test_defaults_are_repogen_serves():
-    options = serve_options(Triton(), Path("/tmp/repo"))
+    triton = Triton()
+    options = serve_options(triton, Path("/tmp/repo"))
     assert options.tritonserver_args == () and options.log_verbose == 0
     assert (options.http_port, options.grpc_port, options.metrics_port) == (None, None, None)  # 8000, 8001, 8002
     assert options.triton_release is None and options.server_python is None  # repogen serve's pairing
+    # PyTriton 0.7's default security: its endpoints, behind a key made with the Triton, known before run()
+    assert options.restrict == DEFAULT_RESTRICTED and options.token == triton.get_access_token()
+    assert len(triton.get_access_token() or "") >= 32 and Triton().get_access_token() != triton.get_access_token()
+
+
+@pytest.mark.parametrize(
+    ("security", "restrict", "token"),
+    [
+        (TritonSecurityConfig(access_token="my-secure-token-12345"), DEFAULT_RESTRICTED, "my-secure-token-12345"),
+        (
+            TritonSecurityConfig(
+                access_token="k", restricted_endpoints=["statistics", "inference", "model-repository"]
+            ),
+            ("inference", "model-repository", "statistics"),
+            "k",
+        ),  # tritonserver's order
+        (TritonSecurityConfig(restricted_endpoints=[]), (), None),  # PyTriton's way back to an open server
+    ],
+    ids=["token", "endpoints", "open"],
+)
+def test_the_security_config_maps_onto_serves_key_and_restricted_apis(security, restrict, token):
+    triton = Triton(security_config=security)
+    options = serve_options(triton, Path("/tmp/repo"))
+    assert (options.restrict, options.token, triton.get_access_token()) == (restrict, token, token)
+
+
+def test_a_security_config_names_an_unknown_endpoint_and_the_valid_ones():
+    with pytest.raises(
+        UsageError,
+        match=r"'inferencing' is no endpoint tritonserver restricts; valid endpoints are: "
+        r"health, inference, logging, metadata, model-config, model-repository, ",
+    ):
+        TritonSecurityConfig(restricted_endpoints=["inferencing"])  # fmt: skip
+
+
+def test_only_pytritons_default_lifecycle_policy_applies():
+    Triton(triton_lifecycle_policy=TritonLifecyclePolicy())
+    with pytest.raises(UsageError, match=r"local_model_store=True\) cannot apply: it is PyTriton's Vertex AI mode"):
+        Triton(triton_lifecycle_policy=TritonLifecyclePolicy(launch_triton_on_startup=False, local_model_store=True))
 
 
 @pytest.mark.parametrize(
@@ -84,8 +134,8 @@ def test_defaults_are_repogen_serves():
         ({"allow_http": False, "allow_grpc": False}, "leaves no endpoint"),
         ({"model_repository": pathlib.Path("/models")}, "model_repository=...) cannot apply: repogen builds"),
         ({"log_file": pathlib.Path("/tmp/log")}, "log_file=...) cannot apply"),
-        ({"http_restricted_api": "trace:k=v"}, "http_restricted_api=...) cannot apply"),
-        ({"grpc_restricted_protocol": "trace,k=v"}, "grpc_restricted_protocol=...) cannot apply"),
+        ({"http_restricted_api": "trace:k=v"}, "http_restricted_api=...) cannot apply: Triton(security_config="),
+        ({"grpc_restricted_protocol": "trace,k=v"}, "grpc_restricted_protocol=...) cannot apply: Triton(security_"),
         ({"allow_sagemaker": True}, "allow_sagemaker=True) cannot apply"),
         ({"allow_vertex_ai": True}, "allow_vertex_ai=True) cannot apply"),
         ({"vertex_ai_port": 8080}, "vertex_ai_port=...) cannot apply"),
