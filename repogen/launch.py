@@ -61,11 +61,11 @@ def serve_options(triton: Triton, repository: Path) -> ServeOptions:
 
 def project_root(triton: Triton) -> Path:
     """The user's project, whose modules ship with the models: the directory of the module that bound the first
-    model (``__main__``'s, else the working directory, when no site is known)."""
+    model (``__main__``'s, else the working directory, when no site is known or models were bound in cells)."""
     sites = [declared.site for group in (triton.definitions, triton.ensembles, triton.networks, triton.included)
              for declared in group]  # fmt: skip
     for site in sites:
-        if site is not None:
+        if site is not None and not site.in_cell:
             return Path(site.file).resolve().parent
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     return Path(main).resolve().parent if main else Path.cwd()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from pathlib import Path
 from types import FrameType
@@ -17,13 +18,25 @@ from types import FrameType
 _PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep
 
 
+_CELL = re.compile(r"^<ipython-input-(\d+)-[0-9a-f]+>$")
+"""The name IPython compiles cell N under (a notebook's own kernel may give a file under /tmp instead: a path)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Site:
-    file: str  # absolute
+    file: str  # absolute, or IPython's name of a notebook cell
     line: int
 
     def __str__(self) -> str:
+        cell = _CELL.match(self.file)
+        if cell:  # as IPython's tracebacks name it
+            return f"Cell In[{cell.group(1)}], line {self.line}"
         return f"{shown(self.file)}:{self.line}"
+
+    @property
+    def in_cell(self) -> bool:
+        """Whether it is a notebook cell's line (its file is no path)."""
+        return _CELL.match(self.file) is not None
 
 
 def shown(path: str | os.PathLike[str]) -> str:
@@ -46,9 +59,14 @@ def user_frame() -> FrameType | None:
 def caller_site() -> Site | None:
     """Where the user's code called into repogen (None when no frame of theirs is on the stack)."""
     frame = user_frame()
-    if frame is None or frame.f_code.co_filename.startswith("<"):
+    if frame is None:
         return None
-    return Site(str(Path(frame.f_code.co_filename).resolve()), frame.f_lineno)
+    filename = frame.f_code.co_filename
+    if _CELL.match(filename):
+        return Site(filename, frame.f_lineno)
+    if filename.startswith("<"):
+        return None
+    return Site(str(Path(filename).resolve()), frame.f_lineno)
 
 
 def traceback_site(exc: BaseException) -> Site | None:

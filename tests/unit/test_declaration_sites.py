@@ -263,3 +263,20 @@ def test_a_located_error_keeps_the_fields_a_default_build_narrows_with() -> None
     assert moved is not raised and str(moved) == "app.py:12: model 'G' needs networkx==3.5 ..."
     assert (moved.reason, moved.containers, moved.site) == ("networkx 3.5 has no wheel", ("23.10",), site)
     assert raised.site is None and str(raised) == "model 'G' needs networkx==3.5 ..."
+
+
+def test_a_notebook_cells_line_is_named_as_ipython_names_it() -> None:
+    """Models bound in Jupyter cells (compiled under IPython's ``<ipython-input-N-...>``): the error names
+    ``Cell In[N], line L`` for each of the two bindings, as IPython's own tracebacks do."""
+    from repogen.ir.lower import lower
+    from repogen.testing.notebook import run_cells
+
+    bind = 'models.bind(model_name="Double", infer_func=double, inputs=X, outputs=Y, config=BATCHED)\n'
+    namespace: dict = {"__name__": "__main__"}
+    run_cells([HEADER, "\n" + bind, "# redefined\n\n" + bind], namespace)
+    with pytest.raises(BuildError) as failed:
+        lower(namespace["models"])
+    assert str(failed.value).startswith(
+        "Cell In[3], line 3: model 'Double' is bound twice with model_version=1 (the first is at Cell In[2], line 2)"
+    )
+    assert str(Site("/work/app.py", 4)).endswith("app.py:4") and not Site("/work/app.py", 4).in_cell
