@@ -12,6 +12,7 @@ from .dsl import (
     InstanceGroup,
     ModelConfig,
     ModelHandle,
+    ModelWarmup,
     QueuePolicy,
     RateLimiter,
     Repository,
@@ -24,6 +25,7 @@ from .dsl import (
     TritonSecurityConfig,
     VersionPolicy,
     Warmup,
+    WarmupInput,
 )
 from .dsl.pytriton import set_server_runner
 from .dsl.repository import set_local_runner
@@ -87,6 +89,7 @@ __all__ = [
     "ModelConfig",
     "ModelContext",
     "ModelHandle",
+    "ModelWarmup",
     "PyTritonUnrecoverableError",
     "QueuePolicy",
     "RateLimiter",
@@ -102,6 +105,7 @@ __all__ = [
     "TritonContext",
     "VersionPolicy",
     "Warmup",
+    "WarmupInput",
     "__version__",
     "batch",
     "bind_context",

@@ -4,12 +4,14 @@ from .config import (
     DynamicBatcher,
     InstanceGroup,
     ModelConfig,
+    ModelWarmup,
     QueuePolicy,
     RateLimiter,
     SequenceBatcher,
     TimeoutAction,
     VersionPolicy,
     Warmup,
+    WarmupInput,
 )
 from .handle import ModelHandle
 from .pytriton import Triton, TritonConfig, TritonLifecyclePolicy, TritonSecurityConfig
@@ -21,6 +23,7 @@ __all__ = [
     "InstanceGroup",
     "ModelConfig",
     "ModelHandle",
+    "ModelWarmup",
     "QueuePolicy",
     "RateLimiter",
     "Repository",
@@ -33,4 +36,5 @@ __all__ = [
     "TritonSecurityConfig",
     "VersionPolicy",
     "Warmup",
+    "WarmupInput",
 ]

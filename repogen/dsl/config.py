@@ -84,6 +84,31 @@ class Warmup:
 
 
 @dataclasses.dataclass(frozen=True)
+class WarmupInput:
+    """PyTriton 0.7's: one input of a :class:`ModelWarmup` request, its dtype and shape (without the batch axis),
+    filled with zeros (``zero_data``) or random values (``random_data``), the first of them set.
+    ``input_data_file`` is refused by the build: the file would have to travel in the model's ``warmup/``."""
+
+    dtype: Any
+    shape: tuple[int, ...] | list[int]
+    zero_data: bool | None = False
+    random_data: bool | None = False
+    input_data_file: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelWarmup:
+    """PyTriton 0.7's ``ModelWarmup`` (``ModelConfig(model_warmup=[...])``): ``count`` requests of ``batch_size`` rows,
+    each input as its :class:`WarmupInput` says, which Triton sends every instance before the model is READY.
+    :class:`Warmup` says the same with one kind of data for every input."""
+
+    name: str
+    batch_size: int
+    inputs: dict[str, WarmupInput]
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
 class InstanceGroup:
     """Where and how many instances run (Triton's ``instance_group``); each is its own stub process.
 
@@ -150,3 +175,5 @@ class ModelConfig:
     warmup: tuple[Warmup, ...] | list[Warmup] | None = None
     tensors: str = "numpy"
     output_memory: str | None = None
+    model_warmup: tuple[ModelWarmup, ...] | list[ModelWarmup] | None = None
+    """PyTriton 0.7's warmup requests (:class:`ModelWarmup`), sent before :attr:`warmup`'s."""

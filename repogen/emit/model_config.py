@@ -164,11 +164,11 @@ def _warmup(message: mc.ModelWarmup, spec: WarmupSpec) -> None:
     message.name = spec.name
     message.batch_size = spec.batch_size
     message.count = spec.count
-    for name, data_type, dims in spec.inputs:
+    for name, data_type, dims, data in spec.inputs:
         entry = message.inputs[name]
         entry.data_type = mc.DataType.Value(data_type)
         entry.dims.extend(dims)
-        if spec.random:
+        if data == "random":
             entry.random_data = True
         else:
             entry.zero_data = True

@@ -51,7 +51,7 @@ def lower_config(
         instance_groups=groups,
         response_cache=bool(config.response_cache),
         parameters=parameters,
-        warmup=lower_warmup(where, config.warmup, inputs, batch),
+        warmup=lower_warmup(where, config.warmup, inputs, batch, config.model_warmup),
         placement=placement,
     )
 

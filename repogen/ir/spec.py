@@ -95,8 +95,7 @@ class WarmupSpec:
     name: str
     batch_size: int
     count: int
-    random: bool
-    inputs: tuple[tuple[str, str, tuple[int, ...]], ...]  # (name, data type, dims)
+    inputs: tuple[tuple[str, str, tuple[int, ...], str], ...]  # (name, data type, dims, "zero" or "random")
 
 
 @dataclasses.dataclass(frozen=True)
