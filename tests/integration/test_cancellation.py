@@ -180,18 +180,18 @@ def test_cli_stream_interrupted_by_ctrl_c_cancels_the_request(server, inherited)
 def test_cli_timeout_cancels_the_request(server):
     _report(server, "Tokens")
     infer_cli = _cli(server, "Tokens", "--stream", "-i", f"n={TOKENS}", "--timeout", "0.3")
-    _, err = infer_cli.communicate(timeout=60)
+    out, err = infer_cli.communicate(timeout=60)
     assert infer_cli.returncode != 0
-    assert "did not finish its stream within 0.3 s; the request was cancelled" in err, err
+    assert "did not finish its stream within 0.3 s; the request was cancelled" in err, (infer_cli.returncode, err, out)
     report = _report(server, "Tokens")
     assert report["after_cancel"] <= 1 and report["closed"] == 1 and report["produced"] < TOKENS // 2, report
 
 
 def test_cli_timeout_of_one_call_cancels_it(server):
     infer_cli = _cli(server, "Queued", "-i", "n=[[700]]", "--timeout", "0.3")
-    _, err = infer_cli.communicate(timeout=60)
+    out, err = infer_cli.communicate(timeout=60)
     assert infer_cli.returncode != 0
-    assert "model 'Queued' did not answer within 0.3 s; the request was cancelled." in err, err
+    assert "model 'Queued' did not answer within 0.3 s; the request was cancelled." in err, (infer_cli.returncode, err, out)
 
 
 def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
