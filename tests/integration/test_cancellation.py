@@ -191,7 +191,8 @@ def test_cli_timeout_of_one_call_cancels_it(server):
     infer_cli = _cli(server, "Queued", "-i", "n=[[700]]", "--timeout", "0.3")
     out, err = infer_cli.communicate(timeout=60)
     assert infer_cli.returncode != 0
-    assert "model 'Queued' did not answer within 0.3 s; the request was cancelled." in err, (infer_cli.returncode, err, out)
+    expected = "model 'Queued' did not answer within 0.3 s; the request was cancelled."
+    assert expected in err, (infer_cli.returncode, err, out)
 
 
 def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
