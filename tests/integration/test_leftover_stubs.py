@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from repogen.server.running.leftovers import leftover_stubs
+from repogen.server.running.leftovers import SWEEP_LOCK, leftover_stubs
 from repogen.server.running.process import pid_alive
 
 pytestmark = pytest.mark.integration
@@ -38,20 +38,23 @@ def test_a_stub_left_by_a_killed_server_is_ended_by_the_next_start(triton_instal
     first = triton_install.server(repo, log_path=tmp_path / "first.log")
     first.start()
     try:
-        # in initialize: a stub killed with its server while it still starts up (a loaded machine) exits by itself
+        # in initialize, where the stub is to be left: its model is still loading when its server is killed
         marker = repo / "Slow" / "initializing"
         assert _wait(marker.exists, 60), first.log_tail()
         stub = int(marker.read_text())
         assert stub in first.process_group_pids()
-        os.kill(first.pid, signal.SIGKILL)  # the server only, as a crash or an OOM kill would
-        assert _wait(lambda: not pid_alive(first.pid), 10)
-        time.sleep(2)  # a stub that noticed its server is gone would have exited by now
-        assert pid_alive(stub), "the stub exited by itself: nothing left behind to find"
-        assert stub in [leftover.pid for leftover in leftover_stubs()]
+        # Held until our second start ends it: a server started meanwhile by a test run beside this one (make test
+        # runs tests/containers beside the rest) would end the stub first: "the stub exited by itself" on CI.
+        with SWEEP_LOCK:
+            os.kill(first.pid, signal.SIGKILL)  # the server only, as a crash or an OOM kill would
+            assert _wait(lambda: not pid_alive(first.pid), 10)
+            time.sleep(2)  # a stub that noticed its server is gone would have exited by now
+            assert pid_alive(stub), "the stub exited by itself: nothing left behind to find"
+            assert stub in [leftover.pid for leftover in leftover_stubs()]
 
-        second = triton_install.server(tmp_path / "empty", log_path=tmp_path / "second.log")
-        (tmp_path / "empty").mkdir()
-        second.start()
+            second = triton_install.server(tmp_path / "empty", log_path=tmp_path / "second.log")
+            (tmp_path / "empty").mkdir()
+            second.start()
         try:
             assert [leftover.pid for leftover in second.leftovers_ended] == [stub]
             assert not pid_alive(stub)

@@ -20,11 +20,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from repogen.runtime.stub import Stub, current
 
-__all__ = ["Leftover", "end_leftover_stubs", "leftover_stubs"]
+__all__ = ["SWEEP_LOCK", "Leftover", "end_leftover_stubs", "leftover_stubs"]
 
 _PROC = Path("/proc")
+
+SWEEP_LOCK = FileLock(f"/tmp/repogen-leftover-sweep-{os.getuid()}.lock")
+"""Held while a process ends leftover stubs: one fixed path (not $TMPDIR's), so every process of this user on the
+machine takes turns. A test that leaves a stub on purpose holds it (reentrant in its thread) until its own server
+start ends that stub, so that no other process's start (a test run beside it) ends it first."""
 
 
 @dataclass(frozen=True)
@@ -79,16 +86,17 @@ def leftover_stubs(proc: Path = _PROC) -> list[Leftover]:
 
 def end_leftover_stubs(timeout: float = 5.0) -> list[Leftover]:
     """SIGKILL every leftover stub, wait for it to go, remove its shm region; return what was ended."""
-    leftovers = leftover_stubs()
-    for leftover in leftovers:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(leftover.pid, signal.SIGKILL)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_running(leftover.pid) for leftover in leftovers):
-        time.sleep(0.05)
-    for leftover in leftovers:
-        with contextlib.suppress(OSError):
-            os.unlink(leftover.stub.region_path)
+    with SWEEP_LOCK:
+        leftovers = leftover_stubs()
+        for leftover in leftovers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(leftover.pid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_running(leftover.pid) for leftover in leftovers):
+            time.sleep(0.05)
+        for leftover in leftovers:
+            with contextlib.suppress(OSError):
+                os.unlink(leftover.stub.region_path)
     return leftovers
 
 

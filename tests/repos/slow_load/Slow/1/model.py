@@ -1,7 +1,7 @@
 """Hand-written: loads for a minute (a stand-in for weights that take long to load).
 
 On entering ``initialize`` it writes its pid into ``initializing`` in its model directory, so a test knows the stub
-got there (a stub killed with its server before then, while it still talks to the server, exits by itself).
+is loading its model when it kills the server.
 """
 
 import os
