@@ -107,7 +107,10 @@ def test_hand_written_answers_every_request(server):
     The crash is a race (which thread drops the iterator last): the safe order can win a dozen times running, and
     a strict xfail then fails. Sequential requests cost ms each, so Count is asked up to ``HAND_WRITTEN_TRIES``
     times (on a loaded machine here it died at its 1st to 6th). A CI run of four pytest runs side by side failed
-    this test on the affected pairing without its log saying why; the failure now names what was seen.
+    this test on the affected pairing without its log saying why; the failure now names what was seen. Elsewhere
+    it is asked ``REQUESTS`` times, as before: on 3.10 the free without the GIL is a silent race, and asked 200 times
+    in a row on CI's loaded machine its stub died there too (after 24 right answers).
     """
-    _check_count(server, _answers(server, "Count", False, HAND_WRITTEN_TRIES), HAND_WRITTEN_TRIES)
+    tries = HAND_WRITTEN_TRIES if _affected else REQUESTS  # elsewhere the same race is rarer, yet not impossible
+    _check_count(server, _answers(server, "Count", False, tries), tries)
     _check_count(server, _answers(server, "Count", True), REQUESTS)

@@ -43,13 +43,17 @@ def test_a_stub_left_by_a_killed_server_is_ended_by_the_next_start(triton_instal
         assert _wait(marker.exists, 60), first.log_tail()
         stub = int(marker.read_text())
         assert stub in first.process_group_pids()
-        # Held until our second start ends it: a server started meanwhile by a test run beside this one (make test
-        # runs tests/containers beside the rest) would end the stub first: "the stub exited by itself" on CI.
+        # Stopped, the stub stays whatever its own watch (kill(server, 0) every 300 ms) makes of the killed server or
+        # another process's sweep does: on CI's machine it was gone within the 2 s below in two runs before the lock,
+        # for a cause not pinned down. A stub stuck in a long initialize is what the sweep is for; SIGKILL ends it.
+        os.kill(stub, signal.SIGSTOP)
+        # Held until our second start ends it: no server started meanwhile by a test run beside this one (make test
+        # runs tests/containers beside the rest) ends the stub first.
         with SWEEP_LOCK:
             os.kill(first.pid, signal.SIGKILL)  # the server only, as a crash or an OOM kill would
             assert _wait(lambda: not pid_alive(first.pid), 10)
-            time.sleep(2)  # a stub that noticed its server is gone would have exited by now
-            assert pid_alive(stub), "the stub exited by itself: nothing left behind to find"
+            time.sleep(2)
+            assert pid_alive(stub), "the stopped stub is gone: nothing left behind to find"
             assert stub in [leftover.pid for leftover in leftover_stubs()]
 
             second = triton_install.server(tmp_path / "empty", log_path=tmp_path / "second.log")
