@@ -7,7 +7,9 @@
 # their clients (the full pairing alone kept the cores about 55% busy), and together they take about the longest
 # one's time instead of the sum (2026-11-28, this machine: the three smokes, 2.39 + 3.10, 2.41 + 3.10 and 2.51 + 3.12, took
 # 6:37 together against 12:49 one after the other in the last CI run, every test passing).
-# PAIRINGS_AT_ONCE=1 runs the smoke pairings one by one.
+# The smoke pairings run one by one (PAIRINGS_AT_ONCE=0 runs them together): three at once beside nothing else left
+# CI's machine without threads now and then (2026-11-28: `repogen infer` aborted in gRPC on "pthread_create failed:
+# Resource temporarily unavailable", in two .ci/run runs of five).
 #
 # The summary names each run's result and pytest's closing line, then each skip's reason (pytest -ra's SKIPPED
 # lines: a test skips only for what CI cannot provide, repogen/testing/prerequisites.py); its last line counts
@@ -76,7 +78,7 @@ for spec in "${specs[@]}"; do
         parts+=("$spec")
     fi
 done
-if [ "${PAIRINGS_AT_ONCE:-}" = 1 ]; then
+if [ "${PAIRINGS_AT_ONCE:-1}" = 1 ]; then  # one by one unless PAIRINGS_AT_ONCE=0 (see the head of this file)
     for number in "${smokes[@]}"; do run "$number" "${parts[$number]}" live; done
 elif [ ${#smokes[@]} -gt 0 ]; then
     names=()
