@@ -273,7 +273,8 @@ def framework_of(value: Any) -> Framework | None:
         pass
     found: Framework | None = None
     if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
-        top = kind.__module__.partition(".")[0]
+        # the framework whose class this one is, or derives from (a torch.Tensor subclass of the user's)
+        top = next((t for t in (k.__module__.partition(".")[0] for k in kind.__mro__) if t in _BY_MODULE), "")
         namespace = getattr(value, "__array_namespace__", None)
         if top in _BY_MODULE and top in sys.modules:
             found = _BY_MODULE[top](sys.modules[top])
