@@ -331,11 +331,14 @@ def host_copy(tensor: Any) -> np.ndarray:
 
 
 def free_gpu_caches() -> None:
-    """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), so that what one
-    batch left cached does not make the next one fail too."""
+    """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), torch's cached
+    page-locked host memory with it, so that what one batch left cached does not make the next one fail too."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+        host_empty_cache = getattr(torch._C, "_host_emptyCache", None)  # page-locked host memory's cache (torch >= 2.4)
+        if host_empty_cache is not None:
+            host_empty_cache()
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         cupy.get_default_memory_pool().free_all_blocks()

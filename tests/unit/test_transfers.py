@@ -406,3 +406,16 @@ def test_an_output_read_before_its_copy_lands_is_poison(count, gpu, tmp_path, mo
     model = _model(_torch_model(), "M", tmp_path)
     answers = _answers(model.execute(_requests(count)))
     assert all(np.isnan(answer["y"]).all() for answer in answers)
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches_are_freed(count, gpu, tmp_path):
+    """cudaHostAlloc's failure as torch raises it ("CUDA error: out of memory") while staging a batch's inputs."""
+    model = _model(_torch_model(), "M", tmp_path)
+    gpu.fail_pinned = 1
+    failed = model.execute(_requests(count))
+    message = failed[0].error().message()
+    assert message.startswith("model 'M' ran out of GPU memory on cuda:0 (RuntimeError: CUDA error: out of memory)")
+    assert "the instance serves the next one" in message and len(failed) == count
+    assert gpu.counts["empty_cache"] == 1 and gpu.counts["host empty_cache"] == 1
+    assert _answers(model.execute(_requests(count))) == _expected(count)

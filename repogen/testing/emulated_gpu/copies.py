@@ -19,7 +19,7 @@ import torch
 
 from ...local import dlpack
 from .device import GPU, Event
-from .tensor import HOST, ORIGINAL, PINNED, SPECIAL, allocate, place_of, placed, poison, real, stream_of
+from .tensor import HOST, ORIGINAL, PINNED, SPECIAL, allocate, generic, place_of, placed, poison, real, stream_of
 
 Tensor: Any = torch.Tensor
 
@@ -103,9 +103,7 @@ def to(value: Tensor, *args: Any, **kwargs: Any) -> Tensor:
     there = here if device is None else target_place(device)
     if there == here or (here < 0 and there < 0):  # no device crossed
         if here >= 0:  # a cast on the device: an op like any other
-            from .tensor import dispatch
-
-            return dispatch(ORIGINAL["to"], (value, *args), kwargs)  # type: ignore[no-any-return]
+            return generic(ORIGINAL["to"], (value, *args), kwargs)  # type: ignore[no-any-return]
         return ORIGINAL["to"](value.as_subclass(Tensor) if here == PINNED else value, *args, **kwargs)  # type: ignore[no-any-return]
     return _moved(value, there, dtype, non_blocking)
 

@@ -131,6 +131,11 @@ def dispatch(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         return special(*args, **kwargs)
     if func in METADATA:
         return real(func, *args, **kwargs)
+    return generic(func, args, kwargs)
+
+
+def generic(func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    """Any op on the device: a view at once, in-place work queued, a new tensor allocated (poison) and queued."""
     flat, _ = tree_flatten((args, kwargs))
     place = _place_of_op([v for v in flat if isinstance(v, torch.Tensor)])
     if place < 0:
