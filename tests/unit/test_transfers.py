@@ -419,3 +419,28 @@ def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches
     assert "the instance serves the next one" in message and len(failed) == count
     assert gpu.counts["empty_cache"] == 1 and gpu.counts["host empty_cache"] == 1
     assert _answers(model.execute(_requests(count))) == _expected(count)
+
+
+@pytest.mark.parametrize("waits", [True, False])
+def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gpu, tmp_path):
+    """docs/gpu.md: the batch's wait follows the current stream; work on a side stream without ``wait_stream``
+    is copied before it is written (NaN here), with it the answers are right."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
+
+    @repo.model("Side", inputs=AB, outputs=YZ, config=config)
+    @batch
+    def side(a, b):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())  # the inputs' copy came first
+        with torch.cuda.stream(stream):
+            y, z = a * 2, a + b
+        if waits:
+            torch.cuda.current_stream().wait_stream(stream)
+        return {"y": y, "z": z}
+
+    answers = _answers(_model(repo, "Side", tmp_path).execute(_requests(4)))
+    if waits:
+        assert answers == _expected(4)
+    else:
+        assert all(np.isnan(answer["y"]).all() for answer in answers)
