@@ -272,6 +272,9 @@ def test_the_pool_is_read_from_the_servers_command_line():
     assert pool_bytes(None, 0) == CUDA_POOL_DEFAULT
     argv = ["tritonserver", "--cuda-memory-pool-byte-size=0:268435456", "--cuda-memory-pool-byte-size", "1:512"]
     assert pool_bytes(argv, 0) == 268435456 and pool_bytes(argv, 1) == 512 and pool_bytes(argv, 2) == CUDA_POOL_DEFAULT
+    # another flag's value is not the pool's; the flag last, without its value, leaves the default
+    assert pool_bytes(["tritonserver", "--grpc-address=1:512"], 1) == CUDA_POOL_DEFAULT
+    assert pool_bytes(["tritonserver", "--cuda-memory-pool-byte-size"], 0) == CUDA_POOL_DEFAULT
 
 
 # -- who reads, who produces: decided by the build --------------------------------------------------------------------
