@@ -128,7 +128,8 @@ MUTANTS ?= "repogen.runtime.transfers.*" "repogen.runtime.frameworks.xǁTorchǁ*
 mutation: install frameworks
 	$(PY) -c 'import mutmut' 2>/dev/null || $(PY) -m pip install --quiet '$(MUTMUT)' -c constraints.txt
 	rm -rf mutants
-	$(VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
+	# one thread for torch: a forked test process must not inherit a thread pool it cannot use (it hangs)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
 	$(VENV)/bin/mutmut results
 
 demo: install
