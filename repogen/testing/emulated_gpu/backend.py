@@ -9,6 +9,8 @@ of CUDA (``backend_shim.GpuRuntime``), as r24.10's stub and parent do it (src/pb
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -16,7 +18,6 @@ import torch
 
 from . import copies
 from .device import GPU, Stream
-from .install import device_context
 from .tensor import allocate, place_of, real
 
 
@@ -27,8 +28,15 @@ class EmulatedCuda:
     def current_device(self) -> int:
         return GPU.current_device()
 
-    def on_device(self, index: int) -> Any:
-        return device_context(index)
+    @contextlib.contextmanager
+    def on_device(self, index: int) -> Iterator[None]:
+        """The stub's ``ScopedSetDevice``."""
+        before = GPU.current_device()
+        GPU.set_device(index)
+        try:
+            yield
+        finally:
+            GPU.set_device(before)
 
     def proxy_stream(self, index: int) -> int:
         if index not in self.proxies:
