@@ -262,6 +262,7 @@ def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(gpu
     model._departure.warn = warnings.append
     assert _answers(model.execute(_requests(4))) == _expected(4)
     assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
+    assert _answers(model.execute(_requests(4))) == _expected(4)  # said once, not at every batch
     assert len(warnings) == 1 and "--cuda-memory-pool-byte-size=<gpu>:<bytes>" in warnings[0]
     assert "outgrow tritonserver's CUDA memory pool (100 bytes)" in warnings[0]
 
@@ -447,3 +448,22 @@ def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gp
         assert answers == _expected(4)
     else:
         assert all(np.isnan(answer["y"]).all() for answer in answers)
+
+
+def test_an_input_only_a_later_request_has_crosses_with_the_batch(gpu, tmp_path):
+    """Optional inputs: every request's host inputs move, also a name the first request of the batch lacks."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
+    inputs = [Tensor(name="a", dtype=F32, shape=(-1,)), Tensor(name="b", dtype=F32, shape=(-1,), optional=True)]
+    places = []
+
+    def f(requests):
+        places.extend(str(r["b"].device) for r in requests if "b" in r)
+        return [{"y": r["a"] * 2, "z": r["b"] if "b" in r else r["a"]} for r in requests]
+
+    repo.bind("Opt", f, inputs=inputs, outputs=YZ, config=config)
+    model = _model(repo, "Opt", tmp_path)
+    requests = [_request(a=np.ones((1, 3), F32)), _request(a=np.ones((1, 3), F32), b=np.full((1, 3), 5.0, F32)),
+                _request(a=np.ones((1, 3), F32), b=np.full((1, 3), 6.0, F32))]  # fmt: skip
+    answers = _answers(model.execute(requests))
+    assert places == ["cuda:0", "cuda:0"] and [a["z"] for a in answers] == [[[1.0] * 3], [[5.0] * 3], [[6.0] * 3]]
