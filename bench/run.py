@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import builds
-import callgrind
 import ceiling
 import numpy as np
 import onnx_bench
@@ -42,6 +41,7 @@ from servers import PyTritonServer, repogen_server
 from repogen.server.provision.install import default_cache_dir
 from repogen.server.provision.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
 from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
+from repogen.testing import callgrind
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -85,7 +85,7 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
             ("generated", f"Onnx{size}{variant}", 256, (), n),
             ("hand-written model.py", f"Onnx{size}HW{variant}", 256, (), n),
             ("hand-batched class", f"Onnx{size}Class{variant}", 256, (), n),
-            # after the baselines (report.py divides by the second); QUIET: bench/callgrind.quiet_copy
+            # after the baselines (report.py divides by the second); QUIET: repogen/testing/callgrind.quiet_copy
             ("generated, no cancellation check", f"Onnx{size}{variant}{callgrind.QUIET}", 256, (), n),
         )
         for size in ("Small", "Mlp")

@@ -33,7 +33,7 @@ def double(x):
 
 models.bind(model_name="Double", infer_func=double, inputs=_VECTOR, outputs=_OUT, config=_BATCHED, strict=True)
 
-# The same model handed exactly N requests per execute (callgrind's fixed batches, bench/callgrind.py): the
+# The same model handed exactly N requests per execute (callgrind's fixed batches, repogen/testing/callgrind.py): the
 # batcher holds requests until N rows wait (each request is one row), so N sent together are one batch.
 FIXED_BATCHES = (2, 4, 8)  # bench/repos.py's too
 for _n in FIXED_BATCHES:

@@ -195,7 +195,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
                 if type(value) is ndarray and (
                     value.dtype is dtype and value.ndim and value.flags.c_contiguous or accepts(value)
                 ):
-                    send(inference_response(output_tensors=[tensor(name, value)]))
+                    send(inference_response([tensor(name, value)]))  # positional: no keyword lookup
                     resumed = clock()
                     continue
             send(response([result])[0])

@@ -9,10 +9,10 @@ it, and with it the server (PyTriton's contract).
 
 Generated ``model.py`` files subclass it and runtime/fused.py drives step models through it, so its
 fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_plans``, ``stopped``,
-``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``, ``finish_fused``,
-``response``, ``responses`` and ``failure``. Generated files use nothing else of it, so the rest can change without a
-template changing (tested in tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane
-is ``OutputPlan.accepts``, one rule.
+``last_execute``, ``ask_after``, ``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``,
+``finish_fused``, ``response``, ``responses`` and ``failure``. Generated files use nothing else of it, so the
+rest can change without a template changing (tested in tests/unit/test_fast_path_surface.py). Whether an output
+takes the fast lane is ``OutputPlan.accepts``, one rule.
 """
 
 from __future__ import annotations
@@ -161,9 +161,12 @@ class TritonPythonModel:
         self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
         self.lean_stream = self._decoupled and self._cpu_inputs and not batched
         """Whether a lone stream that has not waited takes ``decoupled.serve_one``, the usual stream's own way."""
-        self._started = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
+        self.last_execute = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
+        """When the last ``execute`` started (``time.perf_counter``): ``queued_long``'s rule reads it."""
         delay_us = int(config.get("dynamic_batching", {}).get("max_queue_delay_microseconds", 0))
-        self._long_delay = delay_us >= CANCEL_CHECK_AFTER_S * 1e6
+        self.ask_after = 0.0 if delay_us >= CANCEL_CHECK_AFTER_S * 1e6 else CANCEL_CHECK_AFTER_S
+        """Seconds since the last ``execute`` after which requests are asked: always where the batcher may hold
+        them that long."""
 
     def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
         """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
@@ -199,8 +202,8 @@ class TritonPythonModel:
         stream cancelled while it waited behind short ones makes a fast first step, or is closed at a slow one.
         """
         now = time.perf_counter()
-        waited = now - self._started >= CANCEL_CHECK_AFTER_S or self._long_delay
-        self._started = now
+        waited = now - self.last_execute >= self.ask_after
+        self.last_execute = now
         return waited
 
     def answer_cancelled(self, requests: list[Any]) -> list[Any] | None:
@@ -333,7 +336,7 @@ class TritonPythonModel:
                             tensors.append(pb_utils.Tensor(plan.name, value))
                         else:  # a framework's tensor, on the CPU or a GPU
                             tensors.append(backend_tensor(pb_utils, plan.name, value))
-                    return pb_utils.InferenceResponse(output_tensors=tensors)
+                    return pb_utils.InferenceResponse(tensors)
                 except Exception:  # a name is off or a value does not convert: the slow path says which
                     pass
             if type(result) is StepFailure:  # a fused pipeline's step failed this request
@@ -341,7 +344,7 @@ class TritonPythonModel:
             tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
         except BaseException as exc:  # as in execute
             return self.failure(exc)
-        return pb_utils.InferenceResponse(output_tensors=tensors)
+        return pb_utils.InferenceResponse(tensors)
 
     @staticmethod
     def _tensor(plan: OutputPlan, value: Any) -> Any:
@@ -383,6 +386,7 @@ class TritonPythonModel:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
             self.stopped = error_message(exc)
+            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
             stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
             free_gpu_caches()
