@@ -117,6 +117,21 @@ gpu-rehearsal: install
 integration: install
 	$(PY) -m pytest -q -m integration
 
+# `make mutation` (issue 57, item 3; not part of `make test`, whose unit tests it relies on): mutmut (pyproject.toml's
+# [tool.mutmut]) mutates runtime/transfers.py, Torch's device methods in runtime/frameworks.py and ir/placement.py's
+# transfer decisions, and runs the unit tests on the emulated GPU against each mutant; `mutmut results` then lists
+# the survivors, each of which tests/mutation/survivors.md must name with why it cannot change behaviour.
+MUTMUT ?= mutmut==3.8.1
+MUTANTS ?= "repogen.runtime.transfers.*" "repogen.runtime.frameworks.xǁTorchǁ*" \
+	"repogen.ir.placement.x_settle_transfers*" "repogen.ir.placement.x__settled*"
+.PHONY: mutation
+mutation: install frameworks
+	$(PY) -c 'import mutmut' 2>/dev/null || $(PY) -m pip install --quiet '$(MUTMUT)' -c constraints.txt
+	rm -rf mutants
+	# one thread for torch: a forked test process must not inherit a thread pool it cannot use (it hangs)
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(VENV)/bin/mutmut run --max-children 2 $(MUTANTS)
+	$(VENV)/bin/mutmut results
+
 demo: install
 	$(PY) examples/quickstart/demo.py
 

@@ -11,9 +11,12 @@ import logging
 import queue
 import sys
 import types
-from typing import Any
+from collections import Counter
+from typing import Any, Protocol
 
 import numpy as np
+
+from . import dlpack
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
 TRITONSERVER_MEMORY_GPU, TRITONSERVER_MEMORY_CPU = 0, 1  # PreferredMemory's kinds (the values are the stub's)
@@ -35,8 +38,25 @@ class Tensor:
 
     @classmethod
     def from_dlpack(cls, name: str, value: Any) -> Tensor:
-        """A tensor in host memory, as numpy where numpy holds its dtype (BF16 stays the framework's, as the
-        stub keeps it: ``as_numpy`` then refuses it)."""
+        """python_backend's ``from_dlpack`` (src/pb_tensor.cc, r24.10): a capsule is taken as it is; an object is
+        asked for one with ``__dlpack__``, on a GPU with ``stream=`` the stub's proxy stream, which the stub then
+        waits for (``cudaStreamSynchronize``). Host memory becomes numpy where numpy holds its dtype (BF16 stays the
+        framework's, as the stub keeps it: ``as_numpy`` then refuses it)."""
+        if name == "":
+            raise ValueError("Tensor name cannot be an empty string.")
+        if dlpack.is_capsule(value):
+            if dlpack.device(value)[0] == dlpack.KDL_CUDA:
+                return cls(name, _gpu().adopt(_contiguous(value)))
+            value = _Exported(_contiguous(value))
+        elif _device_type(value) == dlpack.KDL_CUDA:
+            gpu = _gpu()
+            index = value.__dlpack_device__()[1]
+            proxy = gpu.proxy_stream(gpu.current_device())  # the device current before the stub switches to index
+            with gpu.on_device(index):
+                capsule = value.__dlpack__(stream=proxy)
+            gpu.stream_synchronize(proxy)
+            COUNTS["from_dlpack waits"] += 1
+            return cls(name, gpu.adopt(_contiguous(capsule)))
         try:
             return cls(name, np.from_dlpack(value))
         except (BufferError, TypeError, RuntimeError):
@@ -46,14 +66,18 @@ class Tensor:
         return self._name
 
     def as_numpy(self) -> np.ndarray:
+        if not self.is_cpu():
+            raise RuntimeError("Tensor is stored in GPU and cannot be converted to NumPy.")
         if not isinstance(self._array, np.ndarray):
             raise TypeError("Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() instead")
         return self._array
 
     def is_cpu(self) -> bool:
-        return True
+        return _device_type(self._array) != dlpack.KDL_CUDA
 
     def to_dlpack(self) -> Any:
+        if not self.is_cpu():
+            return _gpu().capsule(self._array)
         return self.__dlpack__()
 
     def __dlpack__(self, **kwargs: Any) -> Any:
@@ -64,6 +88,88 @@ class Tensor:
 
     def __dlpack_device__(self) -> Any:
         return self._array.__dlpack_device__()
+
+
+class _Exported:
+    """A host capsule as numpy's ``from_dlpack`` takes it (an object with ``__dlpack__``)."""
+
+    def __init__(self, capsule: Any):
+        self.capsule = capsule
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (dlpack.KDL_CPU, 0)
+
+
+def _device_type(value: Any) -> int:
+    device = getattr(value, "__dlpack_device__", None)
+    return int(device()[0]) if device is not None and not isinstance(value, np.ndarray) else dlpack.KDL_CPU
+
+
+def _contiguous(capsule: Any) -> Any:
+    if not dlpack.c_contiguous(capsule):
+        raise ValueError(
+            "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported."
+        )
+    return capsule
+
+
+class GpuRuntime(Protocol):
+    """What the stand-in asks of CUDA, where a process has GPUs (an emulated one: repogen.testing.emulated_gpu)."""
+
+    def current_device(self) -> int: ...
+    def on_device(self, index: int) -> Any: ...
+    def proxy_stream(self, index: int) -> int: ...
+    def stream_synchronize(self, handle: int) -> None: ...
+    def adopt(self, capsule: Any) -> Any: ...
+    def capsule(self, tensor: Any) -> Any: ...
+    def to_host(self, tensor: Any) -> np.ndarray: ...
+    def to_pool(self, tensor: Any) -> Any: ...
+    def nbytes(self, tensor: Any) -> int: ...
+
+
+GPU_RUNTIME: GpuRuntime | None = None
+"""CUDA, for the stand-in: None where the process has no GPU (python_backend built without one refuses GPU tensors)."""
+COUNTS: Counter[str] = Counter()
+"""What the server side did with GPU tensors: ``LoadGPUBuffers`` round trips, blocking copies, CUDA IPC fallbacks."""
+CUDA_POOL_BYTES = 64 << 20  # tritonserver's --cuda-memory-pool-byte-size default, per GPU
+
+
+def _gpu() -> GpuRuntime:
+    if GPU_RUNTIME is None:
+        raise RuntimeError("DLPack capsule passed pointer to memory allocated on GPU device, when GPU is not available")
+    return GPU_RUNTIME
+
+
+def deliver(responses: list[Any], to_gpu: bool = False) -> list[Any]:
+    """What the server does with a batch's responses once ``execute`` returned: GPU outputs fetched from the stub in
+    one ``LoadGPUBuffers`` round trip, each copied (blocking) to host memory for a network reader, or, for a reader
+    on a GPU, into the CUDA pool (past it, handed over by CUDA IPC, uncached)."""
+    on_gpu = [t for r in responses if r is not None and not r.has_error() for t in r._tensors if not t.is_cpu()]
+    if not on_gpu:
+        return responses
+    gpu = _gpu()
+    COUNTS["LoadGPUBuffers"] += 1
+    pooled = 0
+    for tensor in on_gpu:
+        if not to_gpu:
+            COUNTS["blocking d2h copies"] += 1
+            tensor._array = gpu.to_host(tensor._array)
+            continue
+        pooled += gpu.nbytes(tensor._array)
+        if pooled <= CUDA_POOL_BYTES:
+            COUNTS["pool copies"] += 1
+            tensor._array = gpu.to_pool(tensor._array)
+        else:
+            if not COUNTS["CUDA IPC"]:
+                _log.warning(
+                    "Failed to allocate memory from CUDA memory pool for output tensor: will use CUDA IPC for GPU "
+                    "output transfer."
+                )
+            COUNTS["CUDA IPC"] += 1
+    return responses
 
 
 class PreferredMemory:
@@ -97,6 +203,7 @@ class ResponseSender:
         """Queued with its arrays copied, as the stub's ``Send`` copies them into shared memory there and then: the
         model may reuse their memory for its next response (runtime/transfers.py's page-locked buffer does)."""
         if response is not None and not response.has_error():
+            deliver([response])  # a decoupled response's GPU tensors are fetched at its send
             copied = [
                 Tensor(t.name(), t._array.copy()) if isinstance(t._array, np.ndarray) else t for t in response._tensors
             ]

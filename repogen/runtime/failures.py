@@ -74,9 +74,11 @@ _ASKED = re.compile(r"Tried to allocate ([0-9.]+ ?[KMGT]?i?B)")
 
 
 def out_of_gpu_memory(exc: BaseException) -> bool:
-    """A framework's failed GPU allocation: torch's and cupy's ``OutOfMemoryError``, older torch's RuntimeError."""
+    """A framework's failed GPU allocation: torch's and cupy's ``OutOfMemoryError``, older torch's RuntimeError, and
+    CUDA's own ``cudaErrorMemoryAllocation`` as torch raises it ("CUDA error: out of memory"), which is what a failed
+    page-locked host allocation (``pin_memory=True``, runtime/transfers.py's staging) gives."""
     return type(exc).__name__ == "OutOfMemoryError" or (
-        isinstance(exc, RuntimeError) and "CUDA out of memory" in str(exc)
+        isinstance(exc, RuntimeError) and ("CUDA out of memory" in str(exc) or "CUDA error: out of memory" in str(exc))
     )
 
 

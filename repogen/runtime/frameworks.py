@@ -273,7 +273,8 @@ def framework_of(value: Any) -> Framework | None:
         pass
     found: Framework | None = None
     if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__"):
-        top = kind.__module__.partition(".")[0]
+        # the framework whose class this one is, or derives from (a torch.Tensor subclass of the user's)
+        top = next((t for t in (k.__module__.partition(".")[0] for k in kind.__mro__) if t in _BY_MODULE), "")
         namespace = getattr(value, "__array_namespace__", None)
         if top in _BY_MODULE and top in sys.modules:
             found = _BY_MODULE[top](sys.modules[top])
@@ -330,11 +331,14 @@ def host_copy(tensor: Any) -> np.ndarray:
 
 
 def free_gpu_caches() -> None:
-    """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), so that what one
-    batch left cached does not make the next one fail too."""
+    """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), torch's cached
+    page-locked host memory with it, so that what one batch left cached does not make the next one fail too."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         torch.cuda.empty_cache()
+        host_empty_cache = getattr(torch._C, "_host_emptyCache", None)  # page-locked host memory's cache (torch >= 2.4)
+        if host_empty_cache is not None:
+            host_empty_cache()
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         cupy.get_default_memory_pool().free_all_blocks()

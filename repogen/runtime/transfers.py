@@ -255,7 +255,9 @@ def _runs(found: list[tuple[int, str, Any, Any]]) -> list[list[tuple[int, str, A
     for item in found:
         _, name, value, framework = item
         device, start, nbytes = framework.address(value)
-        if runs and end == (name, device, start) and framework.span(runs[-1][0][2], start + nbytes - _start(runs[-1])):
+        joined = runs and end == (name, device, start)
+        # a view over the whole run, where one tensor holds it: whether it exists, never its truth value (a tensor)
+        if joined and framework.span(runs[-1][0][2], start + nbytes - _start(runs[-1])) is not None:
             runs[-1].append(item)
         else:
             runs.append([item])

@@ -1,8 +1,9 @@
-"""What a batch costs in copies and waits on a GPU instance, counted with a recording stand-in of torch
-(recording_torch.py) under the runtime's general path on the backend shim: one host-to-device copy for all of a
-batch's inputs, one device-to-host copy per output, one wait, whatever the number of requests (1, 4, 16); none of
-either for a numpy model; capsules after one wait where a GPU reads the outputs. tests/gpu measures the same on a
-GPU and tritonserver."""
+"""What a batch costs in copies and waits on a GPU instance, and that its answers are right, on the emulated GPU
+(repogen.testing.emulated_gpu: real torch tensors that say they live on cuda:N, copies and kernels that land only
+when a wait covers them, poison before) under the runtime's general path on the backend shim: one host-to-device
+copy for all of a batch's inputs, one device-to-host copy per output, one wait, whatever the number of requests
+(1, 4, 16); none of either for a numpy model; capsules after one wait where a GPU reads the outputs. A missing or
+misplaced wait gives NaN here, not a log line. tests/gpu measures the same on a GPU and tritonserver."""
 
 from __future__ import annotations
 
@@ -10,16 +11,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-import recording_torch
 from general_path import TritonPythonModel, initialize_args
 from general_path import request as _request
-from recording_torch import FakeTensor
+from torch_cpu import torch
 
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime import bls
 from repogen.runtime.tensors import FORCE_CPU_ONLY_INPUT_TENSORS
+from repogen.testing.emulated_gpu import EmulatedTensor, emulated
 
 F32 = np.float32
 GPU_GROUP = [InstanceGroup(kind="KIND_GPU")]
@@ -29,15 +30,28 @@ BATCHES = [1, 4, 16]
 
 
 @pytest.fixture
-def log():
-    with recording_torch.installed() as recorded:
-        yield recorded
+def gpu():
+    with emulated() as emulator:
+        yield emulator
 
 
-def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU") -> Any:
+def crossings(gpu: Any) -> dict[str, int]:
+    """What the runtime asked of the devices: copies each way, device-to-device copies, host waits, capsules."""
+    c = gpu.counts
+    return {"h2d": c["h2d async"] + c["h2d blocking"], "d2h": c["d2h async"] + c["d2h blocking"],
+            "d2d": c["d2d"] + c["d2d peer"], "sync": c["sync"], "capsule": c["capsules"]}  # fmt: skip
+
+
+def clear(gpu: Any) -> None:
+    gpu.counts.clear()
+    pb.COUNTS.clear()
+
+
+def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int = 0) -> Any:
     spec = lower(repo).model(name)
     args = initialize_args(spec, name, tmp_path)
     args["model_instance_kind"] = kind
+    args["model_instance_device_id"] = str(device)
     model = TritonPythonModel()
     outputs_to = spec.placement.outputs_to
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
@@ -52,12 +66,19 @@ def _requests(count: int) -> list[Any]:
 
 
 def _values(response: Any) -> dict[str, Any]:
+    """What a reader gets: numpy as sent, or a GPU reader's tensor copied out here to look at."""
     assert not response.has_error(), response.error().message()
     found = {}
     for tensor in response.output_tensors():
         value = tensor._array
-        found[tensor.name()] = value.tensor.tolist() if isinstance(value, recording_torch.Capsule) else value.tolist()
+        found[tensor.name()] = (value.tolist() if isinstance(value, np.ndarray) else
+                                pb.GPU_RUNTIME.to_host(value).tolist())  # fmt: skip
     return found
+
+
+def _answers(responses: list[Any], to_gpu: bool = False) -> list[dict[str, Any]]:
+    """The batch's answers as its reader takes them, once the server fetched what is on the GPU (``deliver``)."""
+    return [_values(r) for r in pb.deliver(responses, to_gpu)]
 
 
 def _expected(count: int) -> list[dict[str, Any]]:
@@ -71,57 +92,50 @@ def _torch_model(output_memory: str | None = None) -> Repository:
     @repo.model("M", inputs=AB, outputs=YZ, config=config)
     @batch
     def m(a, b):
-        assert isinstance(a, FakeTensor) and a.device.type == "cuda", "inputs on the instance's GPU"
+        assert isinstance(a, EmulatedTensor) and a.device.type == "cuda", "inputs on the instance's GPU"
         return {"y": a * 2, "z": a + b}
 
     return repo
 
 
-@pytest.fixture
-def capsules(monkeypatch):
-    """python_backend's ``from_dlpack`` of a capsule, as the stub takes it: the tensor as it is, on its device."""
-    monkeypatch.setattr(pb.Tensor, "from_dlpack", classmethod(lambda cls, name, value: cls(name, value)))
-
-
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_torch_batch_crosses_once_each_way(count, log, tmp_path):
+def test_a_torch_batch_crosses_once_each_way(count, gpu, tmp_path):
     model = _model(_torch_model(), "M", tmp_path)
     responses = model.execute(_requests(count))
     assert [_values(r) for r in responses] == _expected(count)
-    assert log.counts() == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
     for response in responses:  # numpy views of pinned host memory: nothing left for the server to fetch
         assert all(type(t._array) is np.ndarray for t in response.output_tensors())
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_the_next_batch_waits_for_nothing_more(count, log, tmp_path):
+def test_the_next_batch_waits_for_nothing_more(count, gpu, tmp_path):
     model = _model(_torch_model(), "M", tmp_path)
     model.execute(_requests(count))
-    log.clear()
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
-    assert log.counts() == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    clear(gpu)
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_outputs_a_gpu_reads_leave_as_capsules_after_one_wait(count, log, tmp_path, capsules):
+def test_outputs_a_gpu_reads_leave_as_capsules_after_one_wait(count, gpu, tmp_path):
     model = _model(_torch_model(output_memory="gpu"), "M", tmp_path)
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
-    assert log.counts() == {"h2d": 1, "d2h": 0, "d2d": 0, "sync": 1, "capsule": 2 * count}, log.events
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+    assert crossings(gpu) == {"h2d": 1, "d2h": 0, "d2d": 0, "sync": 1, "capsule": 2 * count}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_numpy_model_crosses_nothing(count, log, tmp_path):
+def test_a_numpy_model_crosses_nothing(count, gpu, tmp_path):
     repo = Repository()
     repo.bind("N", batch(lambda a, b: {"y": a * 2, "z": a + b}), inputs=AB, outputs=YZ,
               config=ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP))  # fmt: skip
     model = _model(repo, "N", tmp_path)
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
-    assert log.counts() == {"h2d": 0, "d2h": 0, "d2d": 0, "sync": 0, "capsule": 0}, log.events
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+    assert crossings(gpu) == {"h2d": 0, "d2h": 0, "d2d": 0, "sync": 0, "capsule": 0}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_numpy_model_returning_gpu_tensors_sends_them_in_one_copy_each(count, log, tmp_path):
-    torch = recording_torch.torch
+def test_a_numpy_model_returning_gpu_tensors_sends_them_in_one_copy_each(count, gpu, tmp_path):
     repo = Repository()
 
     @repo.model("G", inputs=AB, outputs=YZ, config=ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP))
@@ -132,52 +146,48 @@ def test_a_numpy_model_returning_gpu_tensors_sends_them_in_one_copy_each(count, 
                 "z": torch.full((rows, 3), 5.0, dtype=torch.float32, device="cuda:0")}  # fmt: skip
 
     model = _model(repo, "G", tmp_path)
-    found = [_values(r) for r in model.execute(_requests(count))]
+    found = _answers(model.execute(_requests(count)))
     assert found == [
         {"y": np.full((i + 1, 3), 2.0).tolist(), "z": np.full((i + 1, 3), 5.0).tolist()} for i in range(count)
     ]
-    assert log.counts() == {"h2d": 0, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    assert crossings(gpu) == {"h2d": 0, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_an_undecorated_callable_waits_once_for_its_requests_tensors(count, log, tmp_path):
+def test_an_undecorated_callable_waits_once_for_its_requests_tensors(count, gpu, tmp_path):
     repo = Repository()
     config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
     repo.bind("U", lambda requests: [{"y": r["a"] * 2, "z": r["a"] + r["b"]} for r in requests],
               inputs=AB, outputs=YZ, config=config)  # fmt: skip
     model = _model(repo, "U", tmp_path)
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
+    assert _answers(model.execute(_requests(count))) == _expected(count)
     # each request's outputs are tensors of their own: a copy each, but still one wait for the batch
-    assert log.counts() == {"h2d": 1, "d2h": 2 * count, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2 * count, "d2d": 0, "sync": 1, "capsule": 0}
 
 
-class _OnGpu(pb.Tensor):
-    """An input python_backend hands over in GPU memory (an ensemble step's output, a BLS caller's tensor)."""
-
-    def is_cpu(self) -> bool:
-        return False
-
-    def to_dlpack(self) -> Any:
-        return recording_torch.Capsule(self._array)
+def _on_gpu(name: str, array: np.ndarray) -> Any:
+    """An input python_backend hands over in GPU memory (an ensemble step's output, a BLS caller's tensor): in the
+    server's CUDA pool, written before the model is called."""
+    tensor = torch.from_numpy(array.copy()).to("cuda:0")
+    return pb.Tensor(name, tensor)
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_an_ensemble_step_takes_gpu_inputs_as_they_are(count, log, tmp_path):
-    torch = recording_torch.torch
+def test_an_ensemble_step_takes_gpu_inputs_as_they_are(count, gpu, tmp_path):
     model = _model(_torch_model(), "M", tmp_path)
     requests = [
-        pb.InferenceRequest([_OnGpu(name, torch.from_numpy(array.copy()).to("cuda:0", non_blocking=True))
+        pb.InferenceRequest([_on_gpu(name, array)
                              for name, array in (("a", np.ones((i + 1, 3), F32)), ("b", np.full((i + 1, 3), i, F32)))])
         for i in range(count)
     ]  # fmt: skip
-    log.clear()
-    assert [_values(r) for r in model.execute(requests)] == _expected(count)
-    # no copy in: joining the requests' rows is the framework's one copy on the device, where they do not lie together
-    assert log.counts() == {"h2d": 0, "d2h": 2, "d2d": 2 if count > 1 else 0, "sync": 1, "capsule": 0}, log.events
+    clear(gpu)
+    assert _answers(model.execute(requests)) == _expected(count)
+    # no copy in: joining the requests' rows, where they do not lie together, is a torch.cat on the device (a kernel)
+    assert crossings(gpu) == {"h2d": 0, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_fused_pipeline_crosses_once_each_way(count, log, tmp_path):
+def test_a_fused_pipeline_crosses_once_each_way(count, gpu, tmp_path):
     from repogen.build import build_repository
     from repogen.packages.options import PackageOptions
 
@@ -199,31 +209,26 @@ def test_a_fused_pipeline_crosses_once_each_way(count, log, tmp_path):
     args = initialize_args(spec, "Fused", tmp_path / "repo" / "Fused")
     args["model_instance_kind"] = "GPU"
     model.initialize(args)
-    log.clear()
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
-    assert log.counts() == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    clear(gpu)
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
-def test_a_bls_call_sends_its_gpu_inputs_after_one_wait(log, monkeypatch):
-    torch = recording_torch.torch
+def test_a_bls_call_sends_its_gpu_inputs_after_one_wait(gpu, monkeypatch):
     made = []
-    backend = type("Backend", (), {
-        "Tensor": type("T", (), {"__init__": lambda self, name, array: None,
-                                 "from_dlpack": staticmethod(lambda name, capsule: (name, capsule))}),
-        "InferenceRequest": lambda **kwargs: made.append(kwargs),
-    })  # fmt: skip
+    backend = type("Backend", (), {"Tensor": pb.Tensor, "InferenceRequest": lambda **kwargs: made.append(kwargs)})
     monkeypatch.setattr(bls, "_backend", lambda: backend)
     client = bls.ModelClient("Callee", {"a": "TYPE_FP32", "b": "TYPE_FP32"}, ("y",), tensors="torch")
     a = torch.full((4, 3), 1.0, dtype=torch.float32, device="cuda:0")
     b = torch.full((4, 3), 2.0, dtype=torch.float32, device="cuda:0")
     client._request({"a": a, "b": b})
-    assert [name for name, _ in made[0]["inputs"]] == ["a", "b"]
-    assert log.counts() == {"h2d": 0, "d2h": 0, "d2d": 0, "sync": 1, "capsule": 2}, log.events
+    assert [t.name() for t in made[0]["inputs"]] == ["a", "b"]
+    assert [pb.GPU_RUNTIME.to_host(t._array).tolist() for t in made[0]["inputs"]] == [[[1.0] * 3] * 4, [[2.0] * 3] * 4]
+    assert crossings(gpu) == {"h2d": 0, "d2h": 0, "d2d": 0, "sync": 1, "capsule": 2}
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, log, tmp_path):
-    torch = recording_torch.torch
+def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, gpu, tmp_path):
     repo = Repository()
     config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
     asked = []
@@ -246,17 +251,18 @@ def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, lo
     )
     assert "the instance serves the next one" in message and "lower max_batch_size" in message
     assert len(failed) == count and all(r.error().message() == message for r in failed)
-    assert log.count("empty_cache") == 1
-    assert [_values(r) for r in model.execute(_requests(count))] == _expected(count)
+    assert gpu.counts["empty_cache"] == 1
+    assert _answers(model.execute(_requests(count))) == _expected(count)
 
 
-def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(log, tmp_path, capsules):
+def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(gpu, tmp_path):
     warnings = []
     model = _model(_torch_model(output_memory="gpu"), "M", tmp_path)
     model._departure.pool = 100  # bytes: every batch's outputs outgrow it
     model._departure.warn = warnings.append
-    assert [_values(r) for r in model.execute(_requests(4))] == _expected(4)
-    assert log.counts() == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}, log.events
+    assert _answers(model.execute(_requests(4))) == _expected(4)
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
+    assert _answers(model.execute(_requests(4))) == _expected(4)  # said once, not at every batch
     assert len(warnings) == 1 and "--cuda-memory-pool-byte-size=<gpu>:<bytes>" in warnings[0]
     assert "outgrow tritonserver's CUDA memory pool (100 bytes)" in warnings[0]
 
@@ -267,6 +273,9 @@ def test_the_pool_is_read_from_the_servers_command_line():
     assert pool_bytes(None, 0) == CUDA_POOL_DEFAULT
     argv = ["tritonserver", "--cuda-memory-pool-byte-size=0:268435456", "--cuda-memory-pool-byte-size", "1:512"]
     assert pool_bytes(argv, 0) == 268435456 and pool_bytes(argv, 1) == 512 and pool_bytes(argv, 2) == CUDA_POOL_DEFAULT
+    # another flag's value is not the pool's; the flag last, without its value, leaves the default
+    assert pool_bytes(["tritonserver", "--grpc-address=1:512"], 1) == CUDA_POOL_DEFAULT
+    assert pool_bytes(["tritonserver", "--cuda-memory-pool-byte-size"], 0) == CUDA_POOL_DEFAULT
 
 
 # -- who reads, who produces: decided by the build --------------------------------------------------------------------
@@ -328,8 +337,7 @@ def test_output_memory_takes_host_gpu_or_none():
         lower(repo)
 
 
-def test_a_stream_sends_each_gpu_token_with_one_copy_and_one_wait(log, tmp_path):
-    torch = recording_torch.torch
+def test_a_stream_sends_each_gpu_token_with_one_copy_and_one_wait(gpu, tmp_path):
     repo = Repository()
     config = ModelConfig(batching=False, instance_groups=GPU_GROUP, tensors="torch")
 
@@ -345,4 +353,117 @@ def test_a_stream_sends_each_gpu_token_with_one_copy_and_one_wait(log, tmp_path)
     model.execute([request])
     sent = [r for r, _ in sender.queue.queue if r is not None]
     assert [_values(r)["token"] for r in sent] == [[float(i)] * 2 for i in range(5)]
-    assert log.counts() == {"h2d": 1, "d2h": 5, "d2d": 0, "sync": 5, "capsule": 0}, log.events
+    assert crossings(gpu) == {"h2d": 1, "d2h": 5, "d2d": 0, "sync": 5, "capsule": 0}
+
+
+# -- the order of copies and waits: what a mistake gives on the emulated device -------------------------------------
+
+
+@pytest.mark.parametrize("count", BATCHES)
+def test_a_model_on_gpu_1_is_waited_for_there(count, gpu, tmp_path):
+    """Instance on device 1: its inputs land there, the batch waits there (a wait on device 0 covers nothing)."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=[InstanceGroup(kind="KIND_GPU", gpus=[1])],
+                         tensors="torch")  # fmt: skip
+    seen = []
+
+    @repo.model("One", inputs=AB, outputs=YZ, config=config)
+    @batch
+    def one(a, b):
+        seen.append(str(a.device))
+        return {"y": a * 2, "z": a + b}
+
+    model = _model(repo, "One", tmp_path, device=1)
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+    assert seen == ["cuda:1"] and crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
+
+
+def test_staged_inputs_are_not_overwritten_before_their_copy_has_landed(gpu, tmp_path):
+    """A batch answered without a wait (its outputs made on the host) leaves its upload queued; the next batch must
+    wait for it before writing the page-locked memory again, or the tensor a model kept holds the next batch's data.
+    A model keeping its previous inputs on the GPU (a prompt, a cache) sees the difference."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
+    kept: list[Any] = []
+
+    @repo.model("Keeper", inputs=AB, outputs=YZ, config=config)
+    @batch
+    def keeper(a, b):
+        kept.append(a)  # no kernel reads it yet: the copy that fills it is still queued
+        if len(kept) == 1:
+            return {"y": np.zeros(tuple(a.shape), F32), "z": np.zeros(tuple(a.shape), F32)}
+        return {"y": kept[0] * 1, "z": b}
+
+    model = _model(repo, "Keeper", tmp_path)
+    first = [_request(a=np.full((2, 3), 7.0, F32), b=np.zeros((2, 3), F32))]
+    second = [_request(a=np.full((2, 3), 1.0, F32), b=np.full((2, 3), 3.0, F32))]
+    assert _answers(model.execute(first)) == [{"y": [[0.0] * 3] * 2, "z": [[0.0] * 3] * 2}]
+    assert _answers(model.execute(second)) == [{"y": [[7.0] * 3] * 2, "z": [[3.0] * 3] * 2}]
+
+
+@pytest.mark.parametrize("count", [2, 4])
+def test_an_output_read_before_its_copy_lands_is_poison(count, gpu, tmp_path, monkeypatch):
+    """The emulated device's own promise, shown on the runtime: skip the batch's wait and the answers are NaN."""
+    from repogen.runtime import transfers
+
+    monkeypatch.setattr(transfers.Departure, "_wait", lambda self, found: None)
+    model = _model(_torch_model(), "M", tmp_path)
+    answers = _answers(model.execute(_requests(count)))
+    assert all(np.isnan(answer["y"]).all() for answer in answers)
+
+
+@pytest.mark.parametrize("count", [1, 4])
+def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches_are_freed(count, gpu, tmp_path):
+    """cudaHostAlloc's failure as torch raises it ("CUDA error: out of memory") while staging a batch's inputs."""
+    model = _model(_torch_model(), "M", tmp_path)
+    gpu.fail_pinned = 1
+    failed = model.execute(_requests(count))
+    message = failed[0].error().message()
+    assert message.startswith("model 'M' ran out of GPU memory on cuda:0 (RuntimeError: CUDA error: out of memory)")
+    assert "the instance serves the next one" in message and len(failed) == count
+    assert gpu.counts["empty_cache"] == 1 and gpu.counts["host empty_cache"] == 1
+    assert _answers(model.execute(_requests(count))) == _expected(count)
+
+
+@pytest.mark.parametrize("waits", [True, False])
+def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gpu, tmp_path):
+    """docs/gpu.md: the batch's wait follows the current stream; work on a side stream without ``wait_stream``
+    is copied before it is written (NaN here), with it the answers are right."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
+
+    @repo.model("Side", inputs=AB, outputs=YZ, config=config)
+    @batch
+    def side(a, b):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())  # the inputs' copy came first
+        with torch.cuda.stream(stream):
+            y, z = a * 2, a + b
+        if waits:
+            torch.cuda.current_stream().wait_stream(stream)
+        return {"y": y, "z": z}
+
+    answers = _answers(_model(repo, "Side", tmp_path).execute(_requests(4)))
+    if waits:
+        assert answers == _expected(4)
+    else:
+        assert all(np.isnan(answer["y"]).all() for answer in answers)
+
+
+def test_an_input_only_a_later_request_has_crosses_with_the_batch(gpu, tmp_path):
+    """Optional inputs: every request's host inputs move, also a name the first request of the batch lacks."""
+    repo = Repository()
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
+    inputs = [Tensor(name="a", dtype=F32, shape=(-1,)), Tensor(name="b", dtype=F32, shape=(-1,), optional=True)]
+    places = []
+
+    def f(requests):
+        places.extend(str(r["b"].device) for r in requests if "b" in r)
+        return [{"y": r["a"] * 2, "z": r["b"] if "b" in r else r["a"]} for r in requests]
+
+    repo.bind("Opt", f, inputs=inputs, outputs=YZ, config=config)
+    model = _model(repo, "Opt", tmp_path)
+    requests = [_request(a=np.ones((1, 3), F32)), _request(a=np.ones((1, 3), F32), b=np.full((1, 3), 5.0, F32)),
+                _request(a=np.ones((1, 3), F32), b=np.full((1, 3), 6.0, F32))]  # fmt: skip
+    answers = _answers(model.execute(requests))
+    assert places == ["cuda:0", "cuda:0"] and [a["z"] for a in answers] == [[[1.0] * 3], [[5.0] * 3], [[6.0] * 3]]
