@@ -67,6 +67,8 @@ CANCEL_CHECK_AFTER_S = 0.01
 class TritonPythonModel:
     """Serves one instance of a repogen-built model."""
 
+    _concurrent: concurrency.ConcurrentCalls | None  # an async callable's calls in flight (runtime/concurrency.py)
+
     def initialize(self, args: dict[str, str]) -> None:
         numpy = numpy_problem(args["model_name"], np.__version__)
         if numpy is not None:
@@ -160,7 +162,7 @@ class TritonPythonModel:
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._concurrent: concurrency.ConcurrentCalls | None = None  # set by initialize for an async callable
+        self._concurrent = None  # set by initialize for an async callable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
