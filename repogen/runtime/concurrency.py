@@ -245,10 +245,11 @@ class ConcurrentCalls:
             results = model.infer_func(call.batch)
             if self._decoupled and (inspect.isasyncgen(results) or inspect.isgenerator(results)):
                 await self._stream(call, results)
-                return
-            if inspect.isawaitable(results):
-                results = await results
-            self._send(call, model.checked_results(results, count), FINAL)
+            else:
+                if inspect.isawaitable(results):
+                    results = await results
+                results = model.checked_results(results, count)
+                self._send(call, results, 0 if self._decoupled else FINAL)
         except asyncio.CancelledError:
             if not call.cancelled:  # the loop is closing: the server stops
                 raise
