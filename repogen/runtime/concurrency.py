@@ -172,7 +172,7 @@ class ConcurrentCalls:
     def _sequential(self, requests: list[Any], exc: Exception) -> list[Any] | None:
         """This release cannot answer a non-decoupled request through its sender: serve as the runtime always did."""
         model = self._model
-        del model.execute  # the class's own from now on
+        model.__dict__.pop("execute", None)  # the class's own from now on
         log("log_warn", f"model '{model.model_name}': its async callable {_SEQUENTIAL} ({exc})")
         self.close()
         return model.execute(requests)
