@@ -54,7 +54,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is this request's answer
             return [self.failure(exc)]
         if type(result) is not dict or len(result) != 2:
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
@@ -63,7 +63,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         out1 = result.get('norm')
         if (
             type(out1) is not _ndarray
@@ -72,11 +72,11 @@ class TritonPythonModel(_Runtime):
             or out1.ndim == 0
             or out1.shape[0] != rows
         ):
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0), pb_utils.Tensor('norm', out1)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -95,7 +95,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
             return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 2:
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
@@ -104,7 +104,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         out1 = result.get('norm')
         if (
             type(out1) is not _ndarray
@@ -113,7 +113,7 @@ class TritonPythonModel(_Runtime):
             or out1.ndim == 0
             or out1.shape[0] != rows
         ):
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         responses = []
         answer = responses.append
         tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse  # attached to pb_utils after import
@@ -124,5 +124,5 @@ class TritonPythonModel(_Runtime):
                 answer(response(output_tensors=[tensor('y', out0[start:end]), tensor('norm', out1[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         return responses

@@ -53,7 +53,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is this request's answer
             return [self.failure(exc)]
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         out0 = result.get('score')
         if (
             type(out0) is not _ndarray
@@ -62,11 +62,11 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         try:
             return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('score', out0)])]
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -85,7 +85,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is the answer to each of these requests
             return [self.failure(exc, len(requests))] * len(requests)
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         out0 = result.get('score')
         if (
             type(out0) is not _ndarray
@@ -94,7 +94,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or out0.shape[0] != rows
         ):
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         responses = []
         answer = responses.append
         tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse  # attached to pb_utils after import
@@ -105,5 +105,5 @@ class TritonPythonModel(_Runtime):
                 answer(response(output_tensors=[tensor('score', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [part.shape[0] for part in in0_parts], requests)
         return responses
