@@ -67,7 +67,11 @@ class _CallgrindServer(TritonServer):
 
 
 # The thresholds of the cancellation checks that quiet_copy raises, by file of the vendored runtime.
-_QUIETED = {"triton_model.py": ("CANCEL_CHECK_AFTER_S",), "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S")}
+_QUIETED = {
+    "triton_model.py": ("CANCEL_CHECK_AFTER_S",),
+    "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S"),
+    "concurrency.py": ("CANCEL_CHECK_AFTER_S", "CANCEL_POLL_S"),
+}
 
 
 def quiet_copy(repository: Path, name: str, target: Path) -> None:

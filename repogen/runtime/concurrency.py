@@ -245,11 +245,12 @@ class ConcurrentCalls:
             results = model.infer_func(call.batch)
             if self._decoupled and (inspect.isasyncgen(results) or inspect.isgenerator(results)):
                 await self._stream(call, results)
+                for sender in call.senders:
+                    sender.send(flags=FINAL)
             else:
                 if inspect.isawaitable(results):
                     results = await results
-                results = model.checked_results(results, count)
-                self._send(call, results, 0 if self._decoupled else FINAL)
+                self._send(call, model.checked_results(results, count), final=True)
         except asyncio.CancelledError:
             if not call.cancelled:  # the loop is closing: the server stops
                 raise
@@ -263,26 +264,25 @@ class ConcurrentCalls:
                     sender.send(flags=FINAL)
                 else:
                     sender.send(error, flags=FINAL)
-        else:
-            if self._decoupled:
-                for sender in call.senders:
-                    sender.send(flags=FINAL)
         finally:
             self._end(call, count)
 
-    def _send(self, call: _Call, results: Any, flags: int) -> None:
-        """One response per request still wanted (a non-decoupled model answers every request: its last answer)."""
+    def _send(self, call: _Call, results: Any, final: bool) -> None:
+        """One response per request still wanted, with the final flag where ``final`` (one send: a request's whole
+        answer; a stream that was cancelled gets the flag alone). A non-decoupled model answers every request."""
         if not isinstance(results, (list, tuple)) or len(results) != len(call.senders):
             raise InferenceError(results_count_message(self._model.model_name, results, len(call.senders)))
         live = call.watch.live if self._decoupled else [True] * len(results)
         keep = [index for index, still in enumerate(live) if still]
         requests = [call.asking[index] for index in keep] if call.asking is not None else None
-        responses = self._model.responses([results[index] for index in keep], requests)
-        for index, response in zip(keep, responses, strict=True):
-            if flags:
-                call.senders[index].send(response, flags=flags)
-            else:
-                call.senders[index].send(response)
+        responses = iter(self._model.responses([results[index] for index in keep], requests))
+        for sender, still in zip(call.senders, live, strict=True):
+            if still and final:
+                sender.send(next(responses), flags=FINAL)
+            elif still:
+                sender.send(next(responses))
+            elif final:
+                sender.send(flags=FINAL)
 
     async def _stream(self, call: _Call, results: Any) -> None:
         """Each step of an (async) generator, one response per request still wanted; closed once none is."""
@@ -297,7 +297,7 @@ class ConcurrentCalls:
                 if not watch.step():
                     cancelled = True
                     return
-                self._send(call, step, 0)
+                self._send(call, step, final=False)
                 watch.resumed = time.perf_counter()
         except asyncio.CancelledError:
             cancelled = True

@@ -100,13 +100,17 @@ def test_a_cancelled_call_stops_alone_and_the_others_are_answered(server):
     try:
         tensor = grpcclient.InferInput("x", [1], "FP32")
         tensor.set_data_from_numpy(np.array([30.0], np.float32))
-        doomed = client.async_infer("Cancellable", [tensor], callback=lambda result, error: results.put(("doomed", result, error)))
+        doomed = client.async_infer(
+            "Cancellable", [tensor], callback=lambda result, error: results.put(("doomed", result, error))
+        )
         tensor = grpcclient.InferInput("x", [1], "FP32")
         tensor.set_data_from_numpy(np.array([1.0], np.float32))
         client.async_infer("Cancellable", [tensor], callback=lambda result, error: results.put(("kept", result, error)))
         time.sleep(0.3)
         doomed.cancel()
-        got = dict((name, (result, error)) for name, result, error in (results.get(timeout=30), results.get(timeout=30)))
+        got = dict(
+            (name, (result, error)) for name, result, error in (results.get(timeout=30), results.get(timeout=30))
+        )
     finally:
         client.close()
     assert got["kept"][1] is None and float(got["kept"][0].as_numpy("y")[0]) == 2.0
@@ -118,7 +122,9 @@ def test_a_cancelled_call_stops_alone_and_the_others_are_answered(server):
 @concurrent_only
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_an_error_is_its_own_request_s_answer(server, protocol):
-    answers = _at_once(8, lambda i: infer(protocol, server, "Failing", {"x": np.array([i if i % 2 else -i - 1.0], np.float32)}))
+    answers = _at_once(
+        8, lambda i: infer(protocol, server, "Failing", {"x": np.array([i if i % 2 else -i - 1.0], np.float32)})
+    )
     for i, answer in enumerate(answers):
         if i % 2:
             assert float(answer["y"][0]) == 2 * i

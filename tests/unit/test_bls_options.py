@@ -83,7 +83,9 @@ class _Request:
 @pytest.fixture
 def stub(monkeypatch):
     """``triton_python_backend_utils`` as a stub gives a BLS caller: the request and error classes."""
-    module = types.SimpleNamespace(InferenceRequest=_Request, Tensor=lambda name, array: (name, array), TritonError=_Error)
+    module = types.SimpleNamespace(
+        InferenceRequest=_Request, Tensor=lambda name, array: (name, array), TritonError=_Error
+    )
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", module)
     _Request.made.clear()
     _Request.release.set()
@@ -102,7 +104,11 @@ def test_each_option_becomes_the_request_s_keyword_and_a_default_sends_none(stub
     client = _client().version(2).parameters({"k": 1, "name": "a"}).parameters({"on": True}).timeout(0.25)
     client.sequence(42, start=True)(x=np.zeros(1, np.float32))
     sent = _Request.made[-1]
-    assert (sent["model_version"], sent["parameters"], sent["timeout"]) == (2, {"k": 1, "name": "a", "on": True}, 250000)
+    assert (sent["model_version"], sent["parameters"], sent["timeout"]) == (
+        2,
+        {"k": 1, "name": "a", "on": True},
+        250000,
+    )
     assert (sent["correlation_id"], sent["flags"]) == (42, SEQUENCE_START)
     client.sequence("session-7", end=True)(x=np.zeros(1, np.float32))
     assert (_Request.made[-1]["correlation_id"], _Request.made[-1]["flags"]) == ("session-7", SEQUENCE_END)
@@ -148,7 +154,12 @@ def test_a_called_model_s_error_keeps_its_code_through_a_reraise_and_pickling(st
     assert (raised.value.code, raised.value.model) == ("UNAVAILABLE", "Callee")
     assert str(raised.value) == "model 'Callee' failed: Request timeout expired"
     copy = pickle.loads(pickle.dumps(raised.value))
-    assert (type(copy), str(copy), copy.code, copy.model) == (ModelCallError, str(raised.value), "UNAVAILABLE", "Callee")
+    assert (type(copy), str(copy), copy.code, copy.model) == (
+        ModelCallError,
+        str(raised.value),
+        "UNAVAILABLE",
+        "Callee",
+    )
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

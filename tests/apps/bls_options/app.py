@@ -47,7 +47,9 @@ counter = models.bind(
     outputs=[Tensor(name="total", dtype=np.float32, shape=(1,))],
     config=ModelConfig(
         max_batch_size=4,
-        batcher=SequenceBatcher(strategy="oldest", ready=None, max_candidate_sequences=16, max_queue_delay_microseconds=0),
+        batcher=SequenceBatcher(
+            strategy="oldest", ready=None, max_candidate_sequences=16, max_queue_delay_microseconds=0
+        ),
     ),
 )
 DRIVE = {

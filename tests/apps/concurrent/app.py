@@ -139,6 +139,7 @@ class Stream(Rendezvous):
 
 models.bind("Stream", Stream, inputs=XN, outputs=Y, config=ONE_AT_A_TIME)
 
+
 class Slow(Gather):
     AFTER_S = WAIT_S
 
