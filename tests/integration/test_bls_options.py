@@ -1,5 +1,5 @@
-"""BLS calls with what a request carries (tests/apps/bls_options): a sequence's id and flags, parameters, a model version
-and a timeout, from sync, async and streaming callers; and a called model's error codes on the caller's
+"""BLS calls with what a request carries (tests/apps/bls_options): a sequence's id and flags, parameters, a model
+version and a timeout, from sync, async and streaming callers; and a called model's error codes on the caller's
 ``ModelCallError``.
 """
 

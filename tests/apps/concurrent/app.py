@@ -41,7 +41,9 @@ class Rendezvous:
             await asyncio.wait_for(future, PATIENCE_S)
         except asyncio.TimeoutError:
             self.waiting.remove(future)
-            raise RuntimeError(f"waited {PATIENCE_S} s for {n} calls in flight at once; the most seen was {self.peak}")
+            raise RuntimeError(
+                f"waited {PATIENCE_S} s for {n} calls in flight at once; the most seen was {self.peak}"
+            ) from None
 
     def enter(self):
         self.in_flight += 1
