@@ -11,6 +11,7 @@ The handle itself does nothing. What a call means depends on who handles calls a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -117,7 +118,9 @@ class ModelHandle:
         return self.repository.local().infer(self.name, inputs, outputs=self.requested, options=self.options)
 
     async def infer_async(self, **inputs: Any) -> dict[str, Any]:
-        return self.infer(**inputs)
+        """``infer`` in a thread of its own: an async caller's other calls go on meanwhile (and a called async
+        model runs its own event loop there, not inside the caller's)."""
+        return await asyncio.to_thread(self.infer, **inputs)
 
     def stream(self, **inputs: Any) -> Iterator[dict[str, Any]]:
         """Every response of a decoupled model, in order."""

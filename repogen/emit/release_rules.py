@@ -59,7 +59,7 @@ def _check_async(spec: RepositorySpec, targets: Targets) -> None:
     """One warning for the build: the async callables that some targeted releases serve one request at a time."""
     sequential: dict[str, list[Release]] = {}
     for model in spec.models:
-        if model.max_concurrency:
+        if model.max_concurrency:  # None: no async callable; 0: one call at a time wherever it is served
             older = [c for c in targets.containers if not python_backend.serves_async_concurrently(c, model.decoupled)]
             if older:
                 sequential[model.name] = older

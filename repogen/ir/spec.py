@@ -183,8 +183,9 @@ class ModelSpec:
     placement: PlacementSpec = PlacementSpec()
     made_on_gpu: tuple[MadeOnGpu, ...] = ()
     """Callables holding CUDA tensors at build time, and where the build put their instances (``ir/devices.py``)."""
-    max_concurrency: int = 0
-    """Requests an instance of an async callable has in flight at once (``ir/concurrency.py``); 0: no callable is."""
+    max_concurrency: int | None = None
+    """Requests an instance of an async callable has in flight at once (``ir/concurrency.py``); None: no callable is
+    async; 0: one at a time (a sequence model's)."""
 
     @property
     def on_gpu(self) -> bool:

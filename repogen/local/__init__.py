@@ -46,6 +46,7 @@ class LocalRepository:
         self._model_class = triton_model.TritonPythonModel
         self.spec: RepositorySpec = lower(repository)
         self._instances: dict[str, Any] = {}
+        self._serving: dict[int, threading.Lock] = {}  # id(instance) -> held while it executes
         self._lock = threading.RLock()
         self._dir = Path(tempfile.mkdtemp(prefix="repogen-local-"))
         weakref.finalize(self, shutil.rmtree, self._dir, True)
@@ -68,7 +69,8 @@ class LocalRepository:
         if spec.decoupled:
             raise InferenceError(f"model '{model}' is decoupled (streaming); iterate stream(...) instead")
         instance, request = self._request(spec, inputs, parameters, outputs, options)
-        (response,) = instance.execute([request])
+        with self._serving[id(instance)]:  # one call at a time per instance, as one Triton instance serves them here
+            (response,) = instance.execute([request])
         return _outputs(model, response, outputs)
 
     def stream(
@@ -168,6 +170,7 @@ class LocalRepository:
                 instance = self._model_class()
                 instance.configure(args, list(version.infer_funcs), spec.strict, spec.placement.tensors)
                 self._instances[key] = instance
+                self._serving[id(instance)] = threading.Lock()
             return self._instances[key]
 
     @staticmethod

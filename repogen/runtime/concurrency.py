@@ -64,7 +64,7 @@ def release_problem(decoupled: bool) -> str | None:
 
 def start(model: Any, bound: int | None, decoupled: bool, log: Any) -> ConcurrentCalls | None:
     """Serve ``model`` (a ``TritonPythonModel``) concurrently where its callable is async and the release allows it."""
-    if not is_async(model.infer_func):
+    if not is_async(model.infer_func) or bound == 0:  # 0: the build says one at a time (a sequence model)
         return None
     problem = release_problem(decoupled)
     if problem is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen import ModelConfig, Repository, Tensor, batch, build_repository, factory
+from repogen import ModelConfig, Repository, SequenceBatcher, Tensor, batch, build_repository, factory
 from repogen.errors import BuildError
 from repogen.local import backend_shim
 from repogen.runtime.instance import DEFAULT_MAX_CONCURRENCY, is_async
@@ -265,3 +265,11 @@ def test_max_concurrency_is_a_positive_int(tmp_path, value):
 def test_max_concurrency_on_a_callable_that_is_not_async_names_the_fix(tmp_path):
     with pytest.raises(BuildError, match="no callable bound to it is async .*make the callable async, or remove"):
         _built(tmp_path, lambda requests: [], ModelConfig(batching=False, max_concurrency=8))
+
+
+def test_a_sequence_model_s_async_callable_serves_one_call_at_a_time(tmp_path):
+    """Triton hands a sequence's next request over once the one before left execute: in order only one at a time."""
+    meta, said = _built(tmp_path, _coroutine, ModelConfig(max_batch_size=4, batcher=SequenceBatcher()))
+    assert meta["max_concurrency"] == 0 and not [m for m in said if "one request at a time" in m]
+    with pytest.raises(BuildError, match="max_concurrency=8 on a SequenceBatcher model: .* out of order"):
+        _built(tmp_path, _coroutine, ModelConfig(max_batch_size=4, batcher=SequenceBatcher(), max_concurrency=8))
