@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -273,3 +274,22 @@ def test_a_sequence_model_s_async_callable_serves_one_call_at_a_time(tmp_path):
     assert meta["max_concurrency"] == 0 and not [m for m in said if "one request at a time" in m]
     with pytest.raises(BuildError, match="max_concurrency=8 on a SequenceBatcher model: .* out of order"):
         _built(tmp_path, _coroutine, ModelConfig(max_batch_size=4, batcher=SequenceBatcher(), max_concurrency=8))
+
+
+def test_a_release_before_python_backend_r24_04_serves_one_call_at_a_time_and_says_why(monkeypatch):
+    import types
+
+    from repogen.runtime import concurrency
+
+    monkeypatch.setitem(sys.modules, "c_python_backend_utils", types.SimpleNamespace())  # r23.x: no async marker
+    assert concurrency.release_problem(decoupled=False) == (
+        "its async callable serves one request at a time on this release (python_backend before r24.06); NGC 24.06 "
+        "and later serve it concurrently"
+    )
+    said = []
+    assert concurrency.start(_instance(_coroutine), 8, False, lambda level, line: said.append((level, line))) is None
+    assert said == [("log_warn", f"model 'M': {concurrency.release_problem(False)}")]
+    monkeypatch.setitem(
+        sys.modules, "c_python_backend_utils", types.SimpleNamespace(async_event_future_done_callback=print)
+    )
+    assert concurrency.release_problem(decoupled=True) is None
