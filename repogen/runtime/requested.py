@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["requested_names", "trimmed", "wanted"]
+__all__ = ["asked_for", "requested_names", "trimmed", "wanted"]
 
 
 def requested_names(request: Any) -> list[str] | None:
@@ -58,3 +58,12 @@ def trimmed(result: Any, names: frozenset[str] | None, declared: tuple[str, ...]
     if type(result) is not dict:
         return result
     return {name: value for name, value in result.items() if name in names or name not in declared}
+
+
+def asked_for(results: list[Any], requests: list[Any] | None, declared: tuple[str, ...]) -> tuple[Any, list[Any]]:
+    """Per request the outputs its client asked for (``wanted``: None for the whole list where every client asked for
+    all), and ``results`` without the others (as they were where nothing is to drop)."""
+    asked = wanted(requests, len(declared)) if requests is not None else None
+    if asked is None:
+        return None, results
+    return asked, [trimmed(result, names, declared) for result, names in zip(results, asked, strict=True)]

@@ -54,7 +54,7 @@ from .readiness import Readiness, readiness_checks
 from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
-from .requested import trimmed, wanted
+from .requested import asked_for
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
@@ -66,8 +66,6 @@ CANCEL_CHECK_AFTER_S = 0.01
 
 class TritonPythonModel:
     """Serves one instance of a repogen-built model."""
-
-    _concurrent: concurrency.ConcurrentCalls | None  # an async callable's calls in flight (runtime/concurrency.py)
 
     def initialize(self, args: dict[str, str]) -> None:
         numpy = numpy_problem(args["model_name"], np.__version__)
@@ -91,10 +89,9 @@ class TritonPythonModel:
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
             self.lean_stream = False
-        concurrent = concurrency.start(self, meta.get(Metadata.CONCURRENCY), self._decoupled, log)
-        if concurrent is not None:  # an async callable: its calls overlap, answered through response senders
-            self._concurrent = concurrent
-            self.execute = concurrent.execute  # type: ignore[method-assign]
+        self._concurrent = concurrency.start(self, meta.get(Metadata.CONCURRENCY), self._decoupled, log)
+        if self._concurrent is not None:  # an async callable: its calls overlap, answered through response senders
+            self.execute = self._concurrent.execute  # type: ignore[method-assign]
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
@@ -309,9 +306,7 @@ class TritonPythonModel:
         """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
         instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
         one wait and capsules where a GPU reads them."""
-        asked = wanted(requests, self._output_count) if requests is not None else None
-        if asked is not None:
-            results = [trimmed(result, names, self._order) for result, names in zip(results, asked, strict=True)]
+        asked, results = asked_for(results, requests, self._order)
         if self._departure is not None:
             try:
                 results = self._departure.prepare(results, self._converted)
