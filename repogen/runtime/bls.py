@@ -190,13 +190,18 @@ class ModelClient:
         token = stream_token()
         responses = self._request(inputs, token).exec(decoupled=True)
         deadline = None if self.options.timeout_s is None else monotonic() + self.options.timeout_s
-        done = timed_out = False
+        done, pending = False, None
         try:
             while True:
-                response = _next(responses) if deadline is None else _next_by(responses, deadline)
-                if response is _TIMED_OUT:
-                    timed_out = True
-                    raise self._timed_out()
+                if deadline is None:
+                    response = _next(responses)
+                else:
+                    pending = _timed_calls().submit(_next, responses)
+                    try:
+                        response = pending.result(timeout=max(0.0, deadline - monotonic()))
+                    except FutureTimeout:
+                        raise self._timed_out() from None
+                    pending = None
                 if response is _END:
                     break
                 outputs = self._outputs(response)
@@ -204,10 +209,7 @@ class ModelClient:
                     yield outputs
             done = True
         finally:
-            if timed_out:  # the stream may not end soon: the caller does not wait for it
-                _timed_calls().submit(_finish, responses, token)
-            else:
-                _finish(responses, None if done else token)
+            _let_go(responses, None if done else token, pending)
 
     async def stream_async(self, **inputs: Any) -> AsyncIterator[dict[str, Any]]:
         """``stream`` for an ``async def`` callable: each response is awaited, so other calls run meanwhile."""
@@ -215,17 +217,18 @@ class ModelClient:
         responses = await self._request(inputs, token).async_exec(decoupled=True)
         loop = asyncio.get_running_loop()
         deadline = None if self.options.timeout_s is None else monotonic() + self.options.timeout_s
-        done = timed_out = False
+        done, pending = False, None
         try:
-            while True:
-                waiting = loop.run_in_executor(None, _next, responses)
-                try:
-                    response = await (
-                        waiting if deadline is None else asyncio.wait_for(waiting, deadline - monotonic())
-                    )
-                except asyncio.TimeoutError:
-                    timed_out = True
-                    raise self._timed_out() from None
+            while True:  # each response waited for in a thread: the event loop serves other calls meanwhile
+                if deadline is None:
+                    response = await loop.run_in_executor(None, _next, responses)
+                else:
+                    pending = _timed_calls().submit(_next, responses)
+                    try:
+                        response = await asyncio.wait_for(asyncio.wrap_future(pending), deadline - monotonic())
+                    except asyncio.TimeoutError:
+                        raise self._timed_out() from None
+                    pending = None
                 if response is _END:
                     break
                 outputs = self._outputs(response)
@@ -233,10 +236,7 @@ class ModelClient:
                     yield outputs
             done = True
         finally:
-            if timed_out:
-                _timed_calls().submit(_finish, responses, token)
-            else:
-                _finish(responses, None if done else token)
+            _let_go(responses, None if done else token, pending)
 
     def _request(self, inputs: dict[str, Any], request_id: str = "") -> Any:
         pb_utils = _backend()
@@ -345,7 +345,6 @@ class _OnGpu:
 
 
 _END = object()  # a stream's last response was read
-_TIMED_OUT = object()
 
 
 def _next(responses: Any) -> Any:
@@ -356,15 +355,20 @@ def _next(responses: Any) -> Any:
         return _END
 
 
-def _next_by(responses: Any, deadline: float) -> Any:
-    """``_next``, waited for in another thread until ``deadline`` (``time.monotonic``), else ``_TIMED_OUT``."""
-    left = deadline - monotonic()
-    if left <= 0:
-        return _TIMED_OUT
-    try:
-        return _timed_calls().submit(_next, responses).result(timeout=left)
-    except FutureTimeout:
-        return _TIMED_OUT
+def _let_go(responses: Any, cancel: str | None, pending: Any) -> None:
+    """A stream the caller is done with: finished here (``_finish``), or, when a response is still being waited for
+    in another thread (``pending``: the caller's timeout passed), once that wait is over, in the background: the
+    caller does not wait for a stream that may not end soon, and the iterator is never read by two threads."""
+    if pending is None:
+        _finish(responses, cancel)
+        return
+
+    def after_the_wait(done: Any) -> None:
+        _timed_calls().submit(_finish, responses, cancel)
+
+    pending.add_done_callback(after_the_wait)
+    if cancel is not None:  # the wait ends sooner once the called model stops
+        cancel_stream(responses, cancel)
 
 
 def _finish(responses: Any, cancel: str | None = None) -> None:

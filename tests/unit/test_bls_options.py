@@ -222,3 +222,50 @@ def test_in_process_a_handle_calls_a_sequence_a_version_and_hands_parameters_on(
     x = np.zeros(1, np.float32)
     assert [float(versioned.version(v)(x=x)["y"][0]) for v in (1, 2)] == [1.0, 2.0]
     assert float(said.parameters({"k": 5})(x=x)["y"][0]) == 5.0
+
+
+class _Stream:
+    """A decoupled call's response iterator whose next response comes only once ``more`` is set; it fails if two
+    threads read it at once (python_backend's is not made for that)."""
+
+    def __init__(self):
+        self.more, self.reading, self.read = threading.Event(), threading.Lock(), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.reading.acquire(blocking=False):
+            raise AssertionError("two threads read one response iterator at once")
+        try:
+            if self.read == 0:
+                self.read += 1
+                return _Response(outputs={"y": np.zeros(1, np.float32)})
+            self.more.wait(30)
+            raise StopIteration
+        finally:
+            self.reading.release()
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_stream_outliving_its_timeout_is_let_go_once_its_pending_read_ends(stub, monkeypatch, kind):
+    responses = _Stream()
+    monkeypatch.setattr(_Request, "exec", lambda self, decoupled=False: responses)
+    monkeypatch.setattr(_Request, "async_exec", lambda self, decoupled=False: asyncio.sleep(0, responses))
+    finished = threading.Event()
+    monkeypatch.setattr(bls, "_finish", lambda its, cancel=None: finished.set())
+    client = bls.ModelClient("Callee", {"x": "TYPE_FP32"}, ("y",), decoupled=True).timeout(0.05)
+    got = []
+
+    async def read_async():
+        async for step in client.stream_async(x=np.zeros(1, np.float32)):
+            got.append(step)
+
+    with pytest.raises(ModelCallTimeout):
+        if kind == "sync":
+            got.extend(client.stream(x=np.zeros(1, np.float32)))
+        else:
+            asyncio.run(read_async())
+    assert len(got) == 1 and not finished.is_set()  # the pending read still holds the iterator
+    responses.more.set()
+    assert finished.wait(10)  # then it is let go, in the background
