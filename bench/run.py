@@ -459,8 +459,9 @@ def waiting_only(repository: Path, work: Path, rounds: int, window: float, outpu
     try:  # under valgrind a stub can fail to start on a loaded machine: keep the measurements above
         instructions = count_instructions(repository, work, 100, list(waiting.COUNTED))
     except Exception as exc:
-        print(f"  callgrind failed ({type(exc).__name__}: {str(exc)[:300]}); rerun: bench/run.py --instructions "
-              "--group 'waiting, request/response, one at a time' --group 'waiting, streams, one at a time'")  # fmt: skip
+        groups = " ".join(f"--group '{group}'" for group in waiting.COUNTED)
+        failure = f"{type(exc).__name__}: {str(exc)[:300]}"
+        print(f"  callgrind failed ({failure}); rerun: bench/run.py --instructions {groups}", flush=True)
         instructions = {}
     print(f"  {instructions}", flush=True)
     result = {
