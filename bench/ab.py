@@ -40,10 +40,8 @@ def measure(models: list[str], args: argparse.Namespace, work: Path, repository:
         shapes = {"x": args.elements}
         for index in range(args.rounds):
             order = models[index % len(models) :] + models[: index % len(models)]
-            results = {
-                m: perf.measure(analyzer, m, url, args.protocol, shapes, args.concurrency, 2.0, streaming=args.streaming)
-                for m in order
-            }
+            point = (args.protocol, shapes, args.concurrency, 2.0)
+            results = {m: perf.measure(analyzer, m, url, *point, streaming=args.streaming) for m in order}
             rounds.append(results)
             line = "  ".join(f"{m} {results[m]['throughput']:.0f}/s {results[m]['p50_us']:.0f} µs" for m in models)
             print(f"  round {len(rounds)}: {line}", flush=True)
