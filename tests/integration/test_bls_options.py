@@ -56,8 +56,8 @@ def test_a_caller_hands_its_request_s_parameters_on(server, protocol):
 
 @pytest.mark.skipif(
     not release_at_least("24.04"),
-    reason="a decoupled model's async BLS call (stream_async) needs python_backend r24.04: before it, 'Async BLS request "
-    "execution is not support in the decoupled API' (docs/known-issues.md)",
+    reason="a decoupled model's async BLS call (stream_async) needs python_backend r24.04: before it, 'Async BLS "
+    "request execution is not support in the decoupled API' (docs/known-issues.md)",
 )
 def test_a_streaming_call_carries_parameters(server):
     steps = stream(server, "StreamRelay", {"x": np.array([4.0], np.float32)})
