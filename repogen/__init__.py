@@ -33,6 +33,8 @@ from .errors import BuildError, RepogenError
 from .runtime import (
     ConstantPadder,
     InferenceError,
+    ModelCallError,
+    ModelCallTimeout,
     ModelContext,
     PyTritonUnrecoverableError,
     Request,
@@ -86,6 +88,8 @@ __all__ = [
     "DynamicBatcher",
     "InferenceError",
     "InstanceGroup",
+    "ModelCallError",
+    "ModelCallTimeout",
     "ModelConfig",
     "ModelContext",
     "ModelHandle",

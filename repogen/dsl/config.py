@@ -177,3 +177,8 @@ class ModelConfig:
     output_memory: str | None = None
     model_warmup: tuple[ModelWarmup, ...] | list[ModelWarmup] | None = None
     """PyTriton 0.7's warmup requests (:class:`ModelWarmup`), sent before :attr:`warmup`'s."""
+    max_concurrency: int | None = None
+    """How many requests one instance of an ``async def`` callable (or async generator) has in flight at once; beyond
+    it requests wait in Triton's queue. None: 64 for an async callable. Not in PyTriton (whose callables run one
+    request at a time per instance); takes effect where python_backend lets responses leave after ``execute``
+    returns (NGC 24.06 and later; 24.04 for a decoupled model), elsewhere an async callable serves one at a time."""

@@ -105,8 +105,10 @@ def clients_reducer(clients: Sequence[ClientSpec]) -> Callable[[Any], Any]:
         arguments: tuple[Any, ...] = (
             client.model, dict(client.input_types), client.outputs, client.decoupled, client.requested
         )  # fmt: skip
-        if client.memory is not None or client.tensors != "numpy":  # others' payloads stay as they were
+        if client.memory is not None or client.tensors != "numpy" or client.options:  # others' stay as they were
             arguments += (client.memory, client.tensors)
+        if client.options:
+            arguments += (client.options,)
         return ModelClient, arguments
 
     return reduce

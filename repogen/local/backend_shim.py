@@ -214,9 +214,12 @@ class ResponseSender:
 class InferenceRequest:
     """A request as the runtime reads it (``inputs()``, ``parameters()``, a response sender)."""
 
-    def __init__(self, tensors: list[Tensor], parameters: dict[str, Any] | None = None):
+    def __init__(
+        self, tensors: list[Tensor], parameters: dict[str, Any] | None = None, requested: list[str] | None = None
+    ):
         self._tensors = tensors
         self._parameters = json.dumps(parameters or {})
+        self._requested = set(requested or ())  # what the client asked for: every declared output when it named none
         self.sender = ResponseSender()
         self.cancelled = False  # set by the reader that stops early, as a cancelled gRPC stream does
 
@@ -231,6 +234,9 @@ class InferenceRequest:
 
     def parameters(self) -> str:
         return self._parameters
+
+    def requested_output_names(self) -> set[str]:
+        return self._requested
 
     def get_response_sender(self) -> ResponseSender:
         return self.sender

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .decorators import sample as sample
     from .decorators import triton_context as triton_context
     from .errors import InferenceError as InferenceError
+    from .errors import ModelCallError as ModelCallError
+    from .errors import ModelCallTimeout as ModelCallTimeout
     from .errors import PyTritonUnrecoverableError as PyTritonUnrecoverableError
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
@@ -35,7 +37,8 @@ _HOMES = {
     "ConstantPadder": "decorators", "batch": "decorators", "fill_optionals": "decorators",
     "first_value": "decorators", "group_by_keys": "decorators", "group_by_values": "decorators",
     "pad_batch": "decorators", "sample": "decorators", "triton_context": "decorators",
-    "InferenceError": "errors", "PyTritonUnrecoverableError": "errors",
+    "InferenceError": "errors", "PyTritonUnrecoverableError": "errors", "ModelCallError": "errors",
+    "ModelCallTimeout": "errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
 }  # fmt: skip
 

@@ -39,6 +39,7 @@ class Metadata:
 
     BUILD = "build"  # {"cloudpickle", "numpy", "python"} of the building environment
     CALLS = "calls"  # the models a version calls through BLS
+    CONCURRENCY = "max_concurrency"  # requests an instance of an async callable has in flight at once
     FORMAT = "format"
     FUSED = "fused"  # the step models a fused ensemble runs in-process
     MODEL = "model"

@@ -7,6 +7,7 @@ from typing import Any
 
 from .cancellation import is_cancelled
 from .errors import InferenceError
+from .requested import requested_names
 
 
 class EmptyBatchError(InferenceError):
@@ -72,6 +73,13 @@ class Request(dict):  # type: ignore[type-arg]
     @parameters.setter
     def parameters(self, value: dict[str, Any]) -> None:
         self._parameters = value
+
+    @property
+    def requested_output_names(self) -> list[str] | None:
+        """The outputs this request's client asked for, sorted (every declared one when it named none), as
+        PyTriton 0.5.12's ``Request`` has them: a callable may compute only these. Whatever it returns, only these
+        are converted and sent (runtime/requested.py). None for a request made up outside the server."""
+        return requested_names(self)
 
     def handed_on_cpu(self, name: str) -> bool:
         """Whether python_backend handed input ``name`` in host memory: ``is_cpu()`` of its own tensor, as it came,

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from . import decoupled
+from . import concurrency, decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan, output_pairs
@@ -54,6 +54,7 @@ from .readiness import Readiness, readiness_checks
 from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
+from .requested import asked_for
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
@@ -88,6 +89,9 @@ class TritonPythonModel:
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
             self.lean_stream = False
+        self._concurrent = concurrency.start(self, meta.get(Metadata.CONCURRENCY), self._decoupled, log)
+        if self._concurrent is not None:  # an async callable: its calls overlap, answered through response senders
+            self.execute = self._concurrent.execute  # type: ignore[method-assign]
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
@@ -150,10 +154,12 @@ class TritonPythonModel:
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         self._declared = frozenset(plan.name for plan in self.output_plans)
+        self._order = tuple(plan.name for plan in self.output_plans)
         self.stream_lane = decoupled.lane(self.output_plans)
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._concurrent = None  # set by initialize for an async callable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
@@ -226,12 +232,13 @@ class TritonPythonModel:
                 decoupled.execute(self, requests, waited)
                 return None
             try:
-                results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
+                batch = self.requests(requests)
+                results = self.checked_results(self.infer_func(batch), len(requests))
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
                 return [self.failure(exc, len(requests))] * len(requests)
-            return self.responses(results)
+            return self.responses(results, batch)
         finally:
             executing(None)
 
@@ -246,10 +253,10 @@ class TritonPythonModel:
             raise InferenceError(results_count_message(self._model, results, count))
         return results
 
-    def finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
+    def finish_batch(self, outputs: Any, sizes: list[int], requests: list[Any] | None = None) -> list[Any]:
         """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
 
-        ``outputs`` is what the ``@batch`` function returned for requests of ``sizes`` rows each;
+        ``outputs`` is what the ``@batch`` function returned for ``requests`` (the server's) of ``sizes`` rows each;
         ``@batch`` and ``execute`` would go on exactly like this.
         """
         try:
@@ -260,7 +267,7 @@ class TritonPythonModel:
                 results = self.checked_results(split, len(sizes))
         except BaseException as exc:  # as in execute
             return [self.failure(exc, len(sizes))] * len(sizes)
-        return self.responses(results)
+        return self.responses(results, [Request(source=r) for r in requests] if requests else None)
 
     def finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
         """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
@@ -286,6 +293,8 @@ class TritonPythonModel:
             close()
         if self._loop is not None:
             self._loop.close()
+        if self._concurrent is not None:
+            self._concurrent.close()
 
     # -- per request -------------------------------------------------------------------------------
 
@@ -296,14 +305,18 @@ class TritonPythonModel:
             self._arrival.move(data)
         return data
 
-    def responses(self, results: list[Any]) -> list[Any]:
-        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
-        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
+    def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
+        """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
+        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
+        one wait and capsules where a GPU reads them."""
+        asked, results = asked_for(results, requests, self._order)
         if self._departure is not None:
             try:
                 results = self._departure.prepare(results, self._converted)
             except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
                 return [self.failure(exc, len(results))] * len(results)
+        if asked is not None:
+            return [self.response(result, names) for result, names in zip(results, asked, strict=True)]
         return [self.response(result) for result in results]
 
     def _converted(self, result: Any) -> dict[str, Any] | None:
@@ -325,9 +338,10 @@ class TritonPythonModel:
             data[name] = array
         return data
 
-    def response(self, result: Any) -> Any:
+    def response(self, result: Any, names: frozenset[str] | None = None) -> Any:
+        """``result``'s response; ``names``: the outputs its client asked for where not all (the others are gone)."""
         try:
-            if type(result) is dict and len(result) == self._output_count:
+            if type(result) is dict and len(result) == self._output_count and names is None:
                 try:  # the hot path: exactly the declared outputs
                     tensors = []
                     for plan in self.output_plans:
@@ -341,7 +355,7 @@ class TritonPythonModel:
                     pass
             if type(result) is StepFailure:  # a fused pipeline's step failed this request
                 return self.failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result, names)]
         except BaseException as exc:  # as in execute
             return self.failure(exc)
         return pb_utils.InferenceResponse(tensors)
@@ -354,9 +368,11 @@ class TritonPythonModel:
         except Exception as exc:  # e.g. an object array of ints for a BYTES output
             raise plan.unconvertible(value, exc) from None
 
-    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
-        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
-        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
+    def output_pairs(self, result: Any, names: frozenset[str] | None = None) -> list[tuple[OutputPlan, Any]]:
+        """Each declared output's plan (those in ``names``, where given) beside the value ``result`` holds for it (a
+        dict, or a sequence in order)."""
+        plans = self.output_plans if names is None else [plan for plan in self.output_plans if plan.name in names]
+        return output_pairs(self._model, plans, self._declared, self._strict, result)
 
     # -- rarely taken paths ------------------------------------------------------------------------
 

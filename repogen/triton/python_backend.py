@@ -28,11 +28,14 @@ from __future__ import annotations
 from .releases import Release, get_release
 
 __all__ = [
+    "ASYNC_DECOUPLED_FROM",
     "BF16_FROM",
+    "BLS_ERROR_CODES_FROM",
     "DEAD_STUB_FAILS_READY_FROM",
     "INVALID_NAME_CHARS",
     "IS_READY_FROM",
     "NAME_CHECK_FROM",
+    "SENDER_IN_DEFAULT_MODE_FROM",
     "bf16_refusal",
     "has_bf16",
     "has_is_ready",
@@ -41,6 +44,7 @@ __all__ = [
     "ready_detects_dead_stub",
     "refused_name",
     "region_prefix_args",
+    "serves_async_concurrently",
 ]
 
 INVALID_NAME_CHARS = ";|&$`<>()[]{}\\\"'*?~#!"
@@ -50,6 +54,12 @@ NAME_CHECK_FROM = "25.08"
 UUID_REGIONS_FROM = "24.04"
 DEAD_STUB_FAILS_READY_FROM = "25.12"
 IS_READY_FROM = "26.03"
+ASYNC_DECOUPLED_FROM = "24.04"
+"""python_backend #350: a decoupled model's coroutines run concurrently (its stub's own event loop)."""
+SENDER_IN_DEFAULT_MODE_FROM = "24.06"
+"""python_backend #364: a non-decoupled request may be answered through its response sender after ``execute``."""
+BLS_ERROR_CODES_FROM = "25.04"
+"""python_backend #398: a BLS response's error keeps the called model's code (INTERNAL before, whatever it was)."""
 
 
 def _from(release: str | Release, first: str) -> bool:
@@ -103,6 +113,11 @@ def ready_detects_dead_stub(release: str | Release) -> bool:
 def has_is_ready(release: str | Release) -> bool:
     """Whether the Python backend asks a model's ``is_ready()`` when its ready endpoint is probed."""
     return _from(release, IS_READY_FROM)
+
+
+def serves_async_concurrently(release: str | Release, decoupled: bool) -> bool:
+    """Whether an async callable's requests can be in flight at once on one instance (repogen.runtime.concurrency)."""
+    return _from(release, ASYNC_DECOUPLED_FROM if decoupled else SENDER_IN_DEFAULT_MODE_FROM)
 
 
 def has_bf16(release: str | Release) -> bool:
