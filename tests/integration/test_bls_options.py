@@ -103,7 +103,7 @@ def test_a_stream_that_outlives_the_timeout_ends_the_call_at_the_timeout(server)
 def test_a_called_model_s_error_reaches_the_caller_with_its_code(server, protocol):
     """The code is python_backend's: INTERNAL for every BLS error before r25.04 (its InferResponseComplete replaces
     the called model's; #398 keeps it from r25.04), and for a request Triton refuses before it runs (a wrong shape)
-    on every release. tests/unit/test_bls_options.py holds a code python_backend keeps."""
+    on every release. tests/unit/test_bls_call_options.py holds a code python_backend keeps."""
     answer = infer(protocol, server, "Codes", {"x": np.zeros(1, np.float32)})
     shape, raised = (s.decode().split(":", 2) for s in answer["code"])
     assert shape[:2] == ["INTERNAL", "Strict"] and "unexpected shape for input 'x' for model 'Strict'" in shape[2]
