@@ -24,7 +24,7 @@ from google.protobuf import json_format
 
 from ..emit.model_config import model_config
 from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
-from ..runtime.errors import InferenceError, ModelCallError
+from ..runtime.errors import InferenceError, ModelCallError, answered_code
 from . import backend_shim
 from .validation import check_batch, prepare_inputs
 
@@ -173,5 +173,7 @@ class LocalRepository:
 
 def _outputs(model: str, response: Any, wanted: tuple[str, ...] | list[str] | None) -> dict[str, np.ndarray]:
     if response.has_error():
-        raise ModelCallError(f"model '{model}' failed: {response.error().message()}")
+        error = response.error()
+        code = answered_code(backend_shim, error)
+        raise ModelCallError(f"model '{model}' failed: {error.message()}", code=code, model=model)
     return {t.name(): t.as_numpy() for t in response.output_tensors() if not wanted or t.name() in wanted}

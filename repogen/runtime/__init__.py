@@ -23,7 +23,13 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .decorators import sample as sample
     from .decorators import triton_context as triton_context
     from .errors import InferenceError as InferenceError
+    from .errors import InvalidArgumentError as InvalidArgumentError
+    from .errors import ModelCallError as ModelCallError
+    from .errors import NotFoundError as NotFoundError
+    from .errors import PyTritonBadParameterError as PyTritonBadParameterError
+    from .errors import PyTritonError as PyTritonError
     from .errors import PyTritonUnrecoverableError as PyTritonUnrecoverableError
+    from .errors import UnavailableError as UnavailableError
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
     from .request import Request as Request
@@ -35,7 +41,9 @@ _HOMES = {
     "ConstantPadder": "decorators", "batch": "decorators", "fill_optionals": "decorators",
     "first_value": "decorators", "group_by_keys": "decorators", "group_by_values": "decorators",
     "pad_batch": "decorators", "sample": "decorators", "triton_context": "decorators",
-    "InferenceError": "errors", "PyTritonUnrecoverableError": "errors",
+    "InferenceError": "errors", "InvalidArgumentError": "errors", "ModelCallError": "errors", "NotFoundError": "errors",
+    "PyTritonBadParameterError": "errors", "PyTritonError": "errors", "PyTritonUnrecoverableError": "errors",
+    "UnavailableError": "errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
 }  # fmt: skip
 

@@ -20,7 +20,7 @@ from .cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
-from .errors import InferenceError, ModelCallError
+from .errors import InferenceError, ModelCallError, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .tensors import NUMPY, backend_tensor
 
@@ -169,7 +169,9 @@ class ModelClient:
 
     def _outputs(self, response: Any) -> dict[str, Any]:
         if response.has_error():
-            raise ModelCallError(f"model '{self.model}' failed: {response.error().message()}")
+            error = response.error()
+            code = answered_code(_backend(), error)
+            raise ModelCallError(f"model '{self.model}' failed: {error.message()}", code=code, model=self.model)
         if self.tensors == NUMPY:
             return {t.name(): (t.as_numpy() if t.is_cpu() else self._on_gpu(t)) for t in response.output_tensors()}
         if self._framework is None:

@@ -6,15 +6,18 @@ import json
 from typing import Any
 
 from .cancellation import is_cancelled
-from .errors import InferenceError
+from .errors import INVALID_ARG, InferenceError
 
 
 class EmptyBatchError(InferenceError):
     """A request with batch size 0 reached the model (tritonserver 2.39 / 2.41 let it through).
 
     Those releases strip the batch dimension and hand over uninitialized memory of one row, so
-    the runtime refuses the request instead of computing on garbage; 2.51 rejects it itself.
+    the runtime refuses the request instead of computing on garbage; 2.51 rejects it itself. The client's fault:
+    INVALID_ARG, as 2.51's own refusal.
     """
+
+    code = INVALID_ARG
 
     def __init__(self, model: str, name: str):
         super().__init__(

@@ -82,8 +82,8 @@ class TritonPythonModel(_Runtime):
         rows = in0.shape[0]
         try:
             result = call(x=in0)
-        except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self.failure(exc, len(requests))] * len(requests)
+        except BaseException as exc:  # the callable's failure is the answer to each of these requests (or to the
+            return self.failed_together(exc, requests)  # wrong ones alone, where it says the request was wrong)
         if type(result) is not dict or len(result) != 1:
             return self.finish_batch(result, [part.shape[0] for part in in0_parts])
         out0 = result.get('y')
