@@ -79,7 +79,7 @@ def compose_file(
             "dockerfile": os.path.relpath(Path(build["dockerfile"]).resolve(), context.resolve()),
             "args": {"TRITON_IMAGE": stock},
         }
-    command = access_secret.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.gpu_server_args()))
+    command = access_secret.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.server_args()))
     service["command"] = [_escaped(part) for part in command]
     if apis:
         service["environment"] = [access_secret.ENV]  # its value from the shell that runs compose

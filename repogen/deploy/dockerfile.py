@@ -189,7 +189,7 @@ def _common(
         "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info, indexes=indexes, context=context),
         "access_note": access_secret.docker_note(apis),
-        "server_cmd": f"CMD {json.dumps(access_secret.docker_cmd(target, apis, [*_SERVER, *info.gpu_server_args()]))}",
+        "server_cmd": f"CMD {json.dumps(access_secret.docker_cmd(target, apis, [*_SERVER, *info.server_args()]))}",
         "run_env": f"-e {access_secret.ENV} " if apis else "",
     }
 

@@ -340,7 +340,7 @@ def _kubernetes(
         resources,
         replicas=options.replicas,
         liveness=probe.liveness_probe(target.info, kubernetes.HTTP_PORT, apis),
-        server_extra=[*access_secret.kubernetes_args(target.release, apis), *target.info.gpu_server_args()],
+        server_extra=[*access_secret.kubernetes_args(target.release, apis), *target.info.server_args()],
         env=access_secret.kubernetes_env(target.secret) if apis else None,
         ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
         verify=target.verify,
@@ -388,7 +388,7 @@ def _kserve(
     isvc = kserve.inference_service(
         target.name, target.release, resources, storage_uri=storage, image=options.image, scaling=scaling,
         liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
-        server_extra=[*access_secret.kubernetes_args(target.release, apis), *info.gpu_server_args()],
+        server_extra=[*access_secret.kubernetes_args(target.release, apis), *info.server_args()],
         env=access_secret.kubernetes_env(target.secret) if apis else None, verify=target.verify,
         verifier_image=options.verifier_image or target.image,
     )  # fmt: skip

@@ -65,6 +65,7 @@ class Manifest:
     MODELS = "models"
     PACKAGES = "packages"  # repository-relative tree directory -> its record
     REPOGEN = Metadata.REPOGEN
+    SERVER = "server"  # the tritonserver options the models depend on (repogen.triton.server_options)
 
 
 def dumps(data: Any) -> bytes:

@@ -62,6 +62,7 @@ from .readiness import Readiness, readiness_checks
 from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
+from .server_flags import MissingGauge, missing, needs_of
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
@@ -98,8 +99,8 @@ class TritonPythonModel:
             self.lean_stream = False
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
+        server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
-            server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
@@ -108,7 +109,7 @@ class TritonPythonModel:
         self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
-        self._report_environment(version_dir, args)
+        self._report_environment(version_dir, args, server_argv)
 
     @property
     def model_name(self) -> str:
@@ -173,12 +174,20 @@ class TritonPythonModel:
         delay_us = int(config.get("dynamic_batching", {}).get("max_queue_delay_microseconds", 0))
         self._long_delay = delay_us >= CANCEL_CHECK_AFTER_S * 1e6
 
-    def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
-        """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
+    def _report_environment(self, version_dir: str, args: dict[str, str], server_argv: list[str] | None) -> None:
+        """Once per model (its first instance): an edited config.pbtxt, the server options it depends on that its
+        server was started without (runtime/server_flags.py); per instance: its shm region."""
         first = TritonContext.from_args(args).instance_index == 0
         drift = config_drift(version_dir, self._model) if first else None
         if drift:
             log("log_warn", drift)
+        if first and server_argv is not None:
+            needs = needs_of(self._model, json.loads(args["model_config"]), args["model_repository"])
+            lacking = missing(self._model, needs, server_argv)
+            for _, line in lacking:
+                log("log_warn", line)
+            if lacking:
+                MissingGauge(pb_utils, self._model, [flag for flag, _ in lacking])
         if self._stub is not None:
             line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
             log("log_warn" if low else "log_info", line)
