@@ -33,6 +33,9 @@ from .dsl.repository import set_local_runner
 from .errors import BuildError, RepogenError
 from .runtime import (
     ConstantPadder,
+    Counter,
+    Gauge,
+    Histogram,
     InferenceError,
     InvalidArgumentError,
     ModelCallError,
@@ -90,7 +93,10 @@ __all__ = [
     "RepogenError",
     "BuildResult",
     "ConstantPadder",
+    "Counter",
     "DynamicBatcher",
+    "Gauge",
+    "Histogram",
     "InferenceError",
     "InstanceGroup",
     "InvalidArgumentError",

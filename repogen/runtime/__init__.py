@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
     from .request import Request as Request
+    from .user_metrics import Counter as Counter
+    from .user_metrics import Gauge as Gauge
+    from .user_metrics import Histogram as Histogram
 
 # Each name's module, imported on first use: a model's stub imports only what its payload and
 # triton_model need (the decorators it does not use cost ~15 ms of every model's load otherwise).
@@ -45,6 +48,7 @@ _HOMES = {
     "PyTritonBadParameterError": "errors", "PyTritonError": "errors", "PyTritonUnrecoverableError": "errors",
     "UnavailableError": "errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
+    "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics",
 }  # fmt: skip
 
 

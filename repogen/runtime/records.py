@@ -41,6 +41,7 @@ class Metadata:
     CALLS = "calls"  # the models a version calls through BLS
     FORMAT = "format"
     FUSED = "fused"  # the step models a fused ensemble runs in-process
+    METRICS = "metrics"  # the declarations of the user's metrics the callables hold (runtime/user_metrics.py)
     MODEL = "model"
     PACKAGES = "packages"  # tag -> shipped tree: digest, lock, files, size, bytecode
     OUTPUTS = "outputs"  # "gpu" where a GPU instance's outputs stay on the GPU for their readers (else host memory)

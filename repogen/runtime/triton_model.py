@@ -67,6 +67,7 @@ from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
 from .transfers import pool_bytes
+from .user_metrics import bind_metrics
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -103,7 +104,9 @@ class TritonPythonModel:
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
-        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
+        declared = meta.get(Metadata.METRICS) or []
+        metrics = bind_metrics(pb_utils, self._model, args["model_version"], declared) if declared else []
+        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem, *metrics]
         for problem in filter(None, problems):  # what this release moved, and what still works
             log("log_warn", f"model '{self._model}': {problem}")
         self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
