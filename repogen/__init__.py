@@ -57,6 +57,7 @@ from .runtime import (
     pad_batch,
     sample,
     stream_cancelled,
+    traced_span,
     triton_context,
 )
 from .version import __version__
@@ -138,6 +139,7 @@ __all__ = [
     "pad_batch",
     "sample",
     "stream_cancelled",
+    "traced_span",
     "triton_context",
     "factory",
 ]

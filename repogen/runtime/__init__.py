@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
     from .request import Request as Request
+    from .tracing import traced_span as traced_span
     from .user_metrics import Counter as Counter
     from .user_metrics import Gauge as Gauge
     from .user_metrics import Histogram as Histogram
@@ -48,7 +49,7 @@ _HOMES = {
     "PyTritonBadParameterError": "errors", "PyTritonError": "errors", "PyTritonUnrecoverableError": "errors",
     "UnavailableError": "errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
-    "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics",
+    "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics", "traced_span": "tracing",
 }  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .tensors import NUMPY, backend_tensor
+from .tracing import request_trace
 
 
 def _backend() -> Any:
@@ -139,6 +140,9 @@ class ModelClient:
             context = find_context()
             kind = pb_utils.TRITONSERVER_MEMORY_GPU if self.memory == "gpu" else pb_utils.TRITONSERVER_MEMORY_CPU
             options["preferred_memory"] = pb_utils.PreferredMemory(kind, context.device_id if context else 0)
+        trace = request_trace()  # the caller's: the called model's spans join its trace
+        if trace is not None:
+            options["trace"] = trace
         return pb_utils.InferenceRequest(
             request_id=request_id,
             model_name=self.model,

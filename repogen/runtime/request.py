@@ -88,6 +88,13 @@ class Request(dict):  # type: ignore[type-arg]
             "step before it, in this process; a request made here has no server's request): nothing says where it was"
         )
 
+    def traced_span(self, span_name: str) -> Any:
+        """PyTriton 0.7's: ``with request.traced_span("step"):`` opens a span of the callable's own under this
+        request's span, where the request is traced (runtime/tracing.py)."""
+        from .tracing import traced_span
+
+        return traced_span(self, span_name)
+
     def is_cancelled(self) -> bool:
         """Whether the client gave up on this request (a cancelled call or stream, a timeout), so that a
         long-running callable can stop early. Not in PyTriton; always False where the server cannot say

@@ -66,6 +66,7 @@ from .server_flags import MissingGauge, missing, needs_of
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
+from .tracing import configure as configure_tracing
 from .transfers import pool_bytes
 from .user_metrics import bind_metrics
 
@@ -101,6 +102,7 @@ class TritonPythonModel:
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
+        configure_tracing(server_argv)  # where a callable's own spans go (traced_span)
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])

@@ -32,7 +32,7 @@ from .proto import model_config_pb2 as mc
 __all__ = [
     "CACHE_FLAG", "DEFAULT_CACHE_BYTES", "POOL_FLAG", "RATE_LIMIT_FLAG", "RESOURCE_FLAG", "ServerOption",
     "ServerSettings", "gpu_batch_bytes", "gpu_groups", "gpus_needed", "resource_needs", "server_options",
-    "server_record",
+    "server_record", "trace_args", "DEFAULT_TRACE_RATE", "TRACE_FLAG",
 ]  # fmt: skip
 
 DEFAULT_CACHE_BYTES = 64 << 20
@@ -127,6 +127,28 @@ def gpu_batch_bytes(config: mc.ModelConfig) -> int | None:
             return None
         total += rows * size * math.prod(tensor.dims)
     return total * sum(group.count or 1 for group in groups)
+
+
+TRACE_FLAG = "--trace-config"
+DEFAULT_TRACE_RATE = 1000
+"""tritonserver's: one request of every 1000 is traced."""
+
+
+def trace_args(endpoint: str, rate: int = DEFAULT_TRACE_RATE) -> list[str]:
+    """tritonserver's arguments tracing one request of every ``rate`` with OpenTelemetry, exported over OTLP/HTTP to
+    ``endpoint`` (``http://collector:4318/v1/traces``), with each request's timestamps; a ValueError naming what is
+    wrong with either."""
+    if not endpoint.startswith(("http://", "https://")) or "," in endpoint or " " in endpoint:
+        raise ValueError(
+            f"trace endpoint {endpoint!r}: expected the http(s) URL of an OTLP/HTTP receiver, e.g. "
+            "http://127.0.0.1:4318/v1/traces (tritonserver exports its spans there, and the models their own)"
+        )
+    if isinstance(rate, bool) or not isinstance(rate, int) or rate < 1:
+        raise ValueError(f"trace rate {rate!r}: expected a whole number >= 1 (1: every request; N: one in N)")
+    return [
+        f"{TRACE_FLAG}=mode=opentelemetry", f"{TRACE_FLAG}=rate={rate}", f"{TRACE_FLAG}=level=TIMESTAMPS",
+        f"{TRACE_FLAG}=opentelemetry,url={endpoint}",
+    ]  # fmt: skip
 
 
 def server_record(settings: ServerSettings, records: Mapping[str, bytes]) -> dict[str, Any]:
