@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from repogen import ModelConfig, Tensor, Triton, TritonConfig
-from repogen.testing.client import PROTOCOLS, infer
+from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.option_checks import cached_calls, limited_spans, overlaps
 from repogen.testing.scrape import scrape
 
@@ -63,6 +63,16 @@ def test_identical_requests_reach_the_callable_once(served):
     assert metrics.value("nv_cache_num_hits_per_model", model="Cached", version="1") == IDENTICAL - 1
     assert metrics.value("nv_inference_exec_count", model="Cached", version="1") == before
     assert cached_calls("grpc", served, 8.0) == before + 1  # another request reaches it again
+
+
+def test_triton_caches_a_failed_response_as_an_empty_answer(served):
+    """docs/known-issues.md: core caches every response, an error too, and keeps its outputs only. When this
+    fails, a release stopped caching errors: say so there."""
+    x = {"x": np.array([-1.0], dtype=np.float32)}
+    with pytest.raises(InferenceServerException, match=r"InvalidArgumentError \[INVALID_ARG\]: x must be >= 0"):
+        infer("http", served, "Cached", x)
+    for protocol in PROTOCOLS:
+        assert infer(protocol, served, "Cached", x, outputs=["calls"])["calls"] is None  # 200/OK, no outputs
 
 
 def test_two_instances_needing_the_one_slot_never_execute_at_once(served):
