@@ -183,3 +183,23 @@ def test_a_model_names_each_flag_its_server_lacks_once(repo: Path) -> None:
 def test_what_satisfies_an_option(argv, flag, value, expected) -> None:
     assert satisfied(["tritonserver", *argv], flag, value) is expected
     assert given_by(argv, flag, value) is (expected or flag == "--rate-limit")
+
+
+def test_the_cuda_pool_a_gpu_model_needs_is_recorded_and_missed(tmp_path: Path) -> None:
+    models = Repository()
+    big = [Tensor(name="x", dtype=np.float32, shape=(1024, 1024))]
+    models.bind(
+        "Big",
+        lambda requests: requests,
+        inputs=big,
+        outputs=big,
+        config=ModelConfig(max_batch_size=64, instance_groups=[InstanceGroup(kind="KIND_GPU", gpus=[0])]),
+    )
+    build_repository(models, tmp_path / "repo")
+    record = json.loads((tmp_path / "repo" / "repogen.manifest.json").read_text())["server"]["options"]
+    assert [(o["flag"], o["value"], o["models"]) for o in record] == [
+        ("--cuda-memory-pool-byte-size", "0:1073741824", ["Big"])
+    ]
+    needs = needs_of("Big", {"instance_group": [{"kind": "KIND_GPU"}]}, str(tmp_path / "repo" / "Big"))
+    assert [flag for flag, _ in missing("Big", needs, ["tritonserver"])] == ["--cuda-memory-pool-byte-size"]
+    assert missing("Big", needs, ["tritonserver", "--cuda-memory-pool-byte-size=0:2147483648"]) == []
