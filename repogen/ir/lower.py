@@ -30,6 +30,7 @@ from .included import lower_included
 from .networks import lower_network
 from .placement import settle_transfers
 from .references import referenced_handles
+from .server import lower_server
 from .sites import declared_at, located
 from .spec import (
     ClientSpec,
@@ -116,6 +117,7 @@ def _with_ensembles(
         models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),
         included=included, declared_policies=tuple(sorted(policies.items())),
         sites=tuple(sorted((n, s) for n, s in sites.items() if s is not None)),
+        server=lower_server(repository, models),
     )  # fmt: skip
 
 

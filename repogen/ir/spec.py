@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dsl.site import Site
+from ..triton.server_options import ServerSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,6 +270,8 @@ class RepositorySpec:
     into the repository (``versions.merged_versions``); its models' own ``version_policy`` is None until then."""
     sites: tuple[tuple[str, Site], ...] = dataclasses.field(default=(), compare=False)
     """Where each model was declared (``app.py:12``), for the errors emitting it may raise."""
+    server: ServerSettings = ServerSettings()
+    """What the server must be started with beyond the configs (``ServerOptions``); recorded in the manifest."""
 
     def site(self, name: str) -> Site | None:
         return dict(self.sites).get(name)

@@ -25,7 +25,7 @@ from google.protobuf import json_format
 from ..emit.model_config import model_config
 from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
 from ..runtime.call_options import CallOptions
-from ..runtime.errors import InferenceError, ModelCallError
+from ..runtime.errors import InferenceError, ModelCallError, answered_code
 from . import backend_shim
 from .sequences import control_inputs
 from .validation import check_batch, prepare_inputs
@@ -202,5 +202,7 @@ class LocalRepository:
 
 def _outputs(model: str, response: Any, wanted: tuple[str, ...] | list[str] | None) -> dict[str, np.ndarray]:
     if response.has_error():
-        raise ModelCallError(f"model '{model}' failed: {response.error().message()}")
+        error = response.error()
+        code = answered_code(backend_shim, error)
+        raise ModelCallError(f"model '{model}' failed: {error.message()}", code=code, model=model)
     return {t.name(): t.as_numpy() for t in response.output_tensors() if not wanted or t.name() in wanted}

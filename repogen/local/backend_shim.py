@@ -24,11 +24,20 @@ _log = logging.getLogger("repogen.local")
 
 
 class TritonError:
-    def __init__(self, message: str):
+    """python_backend's (r23.09+): a message and a code, the codes as class attributes (here, their names)."""
+
+    UNKNOWN, INTERNAL, NOT_FOUND, INVALID_ARG = "UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG"
+    UNAVAILABLE, UNSUPPORTED, ALREADY_EXISTS, CANCELLED = "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS", "CANCELLED"
+
+    def __init__(self, message: str, code: str = "INTERNAL"):
         self._message = message
+        self._code = code
 
     def message(self) -> str:
         return self._message
+
+    def code(self) -> str:
+        return self._code
 
 
 class Tensor:

@@ -32,9 +32,10 @@ from .cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
-from .errors import InferenceError, ModelCallError, ModelCallTimeout
+from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .tensors import NUMPY, backend_tensor
+from .tracing import request_trace
 
 
 def _backend() -> Any:
@@ -43,9 +44,6 @@ def _backend() -> Any:
     return pb_utils
 
 
-# python_backend's error codes (pb_utils.TritonError's class attributes, r23.10 on)
-ERROR_CODES = ("UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS",
-               "CANCELLED")  # fmt: skip
 _timed: ThreadPoolExecutor | None = None  # where a blocking call with a timeout waits, while its caller does not
 _timed_lock = threading.Lock()
 
@@ -56,18 +54,6 @@ def _timed_calls() -> ThreadPoolExecutor:
         if _timed is None:
             _timed = ThreadPoolExecutor(64, thread_name_prefix="repogen-bls-timeout")
         return _timed
-
-
-def error_code(pb_utils: Any, error: Any) -> str | None:
-    """The name of a ``pb_utils.TritonError``'s code (``"UNAVAILABLE"``), None where the release gives none."""
-    try:
-        code = error.code()
-    except Exception:  # a release (or a stand-in) without codes
-        return None
-    for name in ERROR_CODES:
-        if code == getattr(pb_utils.TritonError, name, object()):
-            return name
-    return getattr(code, "name", None)
 
 
 class ModelClient:
@@ -256,6 +242,9 @@ class ModelClient:
             context = find_context()
             kind = pb_utils.TRITONSERVER_MEMORY_GPU if self.memory == "gpu" else pb_utils.TRITONSERVER_MEMORY_CPU
             options["preferred_memory"] = pb_utils.PreferredMemory(kind, context.device_id if context else 0)
+        trace = request_trace()  # the caller's: the called model's spans join its trace
+        if trace is not None:
+            options["trace"] = trace
         options.update(self.options.request_keywords())
         try:
             return pb_utils.InferenceRequest(
@@ -295,9 +284,8 @@ class ModelClient:
     def _outputs(self, response: Any) -> dict[str, Any]:
         if response.has_error():
             error = response.error()
-            raise ModelCallError(
-                f"model '{self.model}' failed: {error.message()}", error_code(_backend(), error), self.model
-            )
+            code = answered_code(_backend(), error)
+            raise ModelCallError(f"model '{self.model}' failed: {error.message()}", code=code, model=self.model)
         if self.tensors == NUMPY:
             return {t.name(): (t.as_numpy() if t.is_cpu() else self._on_gpu(t)) for t in response.output_tensors()}
         if self._framework is None:

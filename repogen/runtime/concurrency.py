@@ -39,6 +39,7 @@ from .errors import InferenceError
 from .failures import log, results_count_message
 from .instance import DEFAULT_MAX_CONCURRENCY, is_async
 from .request import EmptyBatchError
+from .tracing import serving
 
 __all__ = ["CANCEL_POLL_S", "DEFAULT_MAX_CONCURRENCY", "ConcurrentCalls", "is_async", "release_problem", "start"]
 
@@ -137,7 +138,7 @@ class ConcurrentCalls:
                 return None
             watch = Watch(requests)
         except BaseException as exc:  # an input the callable's framework cannot take: each request's answer
-            self._send_all(senders, model.failure(exc, len(requests)))
+            self._send_all(senders, model.failures(exc, len(requests)))
             self._release(len(requests))
             return None
         self._loop.call_soon_threadsafe(self._start, _Call(requests, senders, batch, watch, asking(model, batch)))
@@ -212,8 +213,8 @@ class ConcurrentCalls:
             sender.send(cancelled_response(pb_utils, self._model.model_name), flags=FINAL)
 
     @staticmethod
-    def _send_all(senders: list[Any], response: Any) -> None:
-        for sender in senders:
+    def _send_all(senders: list[Any], responses: list[Any]) -> None:
+        for sender, response in zip(senders, responses, strict=True):  # one object each (Server.failures says why)
             sender.send(response, flags=FINAL)
 
     # -- the event loop's thread -------------------------------------------------------------------
@@ -244,6 +245,10 @@ class ConcurrentCalls:
             self._watching = False
 
     async def _serve(self, call: _Call) -> None:
+        with serving(call.requests[0]):  # a task's stack has no execute frame: runtime.tracing finds the request so
+            await self._served(call)
+
+    async def _served(self, call: _Call) -> None:
         model, count = self._model, len(call.requests)
         try:
             results = model.infer_func(call.batch)
@@ -262,8 +267,8 @@ class ConcurrentCalls:
                 self._send_cancelled(sender)
         except BaseException as exc:  # the callable's failure, SystemExit too, is the answer to this call's requests
             live = [wanted for wanted in call.watch.live]
-            error = model.failure(exc, sum(live))
-            for sender, wanted in zip(call.senders, live, strict=True):
+            errors = model.failures(exc, len(live))  # one object per request: one shared by two kills 2.51
+            for sender, wanted, error in zip(call.senders, live, errors, strict=True):
                 if self._decoupled and not wanted:
                     sender.send(flags=FINAL)
                 else:

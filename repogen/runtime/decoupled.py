@@ -88,10 +88,10 @@ def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, batch: li
 
 def _fail(model: Any, exc: BaseException, senders: list[Any], live: list[bool]) -> None:
     """As in a non-decoupled execute, the error is each stream's answer; a cancelled stream gets its FINAL alone."""
-    error = model.failure(exc, sum(live))
+    errors = iter(model.failures(exc, sum(live)))  # one response object each: triton_model's failures says why
     for sender, wanted in zip(senders, live, strict=True):
         if wanted:
-            sender.send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            sender.send(next(errors), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         else:
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None

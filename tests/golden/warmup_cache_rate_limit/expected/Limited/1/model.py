@@ -94,8 +94,8 @@ class TritonPythonModel(_Runtime):
         rows = len(in0)
         try:
             result = call(x=in0)
-        except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self.failure(exc, len(requests))] * len(requests)
+        except BaseException as exc:  # the callable's failure is the answer to each of these requests (or to the
+            return self.failed_together(exc, requests)  # wrong ones alone, where it says the request was wrong)
         if type(result) is not dict or len(result) != 1:
             return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         out0 = result.get('y')
