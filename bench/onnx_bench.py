@@ -15,11 +15,12 @@ import subprocess
 from pathlib import Path
 
 import tritonclient.http as httpclient
-from repos import ONNX_TEMPLATE, renamed_config
+from repos import ONNX_TEMPLATE
 
 from repogen.runtime.onnx_options import available_cores
 from repogen.server.provision.install import default_cache_dir
 from repogen.testing.builders import build_with, ensure_builder_venv
+from repogen.testing.callgrind import renamed_config
 from repogen.testing.packages_app import BUILDER_PACKAGES, builder_python
 
 BENCH = Path(__file__).resolve().parent

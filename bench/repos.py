@@ -9,11 +9,11 @@ under byte-for-byte the same configuration apart from the name.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 
 from repogen import build_app
+from repogen.testing.callgrind import renamed_config
 
 BENCH = Path(__file__).resolve().parent
 HANDWRITTEN = BENCH / "handwritten"
@@ -29,6 +29,8 @@ SAME_CONFIG = {
     "TokensHWPolling": "Tokens",
     "SlowTokensHW": "SlowTokens",
     "SlowTokensHWPolling": "SlowTokens",
+    "WaitingHW": "Waiting",
+    "WaitingRRHW": "WaitingRR",
 }
 FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)
@@ -37,11 +39,6 @@ COLD_START_TEMPLATE = "AddSubHW"
 # bench/gpu.py's twins, bench/handwritten/Gpu* (they import torch and want a GPU): not in the CPU repository
 GPU_ONLY = tuple(sorted(p.name for p in HANDWRITTEN.glob("Gpu*") if p.is_dir()))
 ONNX_TEMPLATE = "OnnxHW"  # copied beside each ONNX model by bench/onnx_bench.py, with that model's config
-
-
-def renamed_config(text: str, old: str, new: str) -> str:
-    """``name: "Double"`` and instance-group names ``"Double_0"`` become ``new``'s."""
-    return re.sub(rf'"{re.escape(old)}(_\d+)?"', lambda m: f'"{new}{m.group(1) or ""}"', text)
 
 
 def assemble(work: Path) -> Path:

@@ -25,8 +25,8 @@ import numpy as np
 import perf
 import stats
 import tritonclient.grpc as grpcclient
-from callgrind import QUIET
 
+from repogen.testing.callgrind import QUIET
 from repogen.testing.client import stream
 
 TOKENS = 20  # tokens per stream in the throughput points
@@ -39,7 +39,7 @@ SLOW_TOKENS, CANCEL_AFTER, CANCELLED_STREAMS = 200, 5, 2  # per implementation a
 SLOW_TOKEN_MS = 20  # apps/app.py's SLOW_TOKEN_S
 COUNTED_GROUP = f"stream of {TOKENS} tokens"
 # Counted after the baselines (report.py divides by them): also the generated model without the cancellation checks
-# that valgrind's pace sets off (bench/callgrind.quiet_copy), the stream a full-speed stub serves.
+# that valgrind's pace sets off (repogen/testing/callgrind.quiet_copy), the stream a full-speed stub serves.
 COUNTED = tuple(
     (label, model, {"n": np.array([TOKENS], np.int32)})
     for label, model in (*IMPLS.items(), ("generated, no cancellation check", f"{IMPLS['generated']}{QUIET}"))

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import ModelConfig
+from .config import ModelConfig, ServerOptions
 from .handle import ModelHandle
 from .site import Site, caller_site, user_frame
 from .tensor import Tensor
@@ -86,9 +86,16 @@ def set_local_runner(runner: LocalRunner) -> None:
 
 
 class Repository:
-    """A set of models to compile into one Triton model repository."""
+    """A set of models to compile into one Triton model repository.
 
-    def __init__(self) -> None:
+    ``server_options`` (:class:`ServerOptions`): what the server must be started with beyond what the models'
+    configs say (the response cache's size, the rate limiter's resource counts); the build records it.
+    """
+
+    def __init__(self, server_options: ServerOptions | None = None) -> None:
+        self.server_options = server_options
+        self.site: Site | None = caller_site() if server_options is not None else None
+        """Where ``server_options`` was given, for the errors its lowering raises."""
         self._definitions: list[ModelDefinition] = []
         self._ensembles: list[EnsembleDefinition] = []
         self._networks: list[NetworkDefinition] = []

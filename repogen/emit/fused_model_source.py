@@ -94,7 +94,7 @@ def _step_code(
         f"    return {fallback}",
     ]
     code = "\n".join(INDENT + line for line in lines)
-    code += "".join("\n" + o.check(fallback) for o in outputs)
+    code += "".join("\n" + o.check(fallback, sent=False) for o in outputs)  # the next step's inputs
     made = dict(output_map)
     names.update((made[o.tensor.name], o.var) for o in outputs if o.tensor.name in made)
     return code

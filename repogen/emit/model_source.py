@@ -21,7 +21,7 @@ from .templates import render
 GENERAL_TEMPLATE = "model.py.tmpl"
 SPECIALIZED_TEMPLATE = "model_batch.py.tmpl"
 INDENT = " " * 8
-SIZES = "[part.shape[0] for part in in0_parts]"  # each request's rows, in _execute_many
+SIZES = "[len(part) for part in in0_parts]"  # each request's rows, in _execute_many
 
 
 def header(model: ModelSpec, version: VersionSpec) -> dict[str, object]:
@@ -52,9 +52,9 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         read_inputs_many=read_inputs_many(inputs),
         call_arguments=call_arguments([(i.tensor.name, i.var) for i in inputs]),
         output_count=len(outputs),
-        check_outputs="\n".join(o.check("self.finish_batch(result, [rows])") for o in outputs),
-        check_outputs_many="\n".join(o.check(f"self.finish_batch(result, {SIZES})") for o in outputs),
-        tensors=", ".join(f"pb_utils.Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
+        check_outputs="\n".join(o.check("self.finish_batch(result, [rows], requests)") for o in outputs),
+        check_outputs_many="\n".join(o.check(f"self.finish_batch(result, {SIZES}, requests)") for o in outputs),
+        tensors=", ".join(f"_Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
         tensors_sliced=", ".join(f"tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
     )
 
@@ -90,8 +90,8 @@ def read_inputs(inputs: list[InputCode], rows: bool = True) -> str:
         lines += [i.read(f"by_name[{i.tensor.name!r}]") for i in inputs]
     ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
     lines += [f"if {ranks}:", "    return _Runtime.execute(self, requests)"]
-    if rows:
-        lines.append(f"rows = {inputs[0].var}.shape[0]")
+    if rows:  # the rank checked is at least 1: len() is the first dimension, without the shape tuple
+        lines.append(f"rows = len({inputs[0].var})")
     return "\n".join(INDENT + line for line in lines)
 
 
@@ -124,7 +124,7 @@ def read_inputs_many(inputs: list[InputCode]) -> str:
     lines.append("except ValueError:  # the requests' other dimensions (or ranks) differ: the general path answers")
     lines.append(many)
     ranks = " or ".join(f"{i.var}.ndim != {i.rank}" for i in inputs)
-    lines += [f"if {ranks}:", many, f"rows = {inputs[0].var}.shape[0]"]
+    lines += [f"if {ranks}:", many, f"rows = len({inputs[0].var})"]
     return "\n".join(INDENT + line for line in lines)
 
 
@@ -149,21 +149,29 @@ class OutputCode:
     def dtype_constant(self) -> str:
         return f"{self.dtype_name} = np.dtype({self.dtype.str!r})"
 
-    def check(self, fallback: str, source: str = "result", rows: bool = True) -> str:
-        """What the general path's fast lane accepts: declared dtype, contiguous, one row per input row.
+    def check(self, fallback: str, source: str = "result", rows: bool = True, sent: bool = True) -> str:
+        """What the general path's fast lane accepts: declared dtype, one row per input row, contiguous unless
+        ``sent``: an array that goes straight into ``pb_utils.Tensor`` is made contiguous there, by every
+        python_backend from r23.10 on (pb_tensor.cc), so checking it here would only cost a flags object.
 
         ``source`` is the dict of outputs to read the value from ("": ``self.var`` already holds it);
         whatever fails a check returns ``fallback``, the general path from there.
         """
         v = self.var
-        conditions = [f"type({v}) is not _ndarray", f"{v}.dtype != {self.dtype_name}", f"not {v}.flags.c_contiguous"]
+        # numpy hands out one dtype object per builtin type: ``is`` settles the usual case, ``!=`` the rest
+        conditions = [
+            f"type({v}) is not _ndarray",
+            f"{v}.dtype is not {self.dtype_name} and {v}.dtype != {self.dtype_name}",
+        ]
+        if not sent:
+            conditions.append(f"not {v}.flags.c_contiguous")
         if self.strict:  # the rank and every fixed dimension, as OutputPlan checks them
             conditions.append(f"{v}.ndim != {len(self.tensor.dims) + 1}")
             conditions += [f"{v}.shape[{axis}] != {d}" for axis, d in enumerate(self.tensor.dims, start=1) if d != -1]
         else:
             conditions.append(f"{v}.ndim == 0")
-        if rows:
-            conditions.append(f"{v}.shape[0] != rows")
+        if rows:  # after the rank checks: len() is the first dimension
+            conditions.append(f"len({v}) != rows")
         body = "".join(f"\n{INDENT}    or {c}" for c in conditions[1:])
         read = f"{INDENT}{v} = {source}.get({self.tensor.name!r})\n" if source else ""
         return f"{read}{INDENT}if (\n{INDENT}    {conditions[0]}{body}\n{INDENT}):\n{INDENT}    return {fallback}"

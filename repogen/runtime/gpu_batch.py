@@ -74,8 +74,9 @@ class BatchLane:
     def serve(self, model: Any, requests: Sequence[Any], pb_utils: Any) -> list[Any] | None:
         """The batch's responses, or None where it is not this lane's (nothing was done: the general path serves it).
 
-        ``model`` is the ``TritonPythonModel`` serving it: its ``failure`` answers an error, its ``finish_batch``
-        takes outputs this lane does not send from where the callable left them.
+        ``model`` is the ``TritonPythonModel`` serving it: its ``failures`` and ``failed_together`` answer an error
+        (one response object per request), its ``finish_batch`` takes outputs this lane does not send from where the
+        callable left them.
         """
         parts = self._parts(requests)
         if parts is None:
@@ -85,28 +86,31 @@ class BatchLane:
         try:
             staged = self._arrive(inputs)
         except Exception as exc:  # page-locked memory or the copy refused (out of memory): the batch's answer
-            return [model.failure(exc, count)] * count
+            return model.failures(exc, count)  # type: ignore[no-any-return]
         if staged is None:
             return None
         try:
             result = self.call(**staged)
-        except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            self._settle()
-            return [model.failure(exc, count)] * count
+        except BaseException as exc:  # the callable's failure: as the general path answers it (a client's fault
+            self._settle()  # in a shared batch: each request served again alone)
+            return model.failed_together(exc, list(requests))  # type: ignore[no-any-return]
         try:
             hosts = self._depart(result, sum(sizes))
         except Exception as exc:  # as above
             self._settle()
-            return [model.failure(exc, count)] * count
+            return model.failures(exc, count)  # type: ignore[no-any-return]
         if hosts is None:
             self._settle()
-            return model.finish_batch(result, sizes)  # type: ignore[no-any-return]
+            return model.finish_batch(result, sizes, list(requests))  # type: ignore[no-any-return]
         return _responses(pb_utils, hosts, sizes)
 
     def _parts(self, requests: Sequence[Any]) -> tuple[dict[str, list[np.ndarray]], list[int]] | None:
         """Each declared input's arrays, request by request, and each request's rows; None for a request that does
-        not hold exactly the declared inputs (an optional one left out), or an empty batch (the general path says)."""
+        not hold exactly the declared inputs (an optional one left out), an empty batch (the general path says), or
+        one whose client asked for only some of the outputs (runtime/requested.py: the general path sends those)."""
         inputs = self.inputs
+        if len(self.outputs) > 1 and any(_asks_some(request, len(self.outputs)) for request in requests):
+            return None
         parts: dict[str, list[np.ndarray]] = {name: [] for name in inputs}
         sizes = []
         for request in requests:
@@ -215,6 +219,19 @@ class BatchLane:
         """The staged inputs' copy finished before the memory is written again, where the batch ended otherwise than
         with its own wait (an error, the general path)."""
         self.into.pending = self.framework.marker(self.device)
+
+
+def _asks_some(request: Any, declared: int) -> bool:
+    """Whether ``request``'s client asked for fewer than the ``declared`` outputs (Triton hands every one where it
+    named none; a request without ``requested_output_names``, before r23.09 or a stand-in, asks for all)."""
+    read = getattr(request, "requested_output_names", None)
+    if read is None:
+        return False
+    try:
+        names = read()
+    except Exception:  # as runtime/requested.py: every output
+        return False
+    return bool(names) and len(names) < declared
 
 
 def _responses(pb_utils: Any, hosts: list[tuple[str, np.ndarray]], sizes: list[int]) -> list[Any]:

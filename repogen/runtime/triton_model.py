@@ -9,10 +9,10 @@ it, and with it the server (PyTriton's contract).
 
 Generated ``model.py`` files subclass it and runtime/fused.py drives step models through it, so its
 fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_plans``, ``stopped``,
-``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``, ``finish_fused``,
-``response``, ``responses`` and ``failure``. Generated files use nothing else of it, so the rest can change without a
-template changing (tested in tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane
-is ``OutputPlan.accepts``, one rule.
+``last_execute``, ``ask_after``, ``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``,
+``finish_fused``, ``response``, ``responses``, ``failure``, ``failures`` and ``failed_together``. Generated files use
+nothing else of it, so the rest can change without a template changing (tested in
+tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane is ``OutputPlan.accepts``, one rule.
 """
 
 from __future__ import annotations
@@ -27,14 +27,22 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from . import decoupled
+from . import concurrency, decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan, output_pairs
 from .decorator_base import then
 from .devices import loading_on
 from .dtypes import BF16
-from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
+from .errors import (
+    CLIENT_FAULTS,
+    INTERNAL,
+    UNAVAILABLE,
+    InferenceError,
+    PayloadError,
+    PyTritonUnrecoverableError,
+    error_code,
+)
 from .failures import (
     error_message,
     error_response,
@@ -55,10 +63,14 @@ from .readiness import Readiness, readiness_checks
 from .records import Metadata
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
+from .requested import asked_for
+from .server_flags import MissingGauge, missing, needs_of
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
 from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
+from .tracing import configure as configure_tracing
 from .transfers import pool_bytes
+from .user_metrics import bind_metrics
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -89,19 +101,25 @@ class TritonPythonModel:
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             self.batch_call = None
             self.lean_stream = False
+        self._concurrent = concurrency.start(self, meta.get(Metadata.CONCURRENCY), self._decoupled, log)
+        if self._concurrent is not None:  # an async callable: its calls overlap, answered through response senders
+            self.execute = self._concurrent.execute  # type: ignore[method-assign]
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
+        server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
+        configure_tracing(server_argv)  # where a callable's own spans go (traced_span)
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
-            server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
-        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
+        declared = meta.get(Metadata.METRICS) or []
+        metrics = bind_metrics(pb_utils, self._model, args["model_version"], declared) if declared else []
+        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem, *metrics]
         for problem in filter(None, problems):  # what this release moved, and what still works
             log("log_warn", f"model '{self._model}': {problem}")
         self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
-        self._report_environment(version_dir, args)
+        self._report_environment(version_dir, args, server_argv)
 
     @property
     def model_name(self) -> str:
@@ -154,10 +172,12 @@ class TritonPythonModel:
         self._lane = batch_lane(self.placement.framework, context.device, batch_call, self._ranks, data_types,
                                 self.output_plans, inputs_on_cpu(parameters), outputs_to == GPU)  # fmt: skip
         self._declared = frozenset(plan.name for plan in self.output_plans)
+        self._order = tuple(plan.name for plan in self.output_plans)
         self.stream_lane = decoupled.lane(self.output_plans)
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._concurrent = None  # set by initialize for an async callable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
@@ -165,16 +185,27 @@ class TritonPythonModel:
         self.batch_call = batch_call
         self.lean_stream = self._decoupled and self._cpu_inputs and not batched
         """Whether a lone stream that has not waited takes ``decoupled.serve_one``, the usual stream's own way."""
-        self._started = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
+        self.last_execute = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
+        """When the last ``execute`` started (``time.perf_counter``): ``queued_long``'s rule reads it."""
         delay_us = int(config.get("dynamic_batching", {}).get("max_queue_delay_microseconds", 0))
-        self._long_delay = delay_us >= CANCEL_CHECK_AFTER_S * 1e6
+        self.ask_after = 0.0 if delay_us >= CANCEL_CHECK_AFTER_S * 1e6 else CANCEL_CHECK_AFTER_S
+        """Seconds since the last ``execute`` after which requests are asked: always where the batcher may hold
+        them that long."""
 
-    def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
-        """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
+    def _report_environment(self, version_dir: str, args: dict[str, str], server_argv: list[str] | None) -> None:
+        """Once per model (its first instance): an edited config.pbtxt, the server options it depends on that its
+        server was started without (runtime/server_flags.py); per instance: its shm region."""
         first = TritonContext.from_args(args).instance_index == 0
         drift = config_drift(version_dir, self._model) if first else None
         if drift:
             log("log_warn", drift)
+        if first and server_argv is not None:
+            needs = needs_of(self._model, json.loads(args["model_config"]), args["model_repository"])
+            lacking = missing(self._model, needs, server_argv)
+            for _, line in lacking:
+                log("log_warn", line)
+            if lacking:
+                MissingGauge(pb_utils, self._model, [flag for flag, _ in lacking])
         if self._stub is not None:
             line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
             log("log_warn" if low else "log_info", line)
@@ -203,8 +234,8 @@ class TritonPythonModel:
         stream cancelled while it waited behind short ones makes a fast first step, or is closed at a slow one.
         """
         now = time.perf_counter()
-        waited = now - self._started >= CANCEL_CHECK_AFTER_S or self._long_delay
-        self._started = now
+        waited = now - self.last_execute >= self.ask_after
+        self.last_execute = now
         return waited
 
     def answer_cancelled(self, requests: list[Any]) -> list[Any] | None:
@@ -217,8 +248,7 @@ class TritonPythonModel:
             return None
         kept = [request for request, live in zip(requests, watch.live, strict=True) if live]
         served = iter((self._execute(kept) if kept else None) or [])
-        cancelled = cancelled_response(pb_utils, self._model)
-        return [next(served) if live else cancelled for live in watch.live]
+        return [next(served) if live else cancelled_response(pb_utils, self._model) for live in watch.live]
 
     def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
@@ -231,14 +261,25 @@ class TritonPythonModel:
                 if answers is not None:
                     return answers
             try:
-                results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
+                batch = self.requests(requests)
+                results = self.checked_results(self.infer_func(batch), len(requests))
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
-                return [self.failure(exc, len(requests))] * len(requests)
-            return self.responses(results)
+                return self.failed_together(exc, requests)
+            return self.responses(results, batch)
         finally:
             executing(None)
+
+    def failed_together(self, exc: BaseException, requests: list[Any]) -> list[Any]:
+        """The answers to ``requests`` whose one call raised ``exc``: that error to each, or, where it says a
+        request was wrong (INVALID_ARG, NOT_FOUND: runtime/errors.py) and several shared the call (the dynamic
+        batcher merges clients), each request served again alone, so that only the wrong ones fail."""
+        if len(requests) < 2 or error_code(exc) not in CLIENT_FAULTS or self._decoupled:
+            return self.failures(exc, len(requests))
+        log("log_verbose", f"model '{self._model}': {len(requests)} requests failed together ({error_message(exc)}); "
+            "serving each alone")  # fmt: skip
+        return [answer for request in requests for answer in self._execute([request]) or ()]
 
     def checked_results(self, results: Any, count: int) -> Any:
         """The callable's list of results, awaited if need be, checked to hold one per request."""
@@ -251,10 +292,10 @@ class TritonPythonModel:
             raise InferenceError(results_count_message(self._model, results, count))
         return results
 
-    def finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
+    def finish_batch(self, outputs: Any, sizes: list[int], requests: list[Any] | None = None) -> list[Any]:
         """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
 
-        ``outputs`` is what the ``@batch`` function returned for requests of ``sizes`` rows each;
+        ``outputs`` is what the ``@batch`` function returned for ``requests`` (the server's) of ``sizes`` rows each;
         ``@batch`` and ``execute`` would go on exactly like this.
         """
         try:
@@ -264,8 +305,8 @@ class TritonPythonModel:
                 split = then(outputs, lambda result: split_outputs(result, sizes, self._model))
                 results = self.checked_results(split, len(sizes))
         except BaseException as exc:  # as in execute
-            return [self.failure(exc, len(sizes))] * len(sizes)
-        return self.responses(results)
+            return self.failures(exc, len(sizes))
+        return self.responses(results, [Request(source=r) for r in requests] if requests else None)
 
     def finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
         """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
@@ -291,6 +332,8 @@ class TritonPythonModel:
             close()
         if self._loop is not None:
             self._loop.close()
+        if self._concurrent is not None:
+            self._concurrent.close()
 
     # -- per request -------------------------------------------------------------------------------
 
@@ -301,14 +344,18 @@ class TritonPythonModel:
             self._arrival.move(data)
         return data
 
-    def responses(self, results: list[Any]) -> list[Any]:
-        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
-        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
+    def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
+        """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
+        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
+        one wait and capsules where a GPU reads them."""
+        asked, results = asked_for(results, requests, self._order)
         if self._departure is not None:
             try:
                 results = self._departure.prepare(results, self._converted)
             except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
-                return [self.failure(exc, len(results))] * len(results)
+                return self.failures(exc, len(results))
+        if asked is not None:
+            return [self.response(result, names) for result, names in zip(results, asked, strict=True)]
         return [self.response(result) for result in results]
 
     def _converted(self, result: Any) -> dict[str, Any] | None:
@@ -330,9 +377,10 @@ class TritonPythonModel:
             data[name] = array
         return data
 
-    def response(self, result: Any) -> Any:
+    def response(self, result: Any, names: frozenset[str] | None = None) -> Any:
+        """``result``'s response; ``names``: the outputs its client asked for where not all (the others are gone)."""
         try:
-            if type(result) is dict and len(result) == self._output_count:
+            if type(result) is dict and len(result) == self._output_count and names is None:
                 try:  # the hot path: exactly the declared outputs
                     tensors = []
                     for plan in self.output_plans:
@@ -341,15 +389,15 @@ class TritonPythonModel:
                             tensors.append(pb_utils.Tensor(plan.name, value))
                         else:  # a framework's tensor, on the CPU or a GPU
                             tensors.append(backend_tensor(pb_utils, plan.name, value))
-                    return pb_utils.InferenceResponse(output_tensors=tensors)
+                    return pb_utils.InferenceResponse(tensors)
                 except Exception:  # a name is off or a value does not convert: the slow path says which
                     pass
             if type(result) is StepFailure:  # a fused pipeline's step failed this request
                 return self.failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result, names)]
         except BaseException as exc:  # as in execute
             return self.failure(exc)
-        return pb_utils.InferenceResponse(output_tensors=tensors)
+        return pb_utils.InferenceResponse(tensors)
 
     @staticmethod
     def _tensor(plan: OutputPlan, value: Any) -> Any:
@@ -359,9 +407,11 @@ class TritonPythonModel:
         except Exception as exc:  # e.g. an object array of ints for a BYTES output
             raise plan.unconvertible(value, exc) from None
 
-    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
-        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
-        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
+    def output_pairs(self, result: Any, names: frozenset[str] | None = None) -> list[tuple[OutputPlan, Any]]:
+        """Each declared output's plan (those in ``names``, where given) beside the value ``result`` holds for it (a
+        dict, or a sequence in order)."""
+        plans = self.output_plans if names is None else [plan for plan in self.output_plans if plan.name in names]
+        return output_pairs(self._model, plans, self._declared, self._strict, result)
 
     # -- rarely taken paths ------------------------------------------------------------------------
 
@@ -385,28 +435,43 @@ class TritonPythonModel:
         return self._loop.run_until_complete(awaitable)
 
     def failure(self, exc: BaseException, requests: int = 1) -> Any:
-        """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
+        """The error response for ``exc`` to one of ``requests`` requests, counted once for all of them (each of the
+        others needs an answer of its own: :meth:`failures`); an unrecoverable one stops the server."""
+        return error_response(*self._failed(exc, requests))
+
+    def failures(self, exc: BaseException, requests: int) -> list[Any]:
+        """One error response for ``exc`` to each of ``requests`` requests, logged and counted once.
+
+        Each is an object of its own: one response object answering two requests of a batch kills tritonserver
+        2.51 (SIGSEGV in libtriton_python.so's execute, measured with a failing ``@batch`` model).
+        """
+        message, code = self._failed(exc, requests)
+        return [error_response(message, code) for _ in range(requests)]
+
+    def _failed(self, exc: BaseException, requests: int) -> tuple[str, str]:
+        """``exc`` logged and counted for ``requests`` requests; the message and code that answer each."""
         log_failure(self._model, exc)
         if self._failures is not None:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
             self.stopped = error_message(exc)
+            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
             stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
             free_gpu_caches()
-            return error_response(out_of_gpu_memory_message(self._model, self.placement.device, exc))
-        return error_response(error_message(exc))
+            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
+        return error_message(exc), error_code(exc)
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:
         """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
         after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        error = error_response(
-            f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
-        )
+        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
+        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
+        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
         if self._failures is not None:
             self._failures.add(len(requests))
         if not self._decoupled:
-            return [error] * len(requests)
-        for request in requests:
+            return errors
+        for request, error in zip(requests, errors, strict=True):
             request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None

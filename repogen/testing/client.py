@@ -15,7 +15,18 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 PROTOCOLS = ("http", "grpc")
 
-__all__ = ["PROTOCOLS", "InferenceServerException", "infer", "make_client", "stream"]
+__all__ = ["PROTOCOLS", "InferenceServerException", "expected_status", "infer", "make_client", "stream"]
+
+
+def expected_status(protocol: str, code: str) -> str:
+    """What ``InferenceServerException.status()`` says for an error of ``code`` (runtime/errors.py's names) on the
+    release under test."""
+    from repogen.testing.server_under_test import release_under_test
+    from repogen.triton.error_codes import GRPC_STATUS, http_status
+
+    if protocol == "http":
+        return str(http_status(code, release_under_test()))
+    return f"StatusCode.{GRPC_STATUS[code]}"
 
 
 def make_client(protocol: str, server: Any) -> Any:
@@ -63,9 +74,10 @@ def _inputs(module: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
 
 
 def stream(
-    server: Any, model: str, inputs: dict[str, np.ndarray], *, timeout: float = 30.0
+    server: Any, model: str, inputs: dict[str, np.ndarray], *, timeout: float = 30.0, outputs: list[str] | None = None
 ) -> list[dict[str, np.ndarray] | InferenceServerException]:
-    """Every response of a decoupled model over a gRPC stream, in order, until its final flag.
+    """Every response of a decoupled model over a gRPC stream, in order, until its final flag; ``outputs``: the ones
+    asked for (default: all).
 
     An error response ends the list (as the exception the client received).
     """
@@ -75,7 +87,10 @@ def stream(
     ended = False
     try:
         client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
-        client.async_stream_infer(model, _inputs(grpcclient, inputs), enable_empty_final_response=True)
+        requested = [grpcclient.InferRequestedOutput(name) for name in outputs] if outputs else None
+        client.async_stream_infer(
+            model, _inputs(grpcclient, inputs), outputs=requested, enable_empty_final_response=True
+        )
         while True:
             event = events.get(timeout=timeout)
             if isinstance(event, InferenceServerException):

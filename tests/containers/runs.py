@@ -13,6 +13,7 @@ import numpy as np
 
 from repogen.ondisk.reader import read_repository
 from repogen.server.running.docker import Container, Engine, unique_name
+from repogen.testing.answers import assert_answers_match
 from repogen.triton.shm import shm_size_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,9 +89,4 @@ def run_triton(
 
 
 def assert_same(answer: dict[str, np.ndarray], expected: dict[str, np.ndarray], what: str) -> None:
-    assert sorted(answer) == sorted(expected), what
-    for name, value in answer.items():
-        if value.dtype == object:
-            assert value.tolist() == expected[name].tolist(), (what, name)
-        else:
-            np.testing.assert_allclose(value, expected[name], rtol=1e-6, err_msg=f"{what} {name}")
+    assert_answers_match(answer, expected, what)

@@ -22,6 +22,7 @@ from runs import PACKAGES_INPUTS, assert_same, run_triton
 
 from repogen.errors import DockerError
 from repogen.loader import load_app
+from repogen.testing.answers import assert_floats_close
 from repogen.testing.client import PROTOCOLS, infer, stream
 
 TEXTS = np.array([[b"a good day"], [b"this is really an awful movie"], [b"meh"], [b"great"]], dtype=object)
@@ -78,7 +79,7 @@ def test_onnx_networks_on_the_python_backend_answer_as_onnxruntime(onnx, onnx_ap
         wanted = {k[len(prefix) + 4 :]: v for k, v in expected.items() if k.startswith(prefix + "out.")}
         assert_same(infer(protocol, onnx, model, inputs, model_version=str(version)), wanted, f"{model} v{version}")
     answer = infer(protocol, onnx, "Caller", {"x": expected["Caller.in.x"]})  # BLS into an ONNX model
-    np.testing.assert_allclose(answer["y10"], expected["Caller.out.y10"], rtol=1e-6)
+    assert_floats_close(answer["y10"], expected["Caller.out.y10"], f"Caller y10 over {protocol}")
 
 
 def _assert_roots_and_readable(repository):

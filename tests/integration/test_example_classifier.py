@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from repogen.loader import load_app
+from repogen.testing.answers import assert_floats_close
 from repogen.testing.client import PROTOCOLS, infer
 
 pytestmark = pytest.mark.integration
@@ -45,7 +46,7 @@ def test_served_answers_are_the_apps(server, protocol):
     out = infer(protocol, server, "Classifier", {"features": FEATURES})
     assert out["label"].tolist() == [[b"setosa"], [b"virginica"], [b"versicolor"], [b"versicolor"], [b"virginica"]]
     assert out["label"].tolist() == expected["label"].tolist()
-    np.testing.assert_allclose(out["scores"], expected["scores"], rtol=1e-6)
+    assert_floats_close(out["scores"], expected["scores"], f"Classifier scores over {protocol}")
 
 
 def test_each_instance_loads_the_weights(server):

@@ -25,6 +25,7 @@ from serve_cli import ServeProcess
 
 from repogen.errors import TritonServerError
 from repogen.ondisk.validate import validate_repository
+from repogen.testing.answers import assert_floats_close
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
 from repogen.testing.packages_app import BUILDER_PACKAGES, build_packages_app, builder_python
@@ -79,10 +80,10 @@ def test_every_version_answers_as_onnxruntime_does(built, server, protocol):
 def test_onnx_as_an_ensemble_step_and_through_bls(built, server, protocol):
     _, expected = built
     answer = infer(protocol, server, "Pipeline", {"raw": expected["Pipeline.in.raw"]})
-    np.testing.assert_allclose(answer["total"], expected["Pipeline.out.total"], rtol=1e-6)
+    assert_floats_close(answer["total"], expected["Pipeline.out.total"], "Pipeline total")
     answer = infer(protocol, server, "Caller", {"x": expected["Caller.in.x"]})
-    np.testing.assert_allclose(answer["y10"], expected["Caller.out.y10"], rtol=1e-6)
-    np.testing.assert_allclose(answer["handmade"], expected["Caller.out.handmade"], rtol=1e-6)
+    assert_floats_close(answer["y10"], expected["Caller.out.y10"], "Caller y10")
+    assert_floats_close(answer["handmade"], expected["Caller.out.handmade"], "Caller handmade")
     x = np.array([1.0, -2.5], dtype=np.float32)
     np.testing.assert_array_equal(infer(protocol, server, "Handmade", {"x": x})["y"], 2 * x + 1)  # included as is
 
@@ -91,7 +92,7 @@ def test_a_fused_pipeline_runs_the_onnx_session_in_its_own_process(built, server
     repo, expected = built
     for protocol in PROTOCOLS:
         answer = infer(protocol, server, "Fused", {"raw": expected["Pipeline.in.raw"]})
-        np.testing.assert_allclose(answer["total"], expected["Pipeline.out.total"], rtol=1e-6)
+        assert_floats_close(answer["total"], expected["Pipeline.out.total"], "Pipeline total")
     graph = repo / "Fused" / "1" / "steps" / "Affine" / "2" / "model.onnx"  # the step's latest version
     assert graph.read_bytes() == (repo / "Affine" / "2" / "model.onnx").read_bytes()
     lock = {p["name"] for t in json.loads((repo / "Fused" / "1" / "model.json").read_text())["packages"].values()
@@ -140,9 +141,9 @@ def test_a_batch_runs_together_and_a_failing_request_fails_alone(built, server, 
 
 def test_models_local_runs_the_onnx_models_in_process(built):
     _, expected = built
-    np.testing.assert_allclose(expected["local.Affine.y"], expected["Caller.out.y10"] / 10, rtol=1e-6)
+    assert_floats_close(expected["local.Affine.y"], expected["Caller.out.y10"] / 10, "local Affine y")
     for name in ("Pipeline", "Fused"):
-        np.testing.assert_allclose(expected[f"local.{name}.total"], expected["Pipeline.out.total"], rtol=1e-6)
+        assert_floats_close(expected[f"local.{name}.total"], expected["Pipeline.out.total"], f"local {name}")
     np.testing.assert_array_equal(expected["local.Lookup.rows"], expected["Lookup.out.rows"])
     error = str(expected["local.Lookup.error"])
     assert error.startswith("ModelCallError: model 'Lookup' failed: ") and "out of" in error, error

@@ -12,6 +12,7 @@ import tritonclient.grpc as grpcclient
 from pipeline_reference import reference
 
 from repogen.loader import load_app
+from repogen.testing.answers import assert_answers_match
 from repogen.testing.client import PROTOCOLS, infer
 
 pytestmark = pytest.mark.integration
@@ -30,13 +31,7 @@ def test_the_reference_reads_the_example_as_its_docstring_says():
 def test_served_answers_equal_the_numpyreference(server, protocol, model):
     served = infer(protocol, server, model, {"text": TEXTS})
     expected = reference(model, TEXTS)
-    assert served.keys() == expected.keys()
-    for name in expected:
-        assert served[name].dtype == expected[name].dtype
-        if expected[name].dtype == object:
-            assert served[name].tolist() == expected[name].tolist(), (model, name)
-        else:
-            np.testing.assert_allclose(served[name], expected[name], rtol=1e-6)
+    assert_answers_match(served, expected, f"{model} over {protocol}")
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +58,7 @@ def test_the_in_process_run_answers_as_the_server(server, local, protocol, model
     """The in-process runner's own test: it is checked against the server (the reference checks the server)."""
     served = infer(protocol, server, model, {"text": TEXTS})
     expected = local.infer(model, {"text": TEXTS})
-    assert served.keys() == expected.keys()
-    for name in expected:
-        assert served[name].dtype == expected[name].dtype
-        np.testing.assert_array_equal(served[name], expected[name])
+    assert_answers_match(served, expected, f"{model} over {protocol}, against the in-process run")
 
 
 def test_ensemble_and_bls_route_differently_on_short_texts(local):

@@ -20,6 +20,7 @@ import tritonclient.http as httpclient
 from pipeline_reference import reference
 
 from repogen.ondisk.reader import files
+from repogen.testing.answers import assert_answers_match
 from repogen.testing.bytecode_scan import bytecode_in_repository
 from repogen.testing.client import PROTOCOLS, infer, stream
 
@@ -93,12 +94,7 @@ def test_quickstart(server, protocol):
 def test_pipeline_answers_as_the_numpy_reference(server, protocol, model):
     expected = reference(model, TEXTS)
     served = infer(protocol, server, model, {"text": TEXTS})
-    assert served.keys() == expected.keys()
-    for name in expected:
-        if expected[name].dtype == object:
-            assert served[name].tolist() == expected[name].tolist(), (model, name)
-        else:
-            np.testing.assert_allclose(served[name], expected[name], rtol=1e-6)
+    assert_answers_match(served, expected, f"{model} over {protocol}")
 
 
 def test_pipeline_streams(server):

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from repogen.server.running.process import free_ports
+from repogen.testing.answers import assert_floats_close
 from repogen.testing.builders import checkout_root, ensure_builder_venv
 from repogen.testing.client import infer
 from repogen.testing.packages_app import builder_python
@@ -97,7 +98,7 @@ def test_a_new_user_with_todays_scikit_learn_builds_serves_and_gets_answers(
         for protocol in ("http", "grpc"):
             answer = infer(protocol, where, "Iris", {"x": np.array(SAMPLE, np.float32)})
             assert answer["species"].ravel().tolist() == expected["species"], protocol
-            np.testing.assert_allclose(answer["p"], expected["p"], rtol=1e-5)
+            assert_floats_close(answer["p"], np.asarray(expected["p"], answer["p"].dtype), f"Iris p over {protocol}")
         cli = _run(sklearn_venv, repogen_cache_dir, "infer", "Iris", "--url", f"127.0.0.1:{http}", "--input",
                    f"x={json.dumps(SAMPLE[:1])}")  # fmt: skip
         assert cli.returncode == 0 and "species" in cli.stdout, cli.stdout + cli.stderr

@@ -1,6 +1,8 @@
 """One rule for "this output goes out as it is": ``OutputPlan.accepts``. The inline check that
 emit/model_source.py writes into a specialized ``execute`` must decide exactly as it does, for every
-kind of value, strict or not, fixed or variable dims; fused steps call it directly."""
+kind of value, strict or not, fixed or variable dims; fused steps call it directly. An output the check
+hands straight to ``pb_utils.Tensor`` (``sent``) may be non-contiguous, as that makes it contiguous itself:
+there the check decides as ``accepts`` does for the contiguous copy the stub sends."""
 
 from __future__ import annotations
 
@@ -38,24 +40,26 @@ VALUES = [
 ]
 
 
-def _inline(code: OutputCode):
+def _inline(code: OutputCode, sent: bool):
     """The generated check as a function: True where it lets the value through."""
-    body = textwrap.dedent(code.check("False", source="outputs"))
+    body = textwrap.dedent(code.check("False", source="outputs", sent=sent))
     source = "def check(outputs, rows):\n" + textwrap.indent(body, "    ") + "\n    return True\n"
     scope = {"_ndarray": np.ndarray, "np": np}
     exec(compile(f"{code.dtype_constant()}\n{source}", "<inline>", "exec"), scope)  # noqa: S102
     return scope["check"]
 
 
+@pytest.mark.parametrize("sent", [True, False], ids=["sent", "next step's"])
 @pytest.mark.parametrize("strict", [True, False])
 @pytest.mark.parametrize("tensor", TENSORS, ids=lambda t: f"{t.data_type}{list(t.dims)}")
-def test_the_inline_check_is_accepts(tensor, strict):
+def test_the_inline_check_is_accepts(tensor, strict, sent):
     code = OutputCode(0, tensor, strict)
-    inline = _inline(code)
+    inline = _inline(code, sent)
     plan = OutputPlan("M", "y", tensor.data_type, list(tensor.dims), True, strict)
     for value in VALUES:
+        as_sent = np.ascontiguousarray(value) if sent and type(value) is np.ndarray else value
         for rows in (2, 3):
-            assert inline({"y": value}, rows) is plan.accepts(value, rows), (value, rows)
+            assert inline({"y": value}, rows) is plan.accepts(as_sent, rows), (value, rows)
     assert INDENT  # the generated code is indented for execute's body; dedented above
 
 
@@ -73,7 +77,7 @@ def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
         stream_lane = decoupled.lane([plan])
 
         @staticmethod
-        def responses(results):
+        def responses(results, requests=None):
             return [("model.response", result) for result in results]
 
     class Sender:

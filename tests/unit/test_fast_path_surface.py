@@ -16,7 +16,8 @@ GENERATED = sorted((ROOT / "tests" / "golden").glob("*/expected/*/1/model.py")) 
 )
 SURFACE = {
     "batch_call", "output_plans", "checked_results", "batch_results", "output_pairs", "finish_batch", "finish_fused",
-    "failure", "response", "responses", "stopped", "infer_func", "queued_long", "answer_cancelled",
+    "failure", "failures", "failed_together", "response", "responses", "stopped", "infer_func", "queued_long",
+    "answer_cancelled", "last_execute", "ask_after",
 }  # fmt: skip
 
 

@@ -208,3 +208,25 @@ def test_a_cpu_instance_takes_no_lane(tmp_path):
     model = TritonPythonModel()
     model.configure(initialize_args(spec, "M", tmp_path), list(spec.versions[-1].infer_funcs), True, "torch")
     assert model._lane is None
+
+
+def test_a_client_asking_for_some_outputs_gets_only_those(gpu, tmp_path):
+    """runtime/requested.py on a GPU instance: the lane sends every output, so a batch with a request that asked for
+    fewer goes the general way, which sends each client what it asked for."""
+    repo = _bind(batch(lambda a: {"y": a * 2, "z": a.sum(dim=1, keepdim=True)}), outputs=YZ)
+    model = _model(repo, "M", tmp_path)
+    requests = [pb.InferenceRequest([pb.Tensor("a", np.full((1, 3), i + 1, F32))], requested=names)
+                for i, names in enumerate([["y", "z"], ["z"]])]  # fmt: skip
+    assert _answers(model.execute(requests)) == [{"y": [[2.0] * 3], "z": [[3.0]]}, {"z": [[6.0]]}]
+
+
+def test_a_failed_batch_answers_each_request_with_a_response_of_its_own(gpu, tmp_path):
+    """One response object answering two requests kills tritonserver 2.51 (TritonPythonModel.failures)."""
+
+    def fails(a):
+        raise RuntimeError("broken")
+
+    model = _model(_bind(batch(fails)), "M", tmp_path)
+    responses = model.execute(_requests([1, 2, 1]))
+    assert len({id(response) for response in responses}) == 3
+    assert all("broken" in message for message in _answers(responses))

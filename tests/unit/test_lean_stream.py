@@ -105,7 +105,7 @@ def _serve(local: Any, model: str, lean: bool, cancel_after: int | None, monkeyp
     serve_one = decoupled.serve_one
     monkeypatch.setattr(decoupled, "serve_one", lambda *args: taken.append(args) or serve_one(*args))
     # a request that may have waited is asked before its callable runs, and takes the general way
-    instance._started = time.perf_counter() if lean else -1.0
+    instance.last_execute = time.perf_counter() if lean else -1.0
     before = dict(CLOSED)
     assert instance.execute([recorded]) is None
     assert bool(taken) is lean

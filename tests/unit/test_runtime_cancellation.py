@@ -235,7 +235,7 @@ def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, take: Any = _s
     spec = local._model_spec("Paced")
     instance, request = local._request(spec, {"n": np.array([n], np.int32), "ms": np.array([ms], np.float32)}, None)
     counted = _CountedRequest(request, send_ms, take)
-    instance._started = time.perf_counter()  # it did not wait: nothing is asked before the callable runs
+    instance.last_execute = time.perf_counter()  # it did not wait: nothing is asked before the callable runs
     assert instance.execute([counted]) is None
     assert [int(r.output_tensors()[0].as_numpy()[0]) for r, _ in counted.sent[:-1]] == list(range(n))
     return counted.asked

@@ -138,11 +138,18 @@ def expiring(n):
 
 
 _burst = {"produced": 0, "after_cancel": 0, "closed": 0}
+SEEN = -2
+_streams: dict[int, list[int]] = {}  # a client's stream number (its "stream" parameter) -> [tokens made, closed]
 
 
 @models.model("Burst", **_IO)
 def burst(requests):
-    """n tokens 1 ms apart, for many streams at once; REPORT: [produced, after_cancel, closed] since last asked."""
+    """n tokens 1 ms apart, for many streams at once; REPORT: [produced, after_cancel, closed] since last asked.
+
+    A request with a ``stream`` parameter is remembered under it: SEEN with that parameter answers ``[got it,
+    tokens made, finally: run]``, so that a stream that never answered its client can be told apart from a
+    request that never reached the model.
+    """
     request = requests[0]
     n = int(request["n"][0])
     if n == REPORT:
@@ -150,11 +157,19 @@ def burst(requests):
         _burst.update(produced=0, after_cancel=0, closed=0)
         yield [{"token": np.array(values, np.int32)}]
         return
+    stream = request.parameters.get("stream")
+    if n == SEEN:
+        sent, closed = _streams.get(stream, (-1, 0))
+        yield [{"token": np.array([stream in _streams, sent, closed], np.int32)}]
+        return
+    record = _streams.setdefault(stream, [0, 0]) if stream is not None else [0, 0]
     try:
         for i in range(n):
             time.sleep(0.001)
             _burst["produced"] += 1
             _burst["after_cancel"] += bool(request.is_cancelled())
+            record[0] += 1  # counted before the yield: the step's send follows it
             yield [{"token": np.array([i], np.int32)}]
     finally:
         _burst["closed"] += 1
+        record[1] = 1

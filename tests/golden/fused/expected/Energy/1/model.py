@@ -59,10 +59,10 @@ class TritonPythonModel(_Runtime):
         s0_0 = result.get('y')
         if (
             type(s0_0) is not _ndarray
-            or s0_0.dtype != _DTYPE_0_0
+            or s0_0.dtype is not _DTYPE_0_0 and s0_0.dtype != _DTYPE_0_0
             or not s0_0.flags.c_contiguous
             or s0_0.ndim != 2
-            or s0_0.shape[0] != rows
+            or len(s0_0) != rows
         ):
             return self.finish_fused({'x': in0}, 0, result, rows)
         # step 1: 'Square'
@@ -76,20 +76,19 @@ class TritonPythonModel(_Runtime):
         s1_0 = result.get('y')
         if (
             type(s1_0) is not _ndarray
-            or s1_0.dtype != _DTYPE_1_0
+            or s1_0.dtype is not _DTYPE_1_0 and s1_0.dtype != _DTYPE_1_0
             or not s1_0.flags.c_contiguous
             or s1_0.ndim == 0
-            or s1_0.shape[0] != rows
+            or len(s1_0) != rows
         ):
             return self.finish_fused({'Scale_y': s0_0, 'x': in0}, 1, result, rows)
         if (
             type(s1_0) is not _ndarray
-            or s1_0.dtype != _DTYPE_0
-            or not s1_0.flags.c_contiguous
+            or s1_0.dtype is not _DTYPE_0 and s1_0.dtype != _DTYPE_0
             or s1_0.ndim != 2
         ):
             return self.responses([{'y': s1_0}])
         try:
-            return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', s1_0)])]
+            return [pb_utils.InferenceResponse([pb_utils.Tensor('y', s1_0)])]  # positional: pybind11 looks no keyword up
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
             return self.responses([{'y': s1_0}])

@@ -12,6 +12,7 @@ off, which answers exactly as it does for every model.
 
 import os
 import sys
+from time import perf_counter as _clock
 
 # The stub appends this directory to sys.path; put it first so that the vendored runtime wins
 # over any repogen installed in the server's environment.
@@ -30,43 +31,54 @@ _ndarray = np.ndarray
 # numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 _DTYPE_0 = np.dtype('<f4')
+# pb_utils' classes, read once: the stub attaches them after this import (initialize binds them), an
+# in-process run's stand-in has them already
+_Tensor = getattr(pb_utils, "Tensor", None)
+_Response = getattr(pb_utils, "InferenceResponse", None)
 
 
 class TritonPythonModel(_Runtime):
+    def initialize(self, args):
+        global _Tensor, _Response
+        _Tensor, _Response = pb_utils.Tensor, pb_utils.InferenceResponse
+        _Runtime.initialize(self, args)
+
     def execute(self, requests):
-        call = self.batch_call
-        if call is None or self.stopped is not None:
+        call = self.batch_call  # None: the general path serves (always, or since an unrecoverable error)
+        if call is None:
             return _Runtime.execute(self, requests)
-        if self.queued_long():  # they may have been cancelled while they waited
+        now = _clock()  # the rule of queued_long, written out
+        if now - self.last_execute >= self.ask_after:  # they may have been cancelled while they waited
+            self.last_execute = now
             answers = self.answer_cancelled(requests)
             if answers is not None:
                 return answers
+        self.last_execute = now
         if len(requests) != 1:
             return self._execute_many(requests, call)
         tensors = requests[0].inputs()
         in0 = tensors[0].as_numpy()
         if in0.ndim != 2:
             return _Runtime.execute(self, requests)
-        rows = in0.shape[0]
+        rows = len(in0)
         try:
             result = call(x=in0)
         except BaseException as exc:  # the callable's failure is this request's answer
             return [self.failure(exc)]
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
-            or out0.dtype != _DTYPE_0
-            or not out0.flags.c_contiguous
+            or out0.dtype is not _DTYPE_0 and out0.dtype != _DTYPE_0
             or out0.ndim == 0
-            or out0.shape[0] != rows
+            or len(out0) != rows
         ):
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         try:
-            return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor('y', out0)])]
+            return [_Response([_Tensor('y', out0)])]  # positional: pybind11 looks no keyword up
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -79,31 +91,30 @@ class TritonPythonModel(_Runtime):
             return _Runtime.execute(self, requests)
         if in0.ndim != 2:
             return _Runtime.execute(self, requests)
-        rows = in0.shape[0]
+        rows = len(in0)
         try:
             result = call(x=in0)
-        except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self.failure(exc, len(requests))] * len(requests)
+        except BaseException as exc:  # the callable's failure is the answer to each of these requests (or to the
+            return self.failed_together(exc, requests)  # wrong ones alone, where it says the request was wrong)
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         out0 = result.get('y')
         if (
             type(out0) is not _ndarray
-            or out0.dtype != _DTYPE_0
-            or not out0.flags.c_contiguous
+            or out0.dtype is not _DTYPE_0 and out0.dtype != _DTYPE_0
             or out0.ndim == 0
-            or out0.shape[0] != rows
+            or len(out0) != rows
         ):
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         responses = []
         answer = responses.append
-        tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse  # attached to pb_utils after import
+        tensor, response = _Tensor, _Response
         start = 0
         try:
             for part in in0_parts:
-                end = start + part.shape[0]
-                answer(response(output_tensors=[tensor('y', out0[start:end])]))
+                end = start + len(part)
+                answer(response([tensor('y', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, [part.shape[0] for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         return responses

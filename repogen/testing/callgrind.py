@@ -7,6 +7,13 @@ one at a time, and the counters are dumped: instructions / N is what one request
 stub process (the C++ IPC handling plus the model's Python), with nothing else of the machine in it.
 A case may send its requests in groups of ``batch`` at once instead, to a model whose batcher holds
 them until that many wait: every ``execute`` then gets exactly ``batch`` requests.
+
+Of that total, the stub's shared-memory allocator and its two threads' hand-overs move by a few per cent
+from one stub process to the next (the same model counted 175,425 and 181,985 in two servers, 2026-11-29);
+the call of the model's ``execute`` (what the stub's ``ProcessRequests`` spends in it, the model's Python and
+the ``pb_utils`` calls it makes) moves by under 1 %. :class:`Count` keeps both: a model against another is
+compared on ``execute``, the stub's whole cost is reported beside it. Used by ``make bench`` (bench/run.py)
+and by make test's floor check (tests/integration/test_instruction_floor.py).
 """
 
 from __future__ import annotations
@@ -17,12 +24,12 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import tritonclient.grpc as grpcclient
-from repos import renamed_config
 from tritonclient.utils import np_to_triton_dtype
 
 from repogen.server import TritonServer
@@ -31,9 +38,25 @@ from repogen.server.running.process import http_client
 from repogen.testing.client import infer, stream
 
 WARMUP = 20
+# In `callgrind_annotate --tree=calling` output: the stub's request handler, and under it the call of execute.
+_PROCESS = "triton::backend::python::Stub::ProcessRequests("
+_EXECUTE_CALL = "pybind11::detail::simple_collector"
 # A counted model named <generated model>Quiet: the same files, but a vendored runtime that asks no request whether
 # it was cancelled (quiet_copy).
 QUIET = "Quiet"
+
+
+@dataclass(frozen=True)
+class Count:
+    """Instructions per request: the stub's in all, and its call of the model's ``execute`` alone."""
+
+    total: float
+    execute: float
+
+
+def renamed_config(text: str, old: str, new: str) -> str:
+    """``name: "Double"`` and instance-group names ``"Double_0"`` become ``new``'s."""
+    return re.sub(rf'"{re.escape(old)}(_\d+)?"', lambda m: f'"{new}{m.group(1) or ""}"', text)
 
 
 class _CallgrindServer(TritonServer):
@@ -67,7 +90,11 @@ class _CallgrindServer(TritonServer):
 
 
 # The thresholds of the cancellation checks that quiet_copy raises, by file of the vendored runtime.
-_QUIETED = {"triton_model.py": ("CANCEL_CHECK_AFTER_S",), "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S")}
+_QUIETED = {
+    "triton_model.py": ("CANCEL_CHECK_AFTER_S",),
+    "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S"),
+    "concurrency.py": ("CANCEL_CHECK_AFTER_S", "CANCEL_POLL_S"),
+}
 
 
 def quiet_copy(repository: Path, name: str, target: Path) -> None:
@@ -94,15 +121,17 @@ def quiet_copy(repository: Path, name: str, target: Path) -> None:
             for constant in names:
                 text, found = re.subn(rf"^{constant} = [0-9.]+", f"{constant} = 3600.0", text, flags=re.MULTILINE)
                 if found != 1:
-                    raise RuntimeError(f"{runtime}: no `{constant} = <seconds>` to raise; update bench/callgrind.py")
+                    raise RuntimeError(f"{runtime}: no `{constant} = <seconds>` to raise; update {__file__}'s _QUIETED")
             runtime.unlink()
             runtime.write_text(text)
 
 
 def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:
-    """A backend directory beside the real ones (same depth: the RPATHs resolve) with a valgrind stub."""
+    """A backend directory beside the real ones (same depth: the RPATHs resolve) with a valgrind stub; one per
+    process: the cache is shared, and another run's rebuilding a common one left this run's stubs without their
+    files ("No module named 'triton_python_backend_utils'" when a model loads)."""
     real = install.backend_directory(python) / "python"
-    backend = install.tritonserver_dir / "backends-callgrind"
+    backend = install.tritonserver_dir / f"backends-callgrind-{os.getpid()}"
     shutil.rmtree(backend, ignore_errors=True)
     (backend / "python").mkdir(parents=True)
     for item in real.iterdir():
@@ -140,6 +169,21 @@ def _total(dump: Path) -> int:
         if line.startswith(("summary:", "totals:")):
             return int(line.split()[1])
     raise RuntimeError(f"{dump} has no instruction total")
+
+
+def _execute_total(dump: Path) -> int:
+    """What ``Stub::ProcessRequests`` spent in its call of the model's ``execute``, callees included."""
+    tree = subprocess.run(
+        ["callgrind_annotate", "--tree=calling", "--inclusive=yes", "--threshold=100", str(dump)],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    inside = False
+    for line in tree.splitlines():
+        if "*  " in line:  # a function's own line: the callees of the one named follow, each with '>'
+            inside = _PROCESS in line
+        elif inside and ">  " in line and _EXECUTE_CALL in line:
+            return int(line.split()[0].replace(",", ""))
+    raise RuntimeError(f"{dump}: no call of execute under {_PROCESS}...) in callgrind_annotate's tree")
 
 
 def _send(server: TritonServer, model: str, inputs: dict[str, np.ndarray], batch: int, groups: int) -> None:
@@ -195,7 +239,52 @@ def instructions_per_request(
     work: Path,
     requests: int = 200,
 ) -> dict[str, float]:
-    """Stub instructions per request of each case.
+    """Stub instructions per request of each case, in all (:func:`counts`)."""
+    return {key: count.total for key, count in counts(repository, install, venv, cases, work, requests).items()}
+
+
+def _count_case(
+    server: TritonServer,
+    out_dir: Path,
+    model: str,
+    inputs: dict[str, np.ndarray],
+    stubs: Any,
+    batch: int,
+    requests: int,
+) -> Count:
+    """One case on the started server: a warm-up, the counters zeroed, the requests sent, the stubs' dumps read."""
+    groups = max(1, requests // batch)
+    _send(server, model, inputs, batch, max(1, WARMUP // batch))
+    pids = [_stub_pid(server, name) for name in stubs or (model,)]
+    for pid in pids:
+        subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
+    before = _executions(server, model)
+    _send(server, model, inputs, batch, groups)
+    deadline = time.monotonic() + 60  # the server counts a request after its answer has left
+    while (after := _executions(server, model))[0] - before[0] < groups * batch and time.monotonic() < deadline:
+        time.sleep(0.2)
+    sent, executions = after[0] - before[0], after[1] - before[1]
+    if batch > 1 and (sent != groups * batch or executions != groups):
+        raise RuntimeError(f"{model}: {sent} requests in {executions} executions, not {groups} of {batch}")
+    total = execute = 0
+    for pid in pids:
+        dumps = set(out_dir.glob(f"{pid}.out.*"))
+        subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
+        dump = _new_dump(out_dir, pid, dumps)
+        total += _total(dump)
+        execute += _execute_total(dump)
+    return Count(total / (groups * batch), execute / (groups * batch))
+
+
+def counts(
+    repository: Path,
+    install: ServerInstall,
+    venv: VenvInfo,
+    cases: dict[str, tuple[Any, ...]],
+    work: Path,
+    requests: int = 200,
+) -> dict[str, Count]:
+    """Stub instructions per request of each case, in all and in ``execute``.
 
     A case is the model a request is sent to, the inputs of one request, the models whose stubs
     are counted (an ensemble's steps; the model itself when empty), summed, and optionally the
@@ -206,7 +295,7 @@ def instructions_per_request(
     out_dir.mkdir(parents=True)
     backend = _backend_dir(install, venv.python_version, out_dir)
     server = _CallgrindServer(repository, install, venv, backend_dir=backend, log_path=work / "callgrind.log")
-    counts = {}
+    counted: dict[str, Count] = {}
     try:
         server.start()
         server.wait_ready(900)
@@ -214,27 +303,8 @@ def instructions_per_request(
         models = sorted({model for model, *_ in cases.values()} - set(steps))
         server.load_one_by_one(steps + models)  # an ensemble after its steps
         for key, (model, inputs, stubs, *rest) in cases.items():
-            batch = rest[0] if rest else 1
-            groups = max(1, requests // batch)
-            _send(server, model, inputs, batch, max(1, WARMUP // batch))
-            pids = [_stub_pid(server, name) for name in stubs or (model,)]
-            for pid in pids:
-                subprocess.run(["callgrind_control", "-z", str(pid)], check=True, capture_output=True)
-            before = _executions(server, model)
-            _send(server, model, inputs, batch, groups)
-            deadline = time.monotonic() + 60  # the server counts a request after its answer has left
-            while (after := _executions(server, model))[0] - before[0] < groups * batch and time.monotonic() < deadline:
-                time.sleep(0.2)
-            sent, executions = after[0] - before[0], after[1] - before[1]
-            if batch > 1 and (sent != groups * batch or executions != groups):
-                raise RuntimeError(f"{model}: {sent} requests in {executions} executions, not {groups} of {batch}")
-            total = 0
-            for pid in pids:
-                before = set(out_dir.glob(f"{pid}.out.*"))
-                subprocess.run(["callgrind_control", "-d", model, str(pid)], check=True, capture_output=True)
-                total += _total(_new_dump(out_dir, pid, before))
-            counts[key] = total / (groups * batch)
+            counted[key] = _count_case(server, out_dir, model, inputs, stubs, rest[0] if rest else 1, requests)
     finally:
         server.stop()
         shutil.rmtree(backend, ignore_errors=True)
-    return counts
+    return counted
