@@ -66,7 +66,14 @@ WARMUPS = 5
 # python_backend's API the models call, left out of the count as the device is (the real stub's are C++)
 SHIM_CLASSES = {
     "Tensor": ("__init__", "from_dlpack", "name", "as_numpy", "is_cpu", "to_dlpack", "__dlpack__", "__dlpack_device__"),
-    "InferenceRequest": ("inputs", "parameters", "get_response_sender", "is_cancelled", "request_id"),
+    "InferenceRequest": (
+        "inputs",
+        "parameters",
+        "get_response_sender",
+        "is_cancelled",
+        "request_id",
+        "requested_output_names",
+    ),
     "InferenceResponse": ("__init__", "output_tensors", "has_error", "error"),
     "TritonError": ("__init__",),
 }
