@@ -148,6 +148,13 @@ golden: install
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
 
+# `make bench-gpu-work` (part of `make bench`; CPU only, no server): one execute's Python work on a GPU instance,
+# counted by callgrind on the emulated GPU, generated model against NVIDIA's idiom and a best-practice hand
+# (bench/gpu_work.py; valgrind and a C compiler). ~6 minutes on two cores.
+.PHONY: bench-gpu-work
+bench-gpu-work: install frameworks
+	$(PY) bench/gpu_work.py --out bench/results/$$(date +%F)-gpu-work.json
+
 # `make bench`: repogen vs hand-written model.py vs PyTriton 0.7 on one tritonserver 2.51 (models on
 # Python 3.10), every point measured with perf_analyzer. perf_analyzer installs itself into the cache
 # on first use (repogen.server.provision.perf_analyzer: libcudart from PyPI; libb64 from the system, else
@@ -164,8 +171,9 @@ $(BENCH_VENV)/.installed: | $(VENV)/.installed
 		--find-links $(CACHE_DIR)/wheels 'nvidia-pytriton==0.7.0' matplotlib
 	touch $@
 
-bench: install $(BENCH_VENV)/.installed
+bench: install frameworks $(BENCH_VENV)/.installed
 	$(PY) -c 'from repogen.server.provision.perf_analyzer import ensure_perf_analyzer as e; print("perf_analyzer:", e().binary)'
 	$(PY) bench/run.py $(BENCH_ARGS)
+	$(MAKE) bench-gpu-work
 	$(PY) bench/report.py
 	$(BENCH_VENV)/bin/python bench/chart.py

@@ -309,6 +309,34 @@ def machine(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def gpu_work_section() -> list[str]:
+    """The newest ``bench/gpu_work.py`` result (``*-gpu-work.json``): one execute's Python work on the emulated GPU,
+    beside the same count of main's code where a ``*-gpu-work-before.json`` of the same day is kept."""
+    runs = sorted(p for p in (BENCH / "results").glob("*-gpu-work.json"))
+    if not runs:
+        return []
+    import gpu_work  # bench/gpu_work.py
+
+    result = json.loads(runs[-1].read_text())
+    before_path = runs[-1].with_name(runs[-1].stem + "-before.json")
+    before = json.loads(before_path.read_text()) if before_path.exists() else None
+    return [
+        "## GPU: the Python work of one execute, counted on the CPU (`bench/gpu_work.py`)",
+        "",
+        f"From `{runs[-1].relative_to(ROOT)}`"
+        + (f", main's code (the runtime before this lane) from `{before_path.relative_to(ROOT)}`" if before else "")
+        + f"; Python {result['python']}, torch {result['torch']} (CPU build), the median of {result['executes']} "
+        "counted executes a point.",
+        "",
+        *gpu_work.method_lines(result),
+        "",
+        *gpu_work.goal_lines(result, before),
+        "",
+        gpu_work.table(result),
+        "",
+    ]
+
+
 def render(path: Path) -> str:
     result = json.loads(path.read_text())
     rel = path.relative_to(ROOT)
@@ -408,6 +436,7 @@ def render(path: Path) -> str:
                   "", "Measured after the run above, on the same kind of machine, each under the bench lock. A ratio",
                   "is taken within a round (the first model's throughput over the second's), then median [min–max].",
                   "", *side]  # fmt: skip
+    parts += gpu_work_section()
     for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
         if (BENCH / written).exists():
             parts += [(BENCH / written).read_text().rstrip(), ""]

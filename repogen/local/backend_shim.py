@@ -181,6 +181,11 @@ def deliver(responses: list[Any], to_gpu: bool = False) -> list[Any]:
     return responses
 
 
+def get_input_tensor_by_name(request: InferenceRequest, name: str) -> Tensor | None:
+    """python_backend's reader of one input (hand-written models use it; the runtime reads ``inputs()``)."""
+    return next((tensor for tensor in request.inputs() if tensor.name() == name), None)
+
+
 class PreferredMemory:
     def __init__(self, preferred_memory_type: int, preferred_device_id: int = 0):
         self.preferred_memory_type = preferred_memory_type

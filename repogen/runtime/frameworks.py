@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -169,7 +170,7 @@ class Torch(Framework):
         torch_dtype = self._dtypes.get(dtype)
         if torch_dtype is None:
             torch_dtype = self._dtypes[dtype] = self.xp.from_numpy(np.empty(0, dtype)).dtype
-        return raw[offset : offset + dtype.itemsize * int(np.prod(shape))].view(torch_dtype).view(shape)
+        return raw[offset : offset + dtype.itemsize * prod(shape)].view(torch_dtype).view(shape)
 
     def span(self, first: Any, nbytes: int) -> Any:
         """The ``nbytes`` bytes of device memory from ``first``'s start, as one view, where one contiguous tensor
@@ -185,8 +186,9 @@ class Torch(Framework):
         return str(value.device), value.data_ptr(), value.numel() * value.element_size()
 
     def synchronize(self, device: str) -> None:
-        """Wait for everything queued on ``device``'s current stream: the one wait of a batch."""
-        self.xp.cuda.current_stream(self.xp.device(device)).synchronize()
+        """Wait for everything queued on ``device`` (its current stream's work and any other's): the one wait of a
+        batch, in one call."""
+        self.xp.cuda.synchronize(device)
 
     def marker(self, device: str) -> Any:
         """An event recorded on ``device``'s current stream now: ``marker.synchronize()`` waits for what came before."""

@@ -22,6 +22,7 @@ torch); cupy and array-API libraries keep moving each tensor on its own.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ python_backend r23.11: GPU tensors between the server and a stub pass through it
 buffer (the server logs "will use CUDA IPC")."""
 POOL_FLAG = "--cuda-memory-pool-byte-size"
 _NUMERIC = frozenset("biufc")  # numpy kinds a framework's tensor holds: booleans and numbers, not BYTES
+VIEWS_KEPT = 256  # a Staging's typed views (a batch size per entry, each output's): enough for max_batch_size 64
 
 
 def aligned(nbytes: int) -> int:
@@ -65,6 +67,8 @@ class Staging:
         self.array: np.ndarray | None = None
         self.pending: Any = None
         """The marker of the last copy out of this memory, until a wait that covers it (a batch's) settles it."""
+        self.views: dict[tuple[int, np.dtype, tuple[int, ...]], tuple[Any, np.ndarray]] = {}
+        """Typed views of this memory by (offset, dtype, shape), made once (runtime/gpu_batch.py's batches repeat)."""
 
     def take(self, nbytes: int) -> tuple[Any, np.ndarray]:
         """The memory, free to be written: the copy that last read it has finished."""
@@ -74,8 +78,23 @@ class Staging:
         if self.array is None or self.array.nbytes < nbytes:
             have = 0 if self.array is None else self.array.nbytes
             self.tensor, self.array = self.framework.pinned(aligned(max(nbytes, 2 * have, 1 << 16)))
+            self.views = {}
         assert self.array is not None
         return self.tensor, self.array
+
+    def typed(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
+        """Bytes ``offset``.. of the memory (taken already) as ``dtype`` of ``shape``: the framework's tensor and a
+        numpy array over the same bytes."""
+        key = (offset, dtype, shape)
+        found = self.views.get(key)
+        if found is None:
+            if len(self.views) >= VIEWS_KEPT:
+                self.views.clear()
+            assert self.array is not None
+            nbytes = dtype.itemsize * prod(shape)
+            array = self.array[offset : offset + nbytes].view(dtype).reshape(shape)
+            found = self.views[key] = (self.framework.typed(self.tensor, offset, dtype, shape), array)
+        return found
 
 
 class Arrival:

@@ -54,6 +54,7 @@ from .failures import (
 )
 from .frameworks import free_gpu_caches, use_device
 from .fused import FusedPipeline, StepFailure
+from .gpu_batch import batch_lane
 from .instance import instantiate, lingering_message, lingering_threads
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
@@ -167,6 +168,9 @@ class TritonPythonModel:
         ]
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
+        batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
+        self._lane = batch_lane(self.placement.framework, context.device, batch_call, self._ranks, data_types,
+                                self.output_plans, inputs_on_cpu(parameters), outputs_to == GPU)  # fmt: skip
         self._declared = frozenset(plan.name for plan in self.output_plans)
         self._order = tuple(plan.name for plan in self.output_plans)
         self.stream_lane = decoupled.lane(self.output_plans)
@@ -178,7 +182,7 @@ class TritonPythonModel:
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
-        self.batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
+        self.batch_call = batch_call
         self.lean_stream = self._decoupled and self._cpu_inputs and not batched
         """Whether a lone stream that has not waited takes ``decoupled.serve_one``, the usual stream's own way."""
         self.last_execute = -CANCEL_CHECK_AFTER_S  # the first requests are asked: nothing says how long they waited
@@ -252,6 +256,10 @@ class TritonPythonModel:
             if self._decoupled:
                 decoupled.execute(self, requests, waited)
                 return None
+            if self._lane is not None:  # a GPU instance's batch, straight through (runtime/gpu_batch.py)
+                answers = self._lane.serve(self, requests, pb_utils)
+                if answers is not None:
+                    return answers
             try:
                 batch = self.requests(requests)
                 results = self.checked_results(self.infer_func(batch), len(requests))

@@ -52,16 +52,6 @@ class Copying(pb.ResponseSender):
         super().send(response, flags)
 
 
-@pytest.fixture(autouse=True)
-def input_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    """python_backend's ``get_input_tensor_by_name``, which hand-written models read with (the runtime does not)."""
-
-    def get_input_tensor_by_name(request: Any, name: str) -> Any:
-        return next((t for t in request.inputs() if t.name() == name), None)
-
-    monkeypatch.setattr(pb, "get_input_tensor_by_name", get_input_tensor_by_name, raising=False)
-
-
 def twin(generated: str, name: str, kind: str = "CPU", device: int = 0) -> Any:
     """The twin ``name`` initialized for an instance of ``kind`` under ``generated``'s config (its name changed)."""
     proto = model_config(LOCAL.spec.model(generated))

@@ -47,7 +47,9 @@ def clear(gpu: Any) -> None:
     pb.COUNTS.clear()
 
 
-def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int = 0) -> Any:
+def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int = 0, lane: bool = True) -> Any:
+    """An instance of ``name``; ``lane=False`` serves its batches by the general path (runtime/gpu_batch.py's lane
+    left out), as a model that does not take the lane would be."""
     spec = lower(repo).model(name)
     args = initialize_args(spec, name, tmp_path)
     args["model_instance_kind"] = kind
@@ -55,7 +57,12 @@ def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int
     model = TritonPythonModel()
     outputs_to = spec.placement.outputs_to
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
+    if not lane:
+        model._lane = None
     return model
+
+
+PATHS = pytest.mark.parametrize("lane", [True, False], ids=["lane", "general"])
 
 
 def _requests(count: int) -> list[Any]:
@@ -99,8 +106,9 @@ def _torch_model(output_memory: str | None = None) -> Repository:
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_torch_batch_crosses_once_each_way(count, gpu, tmp_path):
-    model = _model(_torch_model(), "M", tmp_path)
+@PATHS
+def test_a_torch_batch_crosses_once_each_way(count, gpu, tmp_path, lane):
+    model = _model(_torch_model(), "M", tmp_path, lane=lane)
     responses = model.execute(_requests(count))
     assert [_values(r) for r in responses] == _expected(count)
     assert crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
@@ -109,8 +117,9 @@ def test_a_torch_batch_crosses_once_each_way(count, gpu, tmp_path):
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_the_next_batch_waits_for_nothing_more(count, gpu, tmp_path):
-    model = _model(_torch_model(), "M", tmp_path)
+@PATHS
+def test_the_next_batch_waits_for_nothing_more(count, gpu, tmp_path, lane):
+    model = _model(_torch_model(), "M", tmp_path, lane=lane)
     model.execute(_requests(count))
     clear(gpu)
     assert _answers(model.execute(_requests(count))) == _expected(count)
@@ -228,7 +237,8 @@ def test_a_bls_call_sends_its_gpu_inputs_after_one_wait(gpu, monkeypatch):
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, gpu, tmp_path):
+@PATHS
+def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, gpu, tmp_path, lane):
     repo = Repository()
     config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch")
     asked = []
@@ -243,7 +253,7 @@ def test_a_gpu_out_of_memory_answers_the_batch_and_the_next_one_serves(count, gp
             )
         return {"y": a * 2, "z": a + b}
 
-    model = _model(repo, "Big", tmp_path)
+    model = _model(repo, "Big", tmp_path, lane=lane)
     failed = model.execute(_requests(count))
     message = failed[0].error().message()
     assert message.startswith(
@@ -360,7 +370,8 @@ def test_a_stream_sends_each_gpu_token_with_one_copy_and_one_wait(gpu, tmp_path)
 
 
 @pytest.mark.parametrize("count", BATCHES)
-def test_a_model_on_gpu_1_is_waited_for_there(count, gpu, tmp_path):
+@PATHS
+def test_a_model_on_gpu_1_is_waited_for_there(count, gpu, tmp_path, lane):
     """Instance on device 1: its inputs land there, the batch waits there (a wait on device 0 covers nothing)."""
     repo = Repository()
     config = ModelConfig(max_batch_size=64, instance_groups=[InstanceGroup(kind="KIND_GPU", gpus=[1])],
@@ -373,12 +384,13 @@ def test_a_model_on_gpu_1_is_waited_for_there(count, gpu, tmp_path):
         seen.append(str(a.device))
         return {"y": a * 2, "z": a + b}
 
-    model = _model(repo, "One", tmp_path, device=1)
+    model = _model(repo, "One", tmp_path, device=1, lane=lane)
     assert _answers(model.execute(_requests(count))) == _expected(count)
     assert seen == ["cuda:1"] and crossings(gpu) == {"h2d": 1, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
-def test_staged_inputs_are_not_overwritten_before_their_copy_has_landed(gpu, tmp_path):
+@PATHS
+def test_staged_inputs_are_not_overwritten_before_their_copy_has_landed(gpu, tmp_path, lane):
     """A batch answered without a wait (its outputs made on the host) leaves its upload queued; the next batch must
     wait for it before writing the page-locked memory again, or the tensor a model kept holds the next batch's data.
     A model keeping its previous inputs on the GPU (a prompt, a cache) sees the difference."""
@@ -394,7 +406,7 @@ def test_staged_inputs_are_not_overwritten_before_their_copy_has_landed(gpu, tmp
             return {"y": np.zeros(tuple(a.shape), F32), "z": np.zeros(tuple(a.shape), F32)}
         return {"y": kept[0] * 1, "z": b}
 
-    model = _model(repo, "Keeper", tmp_path)
+    model = _model(repo, "Keeper", tmp_path, lane=lane)
     first = [_request(a=np.full((2, 3), 7.0, F32), b=np.zeros((2, 3), F32))]
     second = [_request(a=np.full((2, 3), 1.0, F32), b=np.full((2, 3), 3.0, F32))]
     assert _answers(model.execute(first)) == [{"y": [[0.0] * 3] * 2, "z": [[0.0] * 3] * 2}]
@@ -402,20 +414,22 @@ def test_staged_inputs_are_not_overwritten_before_their_copy_has_landed(gpu, tmp
 
 
 @pytest.mark.parametrize("count", [2, 4])
-def test_an_output_read_before_its_copy_lands_is_poison(count, gpu, tmp_path, monkeypatch):
+@PATHS
+def test_an_output_read_before_its_copy_lands_is_poison(count, gpu, tmp_path, monkeypatch, lane):
     """The emulated device's own promise, shown on the runtime: skip the batch's wait and the answers are NaN."""
-    from repogen.runtime import transfers
+    from repogen.runtime import frameworks
 
-    monkeypatch.setattr(transfers.Departure, "_wait", lambda self, found: None)
-    model = _model(_torch_model(), "M", tmp_path)
+    monkeypatch.setattr(frameworks.Torch, "synchronize", lambda self, device: None)
+    model = _model(_torch_model(), "M", tmp_path, lane=lane)
     answers = _answers(model.execute(_requests(count)))
     assert all(np.isnan(answer["y"]).all() for answer in answers)
 
 
 @pytest.mark.parametrize("count", [1, 4])
-def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches_are_freed(count, gpu, tmp_path):
+@PATHS
+def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches_are_freed(count, gpu, tmp_path, lane):
     """cudaHostAlloc's failure as torch raises it ("CUDA error: out of memory") while staging a batch's inputs."""
-    model = _model(_torch_model(), "M", tmp_path)
+    model = _model(_torch_model(), "M", tmp_path, lane=lane)
     gpu.fail_pinned = 1
     failed = model.execute(_requests(count))
     message = failed[0].error().message()
@@ -426,7 +440,8 @@ def test_a_failed_pinned_allocation_is_answered_as_out_of_memory_and_both_caches
 
 
 @pytest.mark.parametrize("waits", [True, False])
-def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gpu, tmp_path):
+@PATHS
+def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gpu, tmp_path, lane):
     """docs/gpu.md: the batch's wait follows the current stream; work on a side stream without ``wait_stream``
     is copied before it is written (NaN here), with it the answers are right."""
     repo = Repository()
@@ -443,7 +458,7 @@ def test_a_callable_on_a_side_stream_must_make_the_current_stream_wait(waits, gp
             torch.cuda.current_stream().wait_stream(stream)
         return {"y": y, "z": z}
 
-    answers = _answers(_model(repo, "Side", tmp_path).execute(_requests(4)))
+    answers = _answers(_model(repo, "Side", tmp_path, lane=lane).execute(_requests(4)))
     if waits:
         assert answers == _expected(4)
     else:

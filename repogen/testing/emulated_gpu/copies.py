@@ -89,7 +89,7 @@ def copy_(into: Tensor, source: Any, non_blocking: bool = False) -> Tensor:
 
 def _moved(value: Tensor, to: int, dtype: torch.dtype | None, non_blocking: bool) -> Tensor:
     """``value`` copied to place ``to`` (and ``dtype``), in memory of its own there."""
-    dtype = value.dtype if dtype is None else dtype
+    dtype = real(Tensor.dtype.__get__, value) if dtype is None else dtype
     like = real(torch.empty_like, value, dtype=dtype, device="cpu")
     into_place = PINNED if to == HOST and non_blocking and place_of(value) >= 0 else to
     made = allocate(into_place, like.size(), like.stride(), dtype) if into_place != HOST else like
@@ -166,7 +166,7 @@ def dunder_dlpack(
     value: Tensor, *, stream: Any = -1, max_version: Any = None, dl_device: Any = None, copy: Any = None
 ) -> Any:
     """torch's ``Tensor.__dlpack__`` (torch/_tensor.py, 2.11-2.13): its checks, and its wait for a consumer's stream."""
-    if value.requires_grad:
+    if real(Tensor.requires_grad.__get__, value):
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     place = place_of(value)
     if place >= 0:

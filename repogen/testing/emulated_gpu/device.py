@@ -10,11 +10,14 @@ may run the work, which is what makes an ordering mistake show as a wrong answer
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
+import weakref
+from _thread import get_ident
 from collections import Counter, deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 POISON = 0xFF
 GiB = 1 << 30
@@ -55,10 +58,30 @@ class Device:
         self.capacity = capacity
         self.legacy = Stream(self, default=True)
         self.streams: list[Stream] = [self.legacy]
-        self.allocated = 0
+        self._allocated = 0
         self.peak = 0
-        self.cached = 0  # freed blocks torch's allocator keeps until empty_cache()
+        self._cached = 0
         self.fail_allocations = 0  # the next N allocations run out of memory, whatever is free
+
+    @property
+    def allocated(self) -> int:
+        """Bytes in use (what the tensors alive hold)."""
+        GPU.collect()
+        return self._allocated
+
+    @allocated.setter
+    def allocated(self, nbytes: int) -> None:
+        self._allocated = nbytes
+
+    @property
+    def cached(self) -> int:
+        """Freed bytes torch's allocator keeps until ``empty_cache()``."""
+        GPU.collect()
+        return self._cached
+
+    @cached.setter
+    def cached(self, nbytes: int) -> None:
+        self._cached = nbytes
 
     def new_stream(self) -> Stream:
         stream = Stream(self)
@@ -74,39 +97,58 @@ class Device:
         import torch
 
         if self.fail_allocations or self.allocated + nbytes > self.capacity:
-            self.cached = 0  # torch frees its cached blocks and tries again before giving up
-        if self.fail_allocations or self.allocated + nbytes > self.capacity:
+            self._cached = 0  # torch frees its cached blocks and tries again before giving up
+        if self.fail_allocations or self._allocated + nbytes > self.capacity:
             self.fail_allocations = max(0, self.fail_allocations - 1)
             raise torch.OutOfMemoryError(
                 f"CUDA out of memory. Tried to allocate {nbytes / GiB:.2f} GiB. GPU {self.index} has a total capacity "
                 f"of {self.capacity / GiB:.2f} GiB of which {(self.capacity - self.allocated) / GiB:.2f} GiB is free."
             )
-        self.allocated += nbytes
-        self.cached = max(0, self.cached - nbytes)
-        self.peak = max(self.peak, self.allocated)
+        self._allocated += nbytes
+        self._cached = max(0, self._cached - nbytes)
+        self.peak = max(self.peak, self._allocated)
 
     def free(self, nbytes: int) -> None:
-        self.allocated -= nbytes
-        self.cached += nbytes
+        self._allocated -= nbytes
+        self._cached += nbytes
+
+
+_Work = TypeVar("_Work", bound=Callable[..., Any])
+
+
+def api(work: _Work) -> _Work:
+    """``work`` as one of torch's functions the emulator answers: a tensor-API call (module docstring of tensor.py),
+    run through the emulator's gate."""
+
+    @functools.wraps(work)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return GPU.outermost("tensor API", work, *args, **kwargs)
+
+    call._emulated_api = work  # type: ignore[attr-defined]  # what bench/gpu_work.py wraps in its own gate instead
+    return call  # type: ignore[return-value]
 
 
 class Event:
     """``torch.cuda.Event``: a mark on a stream; waiting on it lands that stream's work up to the mark."""
 
+    @api
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False):
         self.stream: Stream | None = None
         self.mark = 0
 
+    @api
     def record(self, stream: Any = None) -> None:
         target = current_stream() if stream is None else stream._emulated
         self.stream, self.mark = target, target.queued
         GPU.count("record")
 
+    @api
     def synchronize(self) -> None:
         GPU.count("sync")
         if self.stream is not None:
             self.stream.land(self.mark)
 
+    @api
     def wait(self, stream: Any = None) -> None:
         (current_stream() if stream is None else stream._emulated).enqueue(self.synchronize_quietly, "wait event")
 
@@ -114,6 +156,7 @@ class Event:
         if self.stream is not None:
             self.stream.land(self.mark)
 
+    @api
     def query(self) -> bool:
         return self.stream is None or self.stream.landed >= self.mark
 
@@ -124,40 +167,104 @@ class Emulator:
     def __init__(self) -> None:
         self.devices: list[Device] = []
         self.counts: Counter[str] = Counter()
-        self.pinned = 0  # bytes of page-locked host memory in use
+        self._pinned = 0  # bytes of page-locked host memory in use
         self.pinned_peak = 0
-        self.pinned_cached = 0
+        self._pinned_cached = 0
         self.pinned_capacity = 64 * GiB
         self.fail_pinned = 0
         self.local = threading.local()
+        self.busy: set[int] = set()
+        """The threads inside one of the emulator's calls (:meth:`outermost`): what they call is the emulator's own."""
         self.log: list[str] = []
         self.generation = 0  # a reset's number: memory freed after one is not the new devices'
+        self.live: dict[weakref.ref[Any], tuple[int, Callable[[int], None], int]] = {}
+        self.dead: list[weakref.ref[Any]] = []
+        """Memory given back: the references of storages that died, freed at the next look at the memory. A storage
+        dies where the code under test drops its last tensor; the list's ``append`` (C) is all that runs there."""
         self.gate: Callable[..., Any] | None = None
-        """What the outermost emulated call runs through (bench/gpu_work.py's callgrind count leaves it out)."""
+        """What the outermost emulated call runs through, ``gate(work, *args, **kwargs)``, while bench/gpu_work.py
+        counts instructions: callgrind counts nothing inside (the emulated device's own work). A call that torch's C++
+        hands to ``__torch_function__`` is left out by callgrind itself, at torch's dispatch (:meth:`covered`)."""
 
     def reset(self, devices: int = 2, capacity: int = 80 * GiB) -> None:
         self.devices = [Device(i, capacity) for i in range(devices)]
         self.counts.clear()
-        self.pinned = self.pinned_peak = self.pinned_cached = self.fail_pinned = 0
+        self.live.clear()
+        self.dead.clear()
+        self._pinned = self.pinned_peak = self._pinned_cached = self.fail_pinned = 0
         self.local = threading.local()
+        self.busy.clear()
         self.log.clear()
         self.generation += 1
 
-    def run(self, work: Callable[..., Any], *args: Any) -> Any:
-        """``work(*args)``: the emulated device's own work, through the gate when it is the outermost."""
-        local = self.local
-        depth = getattr(local, "depth", 0)
-        if depth or self.gate is None:
-            local.depth = depth + 1
-            try:
-                return work(*args)
-            finally:
-                local.depth = depth
-        local.depth = 1
+    def api(self, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``work(*args, **kwargs)``, one of torch's functions the emulator answers for the code under test: counted
+        as a tensor-API call and run through the gate where it is the outermost (the emulator's own calls inside it
+        are neither)."""
+        return self.outermost("tensor API", work, *args, **kwargs)
+
+    def inside(self) -> bool:
+        """Whether this thread is inside one of the emulator's calls (its own work, not the code under test's)."""
+        return get_ident() in self.busy
+
+    def outermost(self, what: str, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``work(*args, **kwargs)`` counted as a ``what`` and run through the gate where no other such call is under
+        way in this thread (bench/gpu_work.py counts python_backend's calls so, as ``pb_utils``); the counting too
+        runs inside."""
+        thread = get_ident()
+        busy = self.busy
+        if thread in busy:
+            return work(*args, **kwargs)
+        busy.add(thread)
         try:
-            return self.gate(work, *args)
+            if self.gate is None:
+                return self._counted(what, work, args, kwargs)
+            return self.gate(self._counted, what, work, args, kwargs)
         finally:
-            local.depth = 0
+            busy.discard(thread)
+
+    def _counted(self, what: str, work: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+        self.tally(what)
+        return work(*args, **kwargs)
+
+    def tally(self, what: str = "tensor API") -> None:
+        """One more ``what`` (the memory of what died meanwhile freed first)."""
+        self.collect()
+        self.counts[what] += 1
+        if self.gate is not None:
+            self.counts["gated"] += 1
+
+    def covered(self, kind: str, work: Callable[..., Any], *args: Any) -> Any:
+        """As :meth:`api`, for a call torch's C++ handed to ``__torch_function__`` while instructions are counted:
+        callgrind leaves it out at torch's dispatch (``--toggle-collect``), so it takes no gate. Nested in another
+        call, callgrind counts it: ``leaked`` says how many (bench/gpu_work.py asks for none). ``kind`` (``C++
+        getter``, ``C++ method``) is what bench/gpu_work.py subtracts torch's way there by."""
+        thread = get_ident()
+        busy = self.busy
+        if thread in busy:
+            self.counts["leaked"] += 1
+            return work(*args)
+        busy.add(thread)
+        try:
+            self.collect()
+            self.counts["tensor API"] += 1
+            self.counts[f"through torch's {kind}"] += 1
+            return work(*args)
+        finally:
+            busy.discard(thread)
+
+    def run(self, work: Callable[..., Any], *args: Any) -> Any:
+        """``work(*args)``: the emulated device's own work (python_backend's side of it, say), through the gate when
+        it is the outermost, and not counted as the model's tensor-API call."""
+        thread = get_ident()
+        busy = self.busy
+        if thread in busy:
+            return work(*args)
+        busy.add(thread)
+        try:
+            return work(*args) if self.gate is None else self.gate(work, *args)
+        finally:
+            busy.discard(thread)
 
     def count(self, what: str, n: int = 1) -> None:
         self.counts[what] += n
@@ -198,17 +305,44 @@ class Emulator:
         for device in self.devices:
             device.synchronize()
 
+    @property
+    def pinned(self) -> int:
+        """Bytes of page-locked host memory in use."""
+        self.collect()
+        return self._pinned
+
+    @property
+    def pinned_cached(self) -> int:
+        self.collect()
+        return self._pinned_cached
+
+    @pinned_cached.setter
+    def pinned_cached(self, nbytes: int) -> None:
+        self._pinned_cached = nbytes
+
     def pin(self, nbytes: int) -> None:
         if self.fail_pinned or self.pinned + nbytes > self.pinned_capacity:
             self.fail_pinned = max(0, self.fail_pinned - 1)
             raise RuntimeError("CUDA error: out of memory")  # cudaHostAlloc's failure, as torch raises it
-        self.pinned += nbytes
-        self.pinned_peak = max(self.pinned_peak, self.pinned)
+        self._pinned += nbytes
+        self.pinned_peak = max(self.pinned_peak, self._pinned)
         self.count("pinned allocations")
 
     def unpin(self, nbytes: int) -> None:
-        self.pinned -= nbytes
-        self.pinned_cached += nbytes
+        self._pinned -= nbytes
+        self._pinned_cached += nbytes
+
+    def track(self, storage: Any, free: Callable[[int], None], nbytes: int) -> None:
+        """``free(nbytes)`` once ``storage`` (the memory of a tensor and its views) is gone."""
+        self.live[weakref.ref(storage, self.dead.append)] = (self.generation, free, nbytes)
+
+    def collect(self) -> None:
+        """The memory of the storages that died since the last look, freed."""
+        dead = self.dead
+        while dead:
+            generation, free, nbytes = self.live.pop(dead.pop())
+            if generation == self.generation:
+                free(nbytes)
 
     def pending(self) -> int:
         return sum(len(stream.pending) for device in self.devices for stream in device.streams)

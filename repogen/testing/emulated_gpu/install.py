@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from . import copies
-from .device import GPU, Emulator, Event, Stream
+from .device import GPU, Emulator, Event, Stream, api
 from .tensor import HOST, ORIGINAL, PINNED, allocate, place_of, real, stream_of
 
 _FACTORIES = (
@@ -29,6 +29,7 @@ _FACTORIES = (
 class CudaStream:
     """``torch.cuda.Stream`` over an emulated stream."""
 
+    @api
     def __init__(self, device: Any = None, priority: int = 0, *, emulated: Stream | None = None):
         if emulated is None:
             index = GPU.current_device() if device is None else copies.target_place(torch.device("cuda", device) if (
@@ -37,30 +38,37 @@ class CudaStream:
         self._emulated = emulated
 
     @property
+    @api
     def cuda_stream(self) -> int:
         return self._emulated.handle
 
     @property
+    @api
     def device(self) -> torch.device:
         return torch.device("cuda", self._emulated.device.index)
 
+    @api
     def synchronize(self) -> None:
         GPU.count("sync")
         self._emulated.land()
 
+    @api
     def wait_event(self, event: Event) -> None:
         event.wait(self)
 
+    @api
     def wait_stream(self, stream: CudaStream) -> None:
         event = Event()
         event.record(stream)
         self.wait_event(event)
 
+    @api
     def record_event(self, event: Event | None = None) -> Event:
         event = Event() if event is None else event
         event.record(self)
         return event
 
+    @api
     def query(self) -> bool:
         return not self._emulated.pending
 
@@ -74,11 +82,19 @@ class CudaStream:
         return f"<torch.cuda.Stream device=cuda:{self._emulated.device.index} cuda_stream={self.cuda_stream:#x}>"
 
 
-class _EventOfStreams(Event):
-    """``torch.cuda.Event``, recording on a ``CudaStream``."""
+class _Context:
+    """A ``with`` block of torch.cuda's (``stream(s)``, ``device(d)``) whose entry and exit are tensor-API calls."""
 
-    def record(self, stream: Any = None) -> None:
-        super().record(stream)
+    def __init__(self, made: Any):
+        self.made = made
+
+    @api
+    def __enter__(self) -> Any:
+        return self.made.__enter__()
+
+    @api
+    def __exit__(self, *exc: Any) -> Any:
+        return self.made.__exit__(*exc)
 
 
 @contextlib.contextmanager
@@ -132,16 +148,19 @@ def _host_empty_cache() -> None:
 
 
 def _cuda_namespace() -> dict[str, Any]:
+    """torch.cuda's functions, each a tensor-API call, and its classes (whose methods are)."""
+
     def index(device: Any = None) -> int:
         return GPU.current_device() if device is None else _index(device)
 
-    return {
+    functions: dict[str, Callable[..., Any]] = {
         "is_available": lambda: True, "device_count": lambda: len(GPU.devices), "is_initialized": lambda: True,
         "current_device": GPU.current_device, "set_device": lambda device: GPU.set_device(_index(device)),
         "current_stream": lambda device=None: CudaStream(emulated=GPU.current(index(device))),
         "default_stream": lambda device=None: CudaStream(emulated=GPU.device(index(device)).legacy),
         "ExternalStream": lambda handle, device=None: CudaStream(emulated=GPU.by_handle(handle)),
-        "Stream": CudaStream, "Event": _EventOfStreams, "stream": stream_context, "device": device_context,
+        "stream": lambda stream: _Context(stream_context(stream)),
+        "device": lambda device: _Context(device_context(device)),
         "synchronize": _synchronize, "empty_cache": _empty_cache,
         "memory_allocated": lambda device=None: GPU.device(index(device)).allocated,
         "max_memory_allocated": lambda device=None: GPU.device(index(device)).peak,
@@ -152,6 +171,7 @@ def _cuda_namespace() -> dict[str, Any]:
                                              GPU.device(index(device)).capacity),
         "get_device_name": lambda device=None: "Emulated GPU (repogen.testing.emulated_gpu)",
     }  # fmt: skip
+    return {name: api(function) for name, function in functions.items()} | {"Stream": CudaStream, "Event": Event}
 
 
 def _factory(name: str) -> Any:
@@ -159,20 +179,20 @@ def _factory(name: str) -> Any:
 
     @functools.wraps(made)
     def factory(*args: Any, **kwargs: Any) -> Any:
-        device = kwargs.get("device")
-        pin = kwargs.pop("pin_memory", False)
-        if device is not None and torch.device(device).type not in ("cpu", "cuda"):  # meta, ...: torch's own
-            return made(*args, **kwargs)
-        where = HOST if device is None else copies.target_place(device)
-        if where == HOST and not pin:
-            return made(*args, **kwargs)
-        GPU.count("tensor API")
-        return GPU.run(_made, made, where, pin, args, kwargs)
+        return GPU.api(_made, made, args, kwargs)
 
+    factory._emulated_api = lambda *args, **kwargs: _made(made, args, kwargs)  # type: ignore[attr-defined]
     return factory
 
 
-def _made(made: Any, where: int, pin: bool, args: Any, kwargs: dict[str, Any]) -> Any:
+def _made(made: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+    device = kwargs.get("device")
+    pin = kwargs.pop("pin_memory", False)
+    if device is not None and torch.device(device).type not in ("cpu", "cuda"):  # meta, ...: torch's own
+        return made(*args, **kwargs)
+    where = HOST if device is None else copies.target_place(device)
+    if where == HOST and not pin:
+        return made(*args, **kwargs)
     kwargs["device"] = "cpu"
     host = made(*args, **kwargs)
     place = PINNED if where == HOST else where
@@ -180,34 +200,28 @@ def _made(made: Any, where: int, pin: bool, args: Any, kwargs: dict[str, Any]) -
         return host
     out = allocate(place, host.size(), host.stride(), host.dtype, host.requires_grad)
     if place == PINNED:
-        real(torch.Tensor.copy_, out, host)
+        _fill(out, host)
     elif name_is_empty(made):
         pass  # torch.empty on a device: what it holds is whatever was there (poison here)
     else:  # a kernel filling it, queued on the device's current stream
-        stream_of(place).enqueue(lambda: real(torch.Tensor.copy_, out, host), f"{made.__name__} kernel")
+        stream_of(place).enqueue(lambda: _fill(out, host), f"{made.__name__} kernel")
         GPU.count("kernels")
     return out
+
+
+def _fill(out: torch.Tensor, host: torch.Tensor) -> None:
+    with torch.no_grad():  # a factory's kernel, not an operation a graph records (requires_grad=True leaves too)
+        real(torch.Tensor.copy_, out, host)
 
 
 def name_is_empty(made: Any) -> bool:
     return getattr(made, "__name__", "") in ("empty", "empty_strided")
 
 
-def _routed(work: Any) -> Any:
-    """A replacement of a torch function: counted as a tensor-API call, the emulated device's own work."""
-
-    @functools.wraps(work)
-    def call(*args: Any, **kwargs: Any) -> Any:
-        GPU.count("tensor API")
-        return GPU.run(lambda: work(*args, **kwargs))
-
-    return call
-
-
 def _tensor_methods() -> dict[str, Any]:
     return {
-        "to": _routed(copies.to), "cuda": _routed(copies.cuda), "pin_memory": _routed(copies.pin_memory),
-        "is_pinned": _routed(copies.is_pinned),
+        "to": api(copies.to), "cuda": api(copies.cuda), "pin_memory": api(copies.pin_memory),
+        "is_pinned": api(copies.is_pinned),
     }  # fmt: skip
 
 
@@ -234,9 +248,9 @@ def emulated(devices: int = 2, capacity: int = 80 << 30) -> Iterator[Emulator]:
     for name, value in _cuda_namespace().items():
         replace(torch.cuda, name, value)
     replace(torch._C, "_host_emptyCache", _host_empty_cache)
-    to_dlpack = _routed(lambda value: copies.capsule_of(value) if place_of(value) != HOST else ORIGINAL["to_dlpack"](
+    to_dlpack = api(lambda value: copies.capsule_of(value) if place_of(value) != HOST else ORIGINAL["to_dlpack"](
         value))  # fmt: skip
-    from_dlpack = _routed(copies.from_dlpack)
+    from_dlpack = api(copies.from_dlpack)
     replace(torch.utils.dlpack, "to_dlpack", to_dlpack)
     replace(torch.utils.dlpack, "from_dlpack", from_dlpack)
     replace(torch, "from_dlpack", from_dlpack)

@@ -11,10 +11,12 @@ devices, or of a device and the host, in one operation fail as torch fails them.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
+import torch.overrides
 from torch._C import DisableTorchFunctionSubclass
 from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
@@ -22,6 +24,8 @@ from .device import GPU, Stream
 
 HOST, PINNED = -2, -1  # a tensor's place: pageable host memory, page-locked host memory, or a device's index
 ORIGINAL: dict[str, Any] = {}  # torch's own functions, saved by install.py before it replaces them
+# torch's Python-level methods (torch/_tensor.py: split, norm, __len__, __dlpack__) reach __torch_function__ from here
+_PYTHON_HANDLER = torch.overrides.handle_torch_function.__code__
 
 # Tensor methods whose trailing underscore changes metadata, not data: run at once
 _METADATA_INPLACE = frozenset({
@@ -41,8 +45,13 @@ class EmulatedTensor(torch.Tensor):
 
     @classmethod
     def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        GPU.count("tensor API")
-        return GPU.run(dispatch, func, args, kwargs or {})
+        if GPU.gate is not None:  # counted by callgrind (bench/gpu_work.py): what torch's C++ hands over it leaves out
+            if sys._getframe(1).f_code is not _PYTHON_HANDLER:
+                getter = getattr(func, "__name__", "") == "__get__"
+                return GPU.covered("C++ getter" if getter else "C++ method", dispatch, func, args, kwargs or {})
+            if not GPU.inside():
+                GPU.counts["through torch's Python handler"] += 1
+        return GPU.outermost("tensor API", dispatch, func, args, kwargs or {})
 
 
 def place_of(value: Any) -> int:
@@ -70,12 +79,12 @@ def real(func: Any, *args: Any, **kwargs: Any) -> Any:
 
 def poison(tensor: torch.Tensor) -> None:
     """Every element of ``tensor`` (a view's only) made what memory no one wrote reads: all bits set."""
-    value: Any = float("nan") if tensor.is_floating_point() or tensor.is_complex() else -1
-    if tensor.dtype == torch.bool:
-        value = True
-    elif tensor.dtype == torch.uint8:
-        value = 0xFF
     with torch.no_grad(), DisableTorchFunctionSubclass():
+        value: Any = float("nan") if tensor.is_floating_point() or tensor.is_complex() else -1
+        if tensor.dtype == torch.bool:
+            value = True
+        elif tensor.dtype == torch.uint8:
+            value = 0xFF
         tensor.fill_(value)
 
 
@@ -102,20 +111,11 @@ def _nbytes(size: Any, stride: Any, dtype: torch.dtype) -> int:
 
 
 def _free_later(tensor: torch.Tensor, place: int, nbytes: int) -> None:
-    import weakref
-
-    generation = GPU.generation
     storage = real(torch.Tensor.untyped_storage, tensor)  # freed with the last tensor over it (not a tensor's weakref,
     if place >= 0:  # which torch.utils.swap_tensors refuses)
-        device = GPU.device(place)
-        weakref.finalize(storage, _unless_reset, generation, device.free, nbytes)
+        GPU.track(storage, GPU.device(place).free, nbytes)
     elif place == PINNED:
-        weakref.finalize(storage, _unless_reset, generation, GPU.unpin, nbytes)
-
-
-def _unless_reset(generation: int, free: Callable[[int], None], nbytes: int) -> None:
-    if generation == GPU.generation:
-        free(nbytes)
+        GPU.track(storage, GPU.unpin, nbytes)
 
 
 def stream_of(place: int) -> Stream:
@@ -217,6 +217,11 @@ def _wrap(result: Any, flat: list[Any], place: int) -> Any:
     """Tensors an op returned, placed: on the op's device, or page-locked where they are views of such memory."""
     if place == HOST:
         return result
+    with DisableTorchFunctionSubclass():  # the emulator's own look at them: no tensor-API calls of the model's
+        return _placed_all(result, flat, place)
+
+
+def _placed_all(result: Any, flat: list[Any], place: int) -> Any:
     pinned = {t.untyped_storage().data_ptr() for t in flat if isinstance(t, torch.Tensor) and place_of(t) == PINNED}
 
     def one(value: Any) -> Any:
