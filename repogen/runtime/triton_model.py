@@ -27,12 +27,10 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from . import decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan, output_pairs
 from .decorator_base import then
-from .devices import loading_on
 from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
 from .failures import (
@@ -44,20 +42,16 @@ from .failures import (
     out_of_gpu_memory_message,
     results_count_message,
 )
-from .frameworks import free_gpu_caches, use_device
-from .fused import FusedPipeline, StepFailure
 from .instance import instantiate, lingering_message, lingering_threads
 from .internals import CANNOT_STOP, load_problems
 from .metrics import FailureCounter
-from .payload import config_drift, load_payload
-from .readiness import Readiness, readiness_checks
-from .records import Metadata
-from .request import EmptyBatchError, Request, batched_input_ranks
+from .payload import config_drift, load_payload, loading_on
+from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
+from .request import EmptyBatchError, Request, StepFailure, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .streams import consumers, executing
 from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
-from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
-from .transfers import pool_bytes
+from .tensors import Placement, backend_tensor
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -79,6 +73,8 @@ class TritonPythonModel:
         streaming = consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
+            from .fused import FusedPipeline
+
             outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
             imports = meta.get(Metadata.REQUIREMENTS) or ()
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel, imports)]
@@ -91,6 +87,8 @@ class TritonPythonModel:
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
+            from .transfers import pool_bytes
+
             server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
@@ -126,14 +124,25 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         context = TritonContext.from_args(args, tensors)
         self.placement = Placement(tensors, context.device)
-        use_device(context.device, imports or ())
+        if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
+            from .frameworks import use_device
+
+            use_device(context.device, imports or ())
         target = funcs[context.instance_index % len(funcs)]
         bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
         self.infer_func = instantiate(target, context)
-        checks = readiness_checks(self._model, self.infer_func)
-        self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
+        self.readiness: Any = None
         """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
+        if hasattr(self.infer_func, "is_ready") or hasattr(self.infer_func, "fused_steps"):  # ships only then
+            from .readiness import Readiness, readiness_checks
+
+            checks = readiness_checks(self._model, self.infer_func)
+            self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
+        if self._decoupled:  # runtime/decoupled.py ships with decoupled models alone
+            from . import decoupled
+
+            self._streams: Any = decoupled
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
         parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
@@ -150,7 +159,7 @@ class TritonPythonModel:
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         self._declared = frozenset(plan.name for plan in self.output_plans)
-        self.stream_lane = decoupled.lane(self.output_plans)
+        self.stream_lane = self._streams.lane(self.output_plans) if self._decoupled else None
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -183,7 +192,7 @@ class TritonPythonModel:
             return self._refuse(requests)
         waited = self.queued_long()
         if self.lean_stream and not waited and len(requests) == 1:
-            decoupled.serve_one(self, requests[0])
+            self._streams.serve_one(self, requests[0])
             return None
         if waited:
             answers = self.answer_cancelled(requests)
@@ -223,7 +232,7 @@ class TritonPythonModel:
         executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
         try:
             if self._decoupled:
-                decoupled.execute(self, requests, waited)
+                self._streams.execute(self, requests, waited)
                 return None
             try:
                 results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
@@ -389,6 +398,8 @@ class TritonPythonModel:
             self.batch_call = None  # the specialized execute leaves for the general one, which refuses
             stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
+            from .frameworks import free_gpu_caches
+
             free_gpu_caches()
             return error_response(out_of_gpu_memory_message(self._model, self.placement.device, exc))
         return error_response(error_message(exc))
