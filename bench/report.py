@@ -251,9 +251,20 @@ def machine(result: dict[str, Any]) -> list[str]:
 
 
 def render(path: Path) -> str:
+    """docs/benchmarks.md from the result at ``path``: how it was measured, the goals, each group's points."""
     result = json.loads(path.read_text())
-    rel = path.relative_to(ROOT)
-    parts = [
+    parts = [*_introduction(result, path.relative_to(ROOT)), *_groups(result)]
+    parts += streaming_section(streaming_result(result, path))
+    parts += _onnx_sections(result)
+    for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
+        if (BENCH / written).exists():
+            parts += [(BENCH / written).read_text().rstrip(), ""]
+    return "\n".join(parts)
+
+
+def _introduction(result: dict[str, Any], rel: Path) -> list[str]:
+    """What is compared, the machine, how to reproduce it, and the goals."""
+    return [
         "# Benchmarks",
         "",
         "repogen's generated models against hand-written Triton Python-backend `model.py` files doing the same work",
@@ -292,6 +303,12 @@ def render(path: Path) -> str:
         "",
         "![throughput by implementation](benchmarks.png)",
         "",
+    ]
+
+
+def _groups(result: dict[str, Any]) -> list[str]:
+    """The points of the main run, group by group, the stub's instructions and the cold start."""
+    return [
         "## Payload points: `y = 2 * x`, float32, max_batch_size 64, dynamic batching",
         "",
         *point_table(result, "payload"),
@@ -326,7 +343,11 @@ def render(path: Path) -> str:
         *cold_start_table(result),
         "",
     ]
-    parts += streaming_section(streaming_result(result, path))
+
+
+def _onnx_sections(result: dict[str, Any]) -> list[str]:
+    """The ONNX points of the run, then the later side-by-side runs."""
+    parts: list[str] = []
     onnx = onnx_tables(result)
     if onnx:
         parts += [
@@ -347,10 +368,7 @@ def render(path: Path) -> str:
                   "", "Measured after the run above, on the same kind of machine, each under the bench lock. A ratio",
                   "is taken within a round (the first model's throughput over the second's), then median [min–max].",
                   "", *side]  # fmt: skip
-    for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
-        if (BENCH / written).exists():
-            parts += [(BENCH / written).read_text().rstrip(), ""]
-    return "\n".join(parts)
+    return parts
 
 
 def main(argv: list[str]) -> int:
