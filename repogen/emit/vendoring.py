@@ -11,8 +11,9 @@ would be most of its directory. So a version carries
   (a decoupled model's streams, a GPU instance's transfers), and the build knows from the model whether it does;
 * every module these import when they load (their imports at module level, ``TYPE_CHECKING`` aside), and
   ``repogen/__init__.py``;
-* cloudpickle only where a pickle names it (a class pickled by value): functions, their modules and closures are
-  rebuilt by the runtime's own ``portable`` helpers.
+* cloudpickle only where the payload names it (a class pickled by value) or imports anything beyond numpy (third-party
+  code that imports cloudpickle when it is there, as joblib's loky does, finds it, as it always has: the packager
+  counts it provided): functions, their modules and closures are rebuilt by the runtime's own ``portable`` helpers.
 
 A payload that refers to ``repogen`` or ``repogen.runtime`` itself (``import repogen`` in the user's code) may reach
 any of it through the runtime's lazy names, and carries the whole runtime; one that imports a runtime module by
@@ -63,7 +64,8 @@ def vendored_files(
 ) -> dict[str, bytes]:
     """The vendored files of one version directory (paths relative to it): what ``model.py`` (``source``) imports,
     what the pickled ``payload`` names or its code ``imports``, and what ``model`` uses (``funcs``: the version's
-    callables, ``metadata``: its ``model.json``), closed over their imports; cloudpickle where the payload names it."""
+    callables, ``metadata``: its ``model.json``), closed over their imports; cloudpickle where the payload names it
+    or has requirements."""
     named = pickle_globals(payload)
     files = {path: data for path, data in runtime_files() if path.startswith("runtime/")}
     modules = {*(module for module, _ in named), *imports}
@@ -74,7 +76,7 @@ def vendored_files(
         roots |= {module.split(".")[2] for module in modules if module.startswith(f"{RUNTIME}.")}
         carried = reached(roots)
     found = {f"repogen/{path}": data for path, data in files.items() if path.removeprefix("runtime/")[:-3] in carried}
-    if any(module.split(".")[0] == "cloudpickle" for module, _ in named):
+    if any(module.split(".")[0] == "cloudpickle" for module in modules) or metadata.get(Metadata.REQUIREMENTS):
         found.update(cloudpickle_files())
     return found
 
