@@ -46,6 +46,7 @@ OPTIONAL = {
     "transfers": "as frameworks.py: a GPU instance's batch transfers",
     "packages": "a model that ships package trees",
     "readiness": "a model whose callable may answer is_ready (a class or object defining it, a factory, a fused step)",
+    "streams": "a payload holding clients of decoupled models (bls.py, which its pickle names, imports it)",
 }
 """The runtime's optional modules, each with the models that carry it."""
 

@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import json
 import os
+import sys
 import time
 from typing import Any
 
@@ -29,7 +30,7 @@ import triton_python_backend_utils as pb_utils
 
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
-from .conversion import OutputPlan, output_pairs
+from .conversion import OutputPlan
 from .decorator_base import then
 from .dtypes import BF16
 from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
@@ -43,34 +44,44 @@ from .failures import (
     results_count_message,
 )
 from .instance import instantiate, lingering_message, lingering_threads
-from .internals import CANNOT_STOP, load_problems
+from .internals import report_load
 from .metrics import FailureCounter
-from .payload import config_drift, load_payload, loading_on
+from .payload import load_payload, loading_on
 from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
-from .request import EmptyBatchError, Request, StepFailure, batched_input_ranks
+from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
-from .streams import consumers, executing
-from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
-from .tensors import Placement, backend_tensor
+from .responses import Responses
+from .stub import numpy_problem, parse, read_argv, stop_server
+from .tensors import Placement
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
+_STREAMS = f"{__package__}.streams"
 
 
-class TritonPythonModel:
-    """Serves one instance of a repogen-built model."""
+def stream_consumers() -> int:
+    """Clients of decoupled models unpickled in this process: runtime/streams.py counts them, loaded (and carried)
+    only with a payload's BLS clients."""
+    streams = sys.modules.get(_STREAMS)
+    return 0 if streams is None else int(streams.consumers())
+
+
+class TritonPythonModel(Responses):
+    """Serves one instance of a repogen-built model (its responses: responses.py)."""
+
+    _executing: Any
 
     def initialize(self, args: dict[str, str]) -> None:
         numpy = numpy_problem(args["model_name"], np.__version__)
         if numpy is not None:
             raise PayloadError(numpy)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
-        streaming = consumers()
+        streaming = stream_consumers()
         # tensors made on a GPU at build time land on this instance's device; it serves one of infer_func=[...]
         instance = instance_index(args, json.loads(args["model_config"]))
         with loading_on(TritonContext.device_of(args), args["model_name"], instance):
             meta, payload = load_payload(version_dir, args["model_name"])
-        streaming = consumers() > streaming  # the payload holds clients of decoupled models
+        streaming = stream_consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
             from .fused import FusedPipeline
@@ -82,8 +93,11 @@ class TritonPythonModel:
         strict = bool(meta.get(Metadata.STRICT, False))
         self.configure(args, funcs, strict, tensors, meta.get(Metadata.REQUIREMENTS), meta.get(Metadata.OUTPUTS, HOST))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
+            from .streams import executing
+
             self.batch_call = None
             self.lean_stream = False
+            self._executing = executing
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
@@ -92,13 +106,9 @@ class TritonPythonModel:
             server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
-        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem]
-        for problem in filter(None, problems):  # what this release moved, and what still works
-            log("log_warn", f"model '{self._model}': {problem}")
-        self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
+        self._unstoppable = report_load(pb_utils, log, args, version_dir, argv, self._stub, streaming, self._failures)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
-        self._report_environment(version_dir, args)
 
     @property
     def model_name(self) -> str:
@@ -124,25 +134,12 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         context = TritonContext.from_args(args, tensors)
         self.placement = Placement(tensors, context.device)
-        if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
-            from .frameworks import use_device
-
-            use_device(context.device, imports or ())
-        target = funcs[context.instance_index % len(funcs)]
-        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
-        self.infer_func = instantiate(target, context)
-        self.readiness: Any = None
-        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
-        if hasattr(self.infer_func, "is_ready") or hasattr(self.infer_func, "fused_steps"):  # ships only then
-            from .readiness import Readiness, readiness_checks
-
-            checks = readiness_checks(self._model, self.infer_func)
-            self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
+        self._make_callable(funcs, context, imports)
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
-        if self._decoupled:  # runtime/decoupled.py ships with decoupled models alone
+        if self._decoupled:  # runtime/decoupled.py ships with decoupled models alone (emit/vendoring.py)
             from . import decoupled
 
-            self._streams: Any = decoupled
+            self._decoupled_path: Any = decoupled
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
         parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
@@ -159,11 +156,12 @@ class TritonPythonModel:
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         self._declared = frozenset(plan.name for plan in self.output_plans)
-        self.stream_lane = self._streams.lane(self.output_plans) if self._decoupled else None
+        self.stream_lane = self._decoupled_path.lane(self.output_plans) if self._decoupled else None
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
+        self._executing = None  # set by initialize where the payload drains BLS streams: streams.executing
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
@@ -177,22 +175,30 @@ class TritonPythonModel:
         """Seconds since the last ``execute`` after which requests are asked: always where the batcher may hold
         them that long."""
 
-    def _report_environment(self, version_dir: str, args: dict[str, str]) -> None:
-        """Once per model (its first instance): an edited config.pbtxt; per instance: its shm region."""
-        first = TritonContext.from_args(args).instance_index == 0
-        drift = config_drift(version_dir, self._model) if first else None
-        if drift:
-            log("log_warn", drift)
-        if self._stub is not None:
-            line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
-            log("log_warn" if low else "log_info", line)
+    def _make_callable(self, funcs: list[Any], context: TritonContext, imports: Any) -> None:
+        """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here) and what answers
+        its ready endpoint; a GPU instance's frameworks pointed at its GPU first."""
+        if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
+            from .frameworks import use_device
+
+            use_device(context.device, imports or ())
+        target = funcs[context.instance_index % len(funcs)]
+        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
+        self.infer_func = instantiate(target, context)
+        self.readiness: Any = None
+        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
+        if hasattr(self.infer_func, "is_ready") or hasattr(self.infer_func, "fused_steps"):  # readiness.py ships then
+            from .readiness import Readiness, readiness_checks
+
+            checks = readiness_checks(self._model, self.infer_func)
+            self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
             return self._refuse(requests)
         waited = self.queued_long()
         if self.lean_stream and not waited and len(requests) == 1:
-            self._streams.serve_one(self, requests[0])
+            self._decoupled_path.serve_one(self, requests[0])
             return None
         if waited:
             answers = self.answer_cancelled(requests)
@@ -229,10 +235,11 @@ class TritonPythonModel:
         return [next(served) if live else cancelled for live in watch.live]
 
     def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
-        executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
+        if self._executing is not None:  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
+            self._executing(requests[0])
         try:
             if self._decoupled:
-                self._streams.execute(self, requests, waited)
+                self._decoupled_path.execute(self, requests, waited)
                 return None
             try:
                 results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
@@ -242,7 +249,8 @@ class TritonPythonModel:
                 return [self.failure(exc, len(requests))] * len(requests)
             return self.responses(results)
         finally:
-            executing(None)
+            if self._executing is not None:
+                self._executing(None)
 
     def checked_results(self, results: Any, count: int) -> Any:
         """The callable's list of results, awaited if need be, checked to hold one per request."""
@@ -305,23 +313,6 @@ class TritonPythonModel:
             self._arrival.move(data)
         return data
 
-    def responses(self, results: list[Any]) -> list[Any]:
-        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
-        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
-        if self._departure is not None:
-            try:
-                results = self._departure.prepare(results, self._converted)
-            except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
-                return [self.failure(exc, len(results))] * len(results)
-        return [self.response(result) for result in results]
-
-    def _converted(self, result: Any) -> dict[str, Any] | None:
-        """A result's outputs as its response would send them, None where it cannot (the response says why)."""
-        try:
-            return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
-        except Exception:
-            return None
-
     def _request(self, request: Any) -> Request:
         cpu = self._cpu_inputs
         ranks = self._ranks
@@ -333,39 +324,6 @@ class TritonPythonModel:
                 raise EmptyBatchError(self._model, name)
             data[name] = array
         return data
-
-    def response(self, result: Any) -> Any:
-        try:
-            if type(result) is dict and len(result) == self._output_count:
-                try:  # the hot path: exactly the declared outputs
-                    tensors = []
-                    for plan in self.output_plans:
-                        value = plan.convert(result[plan.name])
-                        if type(value) is np.ndarray:
-                            tensors.append(pb_utils.Tensor(plan.name, value))
-                        else:  # a framework's tensor, on the CPU or a GPU
-                            tensors.append(backend_tensor(pb_utils, plan.name, value))
-                    return pb_utils.InferenceResponse(tensors)
-                except Exception:  # a name is off or a value does not convert: the slow path says which
-                    pass
-            if type(result) is StepFailure:  # a fused pipeline's step failed this request
-                return self.failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
-        except BaseException as exc:  # as in execute
-            return self.failure(exc)
-        return pb_utils.InferenceResponse(tensors)
-
-    @staticmethod
-    def _tensor(plan: OutputPlan, value: Any) -> Any:
-        array = plan.convert(value)
-        try:
-            return backend_tensor(pb_utils, plan.name, array)
-        except Exception as exc:  # e.g. an object array of ints for a BYTES output
-            raise plan.unconvertible(value, exc) from None
-
-    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
-        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
-        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
 
     # -- rarely taken paths ------------------------------------------------------------------------
 

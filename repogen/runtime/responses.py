@@ -1,0 +1,83 @@
+"""The output side of a model instance: the callable's results made into python_backend's responses.
+
+``TritonPythonModel`` (triton_model.py) is a :class:`Responses`: generated ``model.py`` files and fused pipelines
+call ``response``, ``responses`` and ``output_pairs`` on it (the fast path's public surface). Each declared output
+has its ``OutputPlan`` (conversion.py): a result of exactly the declared outputs, arrays of the declared dtypes,
+takes the hot path; anything else is matched, converted and checked output by output, the failure naming which.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from .conversion import OutputPlan, output_pairs
+from .request import StepFailure
+from .tensors import backend_tensor
+
+
+class Responses:
+    """Responses from results, for one instance; what it reads is set by ``TritonPythonModel.configure``."""
+
+    _model: str
+    output_plans: list[OutputPlan]
+    _declared: frozenset[str]
+    _output_count: int
+    _strict: bool
+    _departure: Any
+    """How a GPU instance's outputs leave, a batch at a time (runtime/transfers.py); None elsewhere."""
+
+    def failure(self, exc: BaseException, requests: int = 1) -> Any:
+        raise NotImplementedError  # the instance's: counted, logged, and an unrecoverable one stops the server
+
+    def responses(self, results: list[Any]) -> list[Any]:
+        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
+        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
+        if self._departure is not None:
+            try:
+                results = self._departure.prepare(results, self._converted)
+            except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
+                return [self.failure(exc, len(results))] * len(results)
+        return [self.response(result) for result in results]
+
+    def _converted(self, result: Any) -> dict[str, Any] | None:
+        """A result's outputs as its response would send them, None where it cannot (the response says why)."""
+        try:
+            return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
+        except Exception:
+            return None
+
+    def response(self, result: Any) -> Any:
+        try:
+            if type(result) is dict and len(result) == self._output_count:
+                try:  # the hot path: exactly the declared outputs
+                    tensors = []
+                    for plan in self.output_plans:
+                        value = plan.convert(result[plan.name])
+                        if type(value) is np.ndarray:
+                            tensors.append(pb_utils.Tensor(plan.name, value))
+                        else:  # a framework's tensor, on the CPU or a GPU
+                            tensors.append(backend_tensor(pb_utils, plan.name, value))
+                    return pb_utils.InferenceResponse(tensors)
+                except Exception:  # a name is off or a value does not convert: the slow path says which
+                    pass
+            if type(result) is StepFailure:  # a fused pipeline's step failed this request
+                return self.failure(result.exc)
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
+        except BaseException as exc:  # as in execute
+            return self.failure(exc)
+        return pb_utils.InferenceResponse(tensors)
+
+    @staticmethod
+    def _tensor(plan: OutputPlan, value: Any) -> Any:
+        array = plan.convert(value)
+        try:
+            return backend_tensor(pb_utils, plan.name, array)
+        except Exception as exc:  # e.g. an object array of ints for a BYTES output
+            raise plan.unconvertible(value, exc) from None
+
+    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
+        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
+        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
