@@ -40,7 +40,8 @@ def measure(models: list[str], args: argparse.Namespace, work: Path, repository:
         shapes = {"x": args.elements}
         for index in range(args.rounds):
             order = models[index % len(models) :] + models[: index % len(models)]
-            results = {m: perf.measure(analyzer, m, url, args.protocol, shapes, args.concurrency, 2.0) for m in order}
+            point = (args.protocol, shapes, args.concurrency, 2.0)
+            results = {m: perf.measure(analyzer, m, url, *point, streaming=args.streaming) for m in order}
             rounds.append(results)
             line = "  ".join(f"{m} {results[m]['throughput']:.0f}/s {results[m]['p50_us']:.0f} µs" for m in models)
             print(f"  round {len(rounds)}: {line}", flush=True)
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", choices=("grpc", "http"), default="grpc")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--elements", type=int, default=16, help="float32 elements of input x")
+    parser.add_argument("--streaming", action="store_true", help="over gRPC streams (decoupled models)")
     args = parser.parse_args(argv)
     work = ROOT / "build" / "bench"
     work.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import streaming
+import waiting
 from repos import FIXED_BATCHES
 from servers import repogen_server
 
@@ -49,6 +50,7 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
     },
     "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
     streaming.COUNTED_GROUP: streaming.COUNTED,
+    **waiting.COUNTED,
     "ensemble, 3 steps": (
         ("ensemble (repogen)", "Pipeline", 16, ("StepAdd", "StepMul", "StepSub")),
         ("ensemble (hand-written)", "HWPipeline", 16, ("HWStepAdd", "HWStepMul", "HWStepSub")),

@@ -93,6 +93,65 @@ def streaming_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
     return [*lines, ""]
 
 
+def waiting_result() -> tuple[dict[str, Any], Path] | None:
+    """The newest ``bench/run.py --only waiting`` result."""
+    runs = sorted((BENCH / "results").glob("*-waiting.json"))
+    return (json.loads(runs[-1].read_text()), runs[-1]) if runs else None
+
+
+def waiting_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
+    if found is None:
+        return []
+    result, path = found
+    lines = [
+        "## Async callables that wait: an I/O-bound callable, one instance, gRPC",
+        "",
+        "An `async def` callable that awaits 20 ms (a database, an HTTP service) and answers y = x, served",
+        "concurrently (`repogen.runtime.concurrency`, `max_concurrency=64`), against the same work written by hand",
+        "(`bench/waiting.py`): *streams*, the generated `Waiting` (a decoupled model: one response, then the final",
+        "flag) and `WaitingHW`, python_backend's own async `execute` of a decoupled model, both read over gRPC streams",
+        "(perf_analyzer `--streaming`); *request/response*, the generated `WaitingRR` (what plain HTTP and gRPC",
+        "clients call) and `WaitingRRHW`, a hand-written model with an event loop of its own answering through",
+        "response senders, over plain gRPC; `WaitingOne` (`max_concurrency=1`) serves one request at a time, as an",
+        "async callable was served before. Each hand-written model runs under its generated twin's config.pbtxt; at",
+        "concurrency c the wait alone allows c / 20 ms requests per second, the rest is what the CPUs allow.",
+        f"From `{path.relative_to(ROOT)}` ({result['date']}, {result['rounds']} round(s) on "
+        f"{result.get('servers', 1)} fresh server(s), {result['window_s']:.1f} s windows).",
+        "",
+        "| measured (per round, then median [min–max]) | goal | measured | met |",
+        "|---|---|---|---|",
+    ]
+    for r in result["ratios"]:
+        lines.append(f"| {r['name']} | {r['goal']} | {fmt(r)} | {verdict(r['goal'], r)} |")
+    lines += [
+        "",
+        "| group | c | implementation | requests/s | p50 (ms) | p99 (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in result["summary"]:
+        lines.append(
+            f"| {r['group']} | {r['concurrency']} | {r['impl']} | {_us(r, 'throughput')} | "
+            f"{_us(r, 'p50_us', 1e-3, 1)} | {_us(r, 'p99_us', 1e-3, 1)} |"
+        )
+    counts = result.get("instructions_per_request", {})
+    if counts:
+        lines += [
+            "",
+            "Stub instructions per request (callgrind, one request at a time, every thread of the stub process).",
+            "Under valgrind each request waits long enough for the generated model to ask `is_cancelled()` before its",
+            "callable runs, which at full speed and load it does not; the last row of a group counts it without those",
+            "checks (`bench/callgrind.py`, `quiet_copy`).",
+            "",
+            "| request | implementation | stub instructions per request | / hand-written |",
+            "|---|---|---|---|",
+        ]
+        for group, per in counts.items():
+            base = list(per.values())[1]
+            for label, count in per.items():
+                lines.append(f"| {group} | {label} | {count:,.0f} | {count / base:.3f} |")
+    return [*lines, ""]
+
+
 def fmt(s: dict[str, float], digits: int = 2) -> str:
     """``median [min–max]``."""
     return f"{s['median']:.{digits}f} [{s['min']:.{digits}f}–{s['max']:.{digits}f}]"
@@ -140,7 +199,7 @@ def ratio_table(result: dict[str, Any]) -> list[str]:
 def instructions_table(result: dict[str, Any]) -> list[str]:
     lines = ["| request | implementation | stub instructions per request | / hand-written |", "|---|---|---|---|"]
     for group, counts in result["instructions_per_request"].items():
-        if group.startswith("stream"):  # the streaming section's
+        if group.startswith(("stream", "waiting")):  # the streaming and waiting sections'
             continue
         base = list(counts.values())[1]  # COUNTED lists repogen's, then the hand-written baseline, then others
         for label, count in counts.items():
@@ -255,6 +314,7 @@ def render(path: Path) -> str:
     result = json.loads(path.read_text())
     parts = [*_introduction(result, path.relative_to(ROOT)), *_groups(result)]
     parts += streaming_section(streaming_result(result, path))
+    parts += waiting_section(waiting_result())
     parts += _onnx_sections(result)
     for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
         if (BENCH / written).exists():
@@ -285,6 +345,7 @@ def _introduction(result: dict[str, Any], rel: Path) -> list[str]:
         ".venv/bin/python bench/run.py --instructions                # stub instructions per request only",
         ".venv/bin/python bench/ab.py Double DoubleHW --rounds 8     # one point, many rounds, A/B",
         "make bench BENCH_ARGS='--only streaming'                    # the streaming points alone",
+        "make bench BENCH_ARGS='--only waiting'                      # the async callables that wait, alone",
         "cd bench && ../.venv/bin/python onnx_ab.py OnnxMlp OnnxMlpHW OnnxMlpClass --ceiling  # ONNX side by side, "
         "stub CPU per request",
         "```",

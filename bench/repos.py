@@ -29,6 +29,8 @@ SAME_CONFIG = {
     "TokensHWPolling": "Tokens",
     "SlowTokensHW": "SlowTokens",
     "SlowTokensHWPolling": "SlowTokens",
+    "WaitingHW": "Waiting",
+    "WaitingRRHW": "WaitingRR",
 }
 FIXED_BATCHES = (2, 4, 8)  # apps/app.py's DoubleX<n>: exactly n requests per execute
 # hand-written models served under another name too: (copy's name, the directory it copies, its config's model)

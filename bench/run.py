@@ -32,6 +32,7 @@ import perf
 import ratios
 import stats
 import streaming
+import waiting
 from instructions import COUNTED, MB4, count_instructions
 from packages import packages_bench
 from repos import assemble
@@ -188,8 +189,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--group", action="append", choices=sorted(COUNTED), help="with --instructions: only these")
     parser.add_argument("--requests", type=int, default=200, help="with --instructions: requests counted per model")
-    parser.add_argument("--only", choices=("streaming",), help="only this group: bench/results/<date>-<group>.json")
-    parser.add_argument("--servers", type=int, default=3, help="with --only streaming: fresh servers the rounds share")
+    parser.add_argument("--only", choices=("streaming", "waiting"),
+                        help="only this group: bench/results/<date>-<group>.json")  # fmt: skip
+    parser.add_argument("--servers", type=int, default=3, help="with --only: fresh servers the rounds share")
     return parser.parse_args(argv)
 
 
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         return _instructions_only(repository, work, args.requests, args.group, args.output)
     if args.only == "streaming":
         return streaming_only(repository, work, rounds, window, args.output, began, args.servers)
+    if args.only == "waiting":
+        return waiting_only(repository, work, rounds, window, args.output, began, args.servers)
     servers: dict[str, Any] = {}
     try:
         servers["repogen"] = repogen_server(repository, work / "tritonserver.log").start().wait_ready(timeout=300)
@@ -319,6 +323,40 @@ def streaming_only(repository: Path, work: Path, rounds: int, window: float, out
         "instructions_per_request": instructions, "duration_s": round(time.monotonic() - began, 1),
     }  # fmt: skip
     output = output or BENCH / "results" / f"{dt.date.today().isoformat()}-streaming.json"
+    output.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {output} in {result['duration_s']} s", flush=True)
+    return 0
+
+
+def waiting_only(repository: Path, work: Path, rounds: int, window: float, output: Path | None,
+                 began: float, servers: int = 1) -> int:  # fmt: skip
+    """``--only waiting``: the I/O-bound async callables (bench/waiting.py), into a result of their own; the rounds
+    shared among ``servers`` fresh servers, as ``streaming_only`` does."""
+    samples: list[dict[str, Any]] = []
+    print(f"measuring waiting: {rounds} round(s) on {servers} server(s), {window:.1f} s windows", flush=True)
+    for first, last in _shares(rounds, servers):
+        server = repogen_server(repository, work / "tritonserver.log").start().wait_ready(timeout=300)
+        try:
+            for rnd in range(first, last):
+                waiting.run_round(ensure_perf_analyzer(), server.grpc_url, window, rnd, samples)
+        finally:
+            server.stop()
+    print("stub instructions per request (callgrind)", flush=True)
+    try:  # under valgrind a stub can fail to start on a loaded machine: keep the measurements above
+        instructions = count_instructions(repository, work, 100, list(waiting.COUNTED))
+    except Exception as exc:
+        groups = " ".join(f"--group '{group}'" for group in waiting.COUNTED)
+        failure = f"{type(exc).__name__}: {str(exc)[:300]}"
+        print(f"  callgrind failed ({failure}); rerun: bench/run.py --instructions {groups}", flush=True)
+        instructions = {}
+    print(f"  {instructions}", flush=True)
+    result = {
+        "date": dt.datetime.now().isoformat(timespec="seconds"), "mode": "waiting", "rounds": rounds,
+        "servers": servers, "window_s": window, "protocols": ["grpc"], "machine": machine(), "samples": samples,
+        "summary": stats.summarize(samples), "ratios": waiting.ratios(samples),
+        "instructions_per_request": instructions, "duration_s": round(time.monotonic() - began, 1),
+    }  # fmt: skip
+    output = output or BENCH / "results" / f"{dt.date.today().isoformat()}-waiting.json"
     output.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {output} in {result['duration_s']} s", flush=True)
     return 0

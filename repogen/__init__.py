@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .dsl import RateLimiter as RateLimiter
     from .dsl import Repository as Repository
     from .dsl import SequenceBatcher as SequenceBatcher
+    from .dsl import ServerOptions as ServerOptions
     from .dsl import Tensor as Tensor
     from .dsl import TimeoutAction as TimeoutAction
     from .dsl import Triton as Triton
@@ -39,11 +40,21 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .errors import BuildError as BuildError
     from .errors import RepogenError as RepogenError
     from .runtime import ConstantPadder as ConstantPadder
+    from .runtime import Counter as Counter
+    from .runtime import Gauge as Gauge
+    from .runtime import Histogram as Histogram
     from .runtime import InferenceError as InferenceError
+    from .runtime import InvalidArgumentError as InvalidArgumentError
+    from .runtime import ModelCallError as ModelCallError
+    from .runtime import ModelCallTimeout as ModelCallTimeout
     from .runtime import ModelContext as ModelContext
+    from .runtime import NotFoundError as NotFoundError
+    from .runtime import PyTritonBadParameterError as PyTritonBadParameterError
+    from .runtime import PyTritonError as PyTritonError
     from .runtime import PyTritonUnrecoverableError as PyTritonUnrecoverableError
     from .runtime import Request as Request
     from .runtime import TritonContext as TritonContext
+    from .runtime import UnavailableError as UnavailableError
     from .runtime import batch as batch
     from .runtime import bind_context as bind_context
     from .runtime import factory as factory
@@ -54,6 +65,7 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .runtime import pad_batch as pad_batch
     from .runtime import sample as sample
     from .runtime import stream_cancelled as stream_cancelled
+    from .runtime import traced_span as traced_span
     from .runtime import triton_context as triton_context
 
 # Each public name's module (a package resolves it lazily in turn), imported on first use.
@@ -68,7 +80,10 @@ _HOMES = {
     "PyTritonUnrecoverableError": "runtime", "Request": "runtime", "TritonContext": "runtime", "batch": "runtime",
     "bind_context": "runtime", "factory": "runtime", "fill_optionals": "runtime", "first_value": "runtime",
     "group_by_keys": "runtime", "group_by_values": "runtime", "pad_batch": "runtime", "sample": "runtime",
-    "stream_cancelled": "runtime", "triton_context": "runtime",
+    "stream_cancelled": "runtime", "triton_context": "runtime", "ServerOptions": "dsl", "Counter": "runtime",
+    "Gauge": "runtime", "Histogram": "runtime", "InvalidArgumentError": "runtime", "ModelCallError": "runtime",
+    "ModelCallTimeout": "runtime", "NotFoundError": "runtime", "PyTritonBadParameterError": "runtime",
+    "PyTritonError": "runtime", "UnavailableError": "runtime", "traced_span": "runtime",
 }  # fmt: skip
 
 

@@ -8,6 +8,7 @@ the same work written directly against ``triton_python_backend_utils``.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import numpy as np
@@ -134,3 +135,26 @@ def slow_tokens(requests):
         _slow["produced"] += 1
         _slow["after_cancel"] += bool(request.is_cancelled())
         yield [{"token": np.array([i], np.int32)}]
+
+
+# I/O-bound async callables, bench/waiting.py: a call that awaits WAIT_S (a database, an HTTP service) and answers
+# y = x. ``Waiting`` is served as a decoupled model, one response and the final flag per request, beside the same
+# work written by hand as python_backend's async decoupled execute (bench/handwritten/WaitingHW), both read over gRPC
+# streams; ``WaitingRR`` is the request/response model plain clients call, beside its hand-written twin
+# (WaitingRRHW: a loop of its own, answers through response senders) and ``WaitingOne`` (one request at a time, as
+# an async callable was served before).
+WAIT_S = 0.02
+_WAIT_IO = {
+    "inputs": [Tensor(name="x", dtype=np.float32, shape=(1,))],
+    "outputs": [Tensor(name="y", dtype=np.float32, shape=(1,))],
+}
+
+
+async def _waiting(requests):
+    await asyncio.sleep(WAIT_S)
+    return [{"y": request["x"]} for request in requests]
+
+
+models.bind("Waiting", _waiting, **_WAIT_IO, config=ModelConfig(batching=False, decoupled=True, max_concurrency=64))
+models.bind("WaitingRR", _waiting, **_WAIT_IO, config=ModelConfig(batching=False, max_concurrency=64))
+models.bind("WaitingOne", _waiting, **_WAIT_IO, config=ModelConfig(batching=False, max_concurrency=1))

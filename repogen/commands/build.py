@@ -10,6 +10,7 @@ import click
 
 from ..build import build_app
 from ..errors import RepogenError
+from ..ondisk.reader import read_repository
 from ..packages import MODES, PackageOptions
 from ..packages.wheel_targets import MACHINES
 from ..signing import SignWith
@@ -154,6 +155,10 @@ def build(
             click.echo(f"  model '{model}': {made.object} at {made.at}")
     if result.packages:
         click.echo(result.packages)
+    needed = read_repository(output).server_args()
+    if needed:
+        click.echo(f"tritonserver options the models depend on: {' '.join(needed)} (repogen inspect says why; "
+                   "repogen serve and repogen deploy pass them)")  # fmt: skip
     if sign_key:
         click.echo(f"Signed with key {sign_key}: model.sig in each model directory built and at the root")
 

@@ -9,7 +9,7 @@ import click
 from ..deploy import DeployOptions, generate
 from ..packages.indexes import PackageIndexes
 from ..triton.releases import IMAGE_REPOSITORY, NEWEST
-from .params import RELEASE_HELP, release_option, restrict_option
+from .params import RELEASE_HELP, release_option, restrict_option, trace_options
 
 
 @click.command()
@@ -87,6 +87,7 @@ from .params import RELEASE_HELP, release_option, restrict_option
               "Secret (as key.pub) instead of a ConfigMap of --verify-key.")  # fmt: skip
 @click.option("--verifier-image", help="KServe with --storage-uri and a verify key: an image holding the verifier "
               "(one `repogen deploy --docker --verify-key` builds; default: --image, else <name>:latest).")  # fmt: skip
+@trace_options
 @restrict_option
 @click.option("--access-secret", metavar="NAME", help="Kubernetes/KServe: the Secret holding the access key under "
               "'token' (default <name>-access-token). Docker: `docker run -e REPOGEN_ACCESS_TOKEN`.")  # fmt: skip

@@ -12,8 +12,12 @@ from click.core import ParameterSource
 from ..errors import UnknownReleaseError
 from ..triton.releases import RELEASES, Release, get_release
 from ..triton.restricted_apis import DEFAULT_RESTRICTED, parse_apis
+from ..triton.server_options import DEFAULT_TRACE_RATE
 
-__all__ = ["RELEASE_HELP", "RestrictedApis", "TritonRelease", "release_option", "renamed_option", "restrict_option"]
+__all__ = [
+    "RELEASE_HELP", "RestrictedApis", "TritonRelease", "release_option", "renamed_option", "restrict_option",
+    "trace_options",
+]  # fmt: skip
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,6 +72,19 @@ def restrict_option(func: F) -> F:
         "inference, shared-memory, model-config, model-repository, statistics, trace, logging); "
         "'default,inference' adds one.",
     )(func)
+
+
+def trace_options(func: F) -> F:
+    """``--trace-endpoint`` and ``--trace-rate``: tritonserver's OpenTelemetry tracing, off by default."""
+    func = click.option(
+        "--trace-rate", type=click.IntRange(min=1), metavar="N", help="With --trace-endpoint: trace one request of "
+        f"every N (1: every one). Default {DEFAULT_TRACE_RATE}, tritonserver's.",
+    )(func)  # fmt: skip
+    return click.option(
+        "--trace-endpoint", metavar="URL", help="Trace requests with OpenTelemetry, exported over OTLP/HTTP to URL "
+        "(http://collector:4318/v1/traces): a span per model, an ensemble's steps and BLS calls under their "
+        "caller's, and the callables' own traced_span()s. Default: off.",
+    )(func)  # fmt: skip
 
 
 def renamed_option(name: str, dest: str, old_names: tuple[str, ...], **attrs: Any) -> Callable[[F], F]:

@@ -12,7 +12,7 @@ from ..server.running.host import HOST
 from ..server.running.serving import ServeOptions, Serving
 from ..triton.endpoints import DEFAULT_PORTS
 from ..triton.releases import DEFAULT_RELEASE, EMBEDDED
-from .params import release_option, restrict_option
+from .params import release_option, restrict_option, trace_options
 
 _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
 
@@ -69,6 +69,7 @@ _EMBEDDED = ", ".join(r.tritonserver for r in EMBEDDED)
     help="TARGET a signed repository: check its signatures against this public key before the server starts, and "
     "refuse to serve, naming each changed, missing and added file, unless it verifies (`repogen verify`).",
 )
+@trace_options
 @restrict_option
 @click.option("--access-token", "token", metavar="KEY", help="The key the restricted APIs want (default "
               "$REPOGEN_ACCESS_TOKEN, else a new random one), printed once when ready; repogen's client commands on "

@@ -17,6 +17,7 @@ Compose specification, no ``version:`` key) in tests/containers/test_compose.py.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,7 @@ def compose_file(
     build: dict[str, str] | None,
     apis: tuple[str, ...] = (),
     gpus: int | None = None,
+    server: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The Compose document for ``info`` on ``target``, written into ``directory`` (relative paths start there).
 
@@ -79,7 +81,8 @@ def compose_file(
             "dockerfile": os.path.relpath(Path(build["dockerfile"]).resolve(), context.resolve()),
             "args": {"TRITON_IMAGE": stock},
         }
-    command = access_secret.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *info.gpu_server_args()))
+    extra = info.server_args() if server is None else server  # the options the models depend on, then tracing
+    command = access_secret.docker_cmd(target, apis, server_args(MODEL_REPOSITORY, *extra))
     service["command"] = [_escaped(part) for part in command]
     if apis:
         service["environment"] = [access_secret.ENV]  # its value from the shell that runs compose

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -132,15 +133,17 @@ def dockerfile(
     verify: VerifyDeploy | None = None,
     key_in_context: str | None = None,
     apis: tuple[str, ...] = (),
+    server: Sequence[str] | None = None,
 ) -> DockerFiles:
     """The Dockerfile (and its ``.dockerignore``) for ``info`` on ``target``; ``app`` rebuilds it in the image.
 
     ``verify`` (with the public key's path in the context) adds a stage that verifies the repository's
     signatures before the final image copies it (``repogen.deploy.verify``). ``apis``: the API groups the
     server keeps behind the key ``docker run -e`` gives it (deploy/access_secret.py). ``run_gpus``: ``docker run``'s
-    ``--gpus`` for a repository with GPU models (deploy/resources.py).
+    ``--gpus`` for a repository with GPU models (deploy/resources.py). ``server``: tritonserver's arguments beyond
+    the repository and the key (default: the options the models depend on).
     """
-    common = _common(info, target, context, dockerfile_path, tag, gpus, indexes, apis)
+    common = _common(info, target, context, dockerfile_path, tag, gpus, indexes, apis, server)
     common["run_gpus"] = run_gpus
     if app is None:
         text, keep = _prebuilt(info, target, common, context, verify, key_in_context)
@@ -168,6 +171,7 @@ def _common(
     gpus: int,
     indexes: PackageIndexes | None,
     apis: tuple[str, ...],
+    server: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """What both Dockerfiles say: the image, ports, /dev/shm, the health check, requirements, access, the command."""
     shm = format_quantity(shm_size_bytes(info.python_instances(gpus)))
@@ -189,9 +193,13 @@ def _common(
         "dead_stub_note": dead_stub_note(target),
         "requirements_run": requirements_run(info, indexes=indexes, context=context),
         "access_note": access_secret.docker_note(apis),
-        "server_cmd": f"CMD {json.dumps(access_secret.docker_cmd(target, apis, [*_SERVER, *info.gpu_server_args()]))}",
+        "server_cmd": f"CMD {json.dumps(access_secret.docker_cmd(target, apis, [*_SERVER, *_server(info, server)]))}",
         "run_env": f"-e {access_secret.ENV} " if apis else "",
     }
+
+
+def _server(info: BuiltRepository, server: Sequence[str] | None) -> list[str]:
+    return list(info.server_args() if server is None else server)
 
 
 def _prebuilt(

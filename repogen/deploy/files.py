@@ -17,6 +17,7 @@ from ..ondisk.reader import BuiltRepository, read_repository
 from ..packages.indexes import PackageIndexes
 from ..triton.releases import NEWEST, Release, get_release
 from ..triton.restricted_apis import DEFAULT_RESTRICTED
+from ..triton.server_options import DEFAULT_TRACE_RATE, trace_args
 from ..triton.shm import SHM_PER_INSTANCE
 from ..version import __version__
 from . import access_secret, compose, dockerfile, kserve, kubernetes, modelcar, probe
@@ -78,6 +79,10 @@ class DeployOptions:
     """The API groups only a request carrying the access key reaches (PyTriton 0.7's set); ``()``: none."""
     access_secret: str | None = None
     """Kubernetes/KServe: the Secret holding the key (default ``<name>-access-token``)."""
+    trace_endpoint: str | None = None
+    """Trace with OpenTelemetry, exported over OTLP/HTTP to this URL (every file's tritonserver); None: off."""
+    trace_rate: int | None = None
+    """With ``trace_endpoint``: one request of every this many (default tritonserver's, 1000)."""
     models_image: str | None = None
     """Kubernetes: serve the stock image with this model image (``repogen push``'s reference@digest) mounted as an
     image volume on /models, instead of an image with the repository baked in."""
@@ -202,6 +207,8 @@ class _Target:
     secret: str
     image: str
     verify: VerifyDeploy | None
+    server: tuple[str, ...] = ()
+    """tritonserver's arguments every file starts it with: the options the models depend on, then tracing."""
 
 
 @dataclass
@@ -249,7 +256,20 @@ def _target(repository: str | Path, options: DeployOptions) -> _Target:
     secret = access_secret.secret_name(name, options.access_secret)
     key = KeySource.of(options.verify_key, options.verify_key_secret)
     verify = deploy_verification(info, key, name) if key is not None else None
-    return _Target(info, release, apis, name, secret, options.image or f"{name}:latest", verify)
+    server = (*info.server_args(), *_trace(options))
+    return _Target(info, release, apis, name, secret, options.image or f"{name}:latest", verify, server)
+
+
+def _trace(options: DeployOptions) -> list[str]:
+    """tritonserver's tracing arguments (``--trace-endpoint``/``--trace-rate``), none by default."""
+    if options.trace_endpoint is None:
+        if options.trace_rate is not None:
+            raise UsageError("--trace-rate samples what --trace-endpoint exports: pass --trace-endpoint URL too.")
+        return []
+    try:
+        return trace_args(options.trace_endpoint, options.trace_rate or DEFAULT_TRACE_RATE)
+    except ValueError as exc:
+        raise UsageError(f"--trace-endpoint/--trace-rate: {exc}") from None
 
 
 def _docker(target: _Target, options: DeployOptions, written: _Written) -> None:
@@ -278,6 +298,7 @@ def _docker(target: _Target, options: DeployOptions, written: _Written) -> None:
         verify=target.verify,
         key_in_context=key_in_context,
         apis=target.apis,
+        server=target.server,
     )
     written.files[DOCKERFILE] = built.dockerfile
     written.files[DOCKERIGNORE] = built.dockerignore
@@ -309,7 +330,7 @@ def _compose(target: _Target, options: DeployOptions, builds: bool, written: _Wr
         written.warnings.extend(_check_stock_runtime(info, release, "the stock image", fix))
     document = compose.compose_file(
         info, release, target.name, directory=directory, image=target.image, build=build, apis=target.apis,
-        gpus=options.gpus,
+        gpus=options.gpus, server=target.server,
     )  # fmt: skip
     written.files[COMPOSE_FILE] = _compose_header(info, release, build is not None, target.apis) + dump_yaml(document)
 
@@ -340,7 +361,7 @@ def _kubernetes(
         resources,
         replicas=options.replicas,
         liveness=probe.liveness_probe(target.info, kubernetes.HTTP_PORT, apis),
-        server_extra=[*access_secret.kubernetes_args(target.release, apis), *target.info.gpu_server_args()],
+        server_extra=[*access_secret.kubernetes_args(target.release, apis), *target.server],
         env=access_secret.kubernetes_env(target.secret) if apis else None,
         ready_check=probe.ready_check(kubernetes.HTTP_PORT, apis),
         verify=target.verify,
@@ -388,7 +409,7 @@ def _kserve(
     isvc = kserve.inference_service(
         target.name, target.release, resources, storage_uri=storage, image=options.image, scaling=scaling,
         liveness=probe.liveness_probe(info, kserve.KSERVE_HTTP_PORT, apis),
-        server_extra=[*access_secret.kubernetes_args(target.release, apis), *info.gpu_server_args()],
+        server_extra=[*access_secret.kubernetes_args(target.release, apis), *target.server],
         env=access_secret.kubernetes_env(target.secret) if apis else None, verify=target.verify,
         verifier_image=options.verifier_image or target.image,
     )  # fmt: skip

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .config import QueuePolicy as QueuePolicy
     from .config import RateLimiter as RateLimiter
     from .config import SequenceBatcher as SequenceBatcher
+    from .config import ServerOptions as ServerOptions
     from .config import TimeoutAction as TimeoutAction
     from .config import VersionPolicy as VersionPolicy
     from .config import Warmup as Warmup
@@ -32,7 +33,7 @@ _HOMES = {
     "QueuePolicy": "config", "RateLimiter": "config", "SequenceBatcher": "config", "TimeoutAction": "config",
     "VersionPolicy": "config", "Warmup": "config", "WarmupInput": "config", "ModelHandle": "handle",
     "Triton": "pytriton", "TritonConfig": "triton_config", "TritonLifecyclePolicy": "triton_config",
-    "TritonSecurityConfig": "triton_config", "Repository": "repository", "Tensor": "tensor",
+    "TritonSecurityConfig": "triton_config", "Repository": "repository", "Tensor": "tensor", "ServerOptions": "config",
 }  # fmt: skip
 
 

@@ -69,6 +69,26 @@ class RateLimiter:
 
 
 @dataclasses.dataclass(frozen=True)
+class ServerOptions:
+    """What the tritonserver serving a repository must be started with, where its models' configs leave it open
+    (``Repository(server_options=ServerOptions(...))``).
+
+    The build records every option the models depend on (``repogen inspect`` lists them), and ``repogen serve``,
+    ``Triton.run()`` and the files ``repogen deploy`` writes start the server with them: ``--cache-config`` for a
+    ``ModelConfig(response_cache=True)``, ``--rate-limit=execution_count`` for instances with a
+    :class:`RateLimiter`, a CUDA memory pool for large GPU batches.
+
+    ``response_cache_byte_size``: the response cache's size (default 64 MiB). ``rate_limit_resources``: how many of
+    each rate limiter resource the server has (``--rate-limit-resource=NAME:COUNT``); by default Triton makes
+    available, per device, the most any one instance asks for, so instances needing one resource of count 1 run
+    one at a time. Given, it lists every resource (the others get the most one instance asks for).
+    """
+
+    response_cache_byte_size: int | None = None
+    rate_limit_resources: dict[str, int] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Warmup:
     """Requests Triton sends before the model is READY, so first clients do not pay for lazy set-up.
 
@@ -177,3 +197,8 @@ class ModelConfig:
     output_memory: str | None = None
     model_warmup: tuple[ModelWarmup, ...] | list[ModelWarmup] | None = None
     """PyTriton 0.7's warmup requests (:class:`ModelWarmup`), sent before :attr:`warmup`'s."""
+    max_concurrency: int | None = None
+    """How many requests one instance of an ``async def`` callable (or async generator) has in flight at once; beyond
+    it requests wait in Triton's queue. None: 64 for an async callable. Not in PyTriton (whose callables run one
+    request at a time per instance); takes effect where python_backend lets responses leave after ``execute``
+    returns (NGC 24.06 and later; 24.04 for a decoupled model), elsewhere an async callable serves one at a time."""

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..errors import UsageError
 from . import runners
+from .config import ServerOptions
 from .repository import Repository
 from .triton_config import LOOPBACK, TritonConfig, TritonLifecyclePolicy, TritonSecurityConfig
 
@@ -92,6 +93,8 @@ class Triton(Repository):
         explicit = {k: v for k, v in (config or TritonConfig()).to_dict().items() if v is not None}
         # As PyTriton: the config given, over PYTRITON_TRITON_CONFIG_* variables, over the defaults.
         self.config = dataclasses.replace(TritonConfig.from_env(), **explicit)
+        cache = self.config.cache_bytes()  # the build records the cache the server runs with
+        self.server_options = ServerOptions(response_cache_byte_size=cache) if cache else None
         self.security_config = security_config if security_config is not None else TritonSecurityConfig()
         """As PyTriton 0.7's: the key, made now where none is given, and the endpoints it guards."""
         self.triton_release = triton_release

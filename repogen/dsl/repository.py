@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import runners
-from .config import ModelConfig
+from .config import ModelConfig, ServerOptions
 from .handle import ModelHandle
 from .site import Site, caller_site, user_frame
 from .tensor import Tensor
@@ -77,9 +77,16 @@ class IncludedDefinition:
 
 
 class Repository:
-    """A set of models to compile into one Triton model repository."""
+    """A set of models to compile into one Triton model repository.
 
-    def __init__(self) -> None:
+    ``server_options`` (:class:`ServerOptions`): what the server must be started with beyond what the models'
+    configs say (the response cache's size, the rate limiter's resource counts); the build records it.
+    """
+
+    def __init__(self, server_options: ServerOptions | None = None) -> None:
+        self.server_options = server_options
+        self.site: Site | None = caller_site() if server_options is not None else None
+        """Where ``server_options`` was given, for the errors its lowering raises."""
         self._definitions: list[ModelDefinition] = []
         self._ensembles: list[EnsembleDefinition] = []
         self._networks: list[NetworkDefinition] = []

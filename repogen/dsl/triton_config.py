@@ -119,8 +119,24 @@ class TritonConfig:
     cache_config: list[str] | None = None
     cache_directory: str | None = None
     buffer_manager_thread_count: int | None = None
+    response_cache_byte_size: int | None = None
+    """PyTriton 0.1's field, still the spelling of PyTriton's docs (tritonserver's ``--response-cache-byte-size``,
+    deprecated since 23.03 and refused beside ``--cache-config``): taken as ``cache_config=["local,size=N"]``, with
+    a DeprecationWarning."""
 
     def __post_init__(self) -> None:
+        if self.response_cache_byte_size is not None:
+            size, self.response_cache_byte_size = self.response_cache_byte_size, None
+            warnings.warn(
+                f"TritonConfig(response_cache_byte_size={size}) is deprecated (as tritonserver's "
+                f"--response-cache-byte-size since 23.03): taken as cache_config=['local,size={size}']; say that "
+                "instead",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+                raise UsageError(f"TritonConfig(response_cache_byte_size={size!r}): expected a number of bytes > 0")
+            self.cache_config = [*(self.cache_config or []), f"local,size={size}"]
         if self.allow_http is False:
             what = "and allow_grpc=False leaves no endpoint" if self.allow_grpc is False else "is refused"
             raise UsageError(
@@ -178,6 +194,15 @@ class TritonConfig:
             listed = [indexed[index][1] for index in sorted(indexed)]
             values[name] = _checked(cls, ", ".join(v for v, _ in indexed.values()), name, fields[name], listed)
         return cls(**values)
+
+    def cache_bytes(self) -> int | None:
+        """The size of the local response cache ``cache_config`` gives (``local,size=N``), else None."""
+        for item in self.cache_config or ():
+            mode, _, setting = str(item).partition(",")
+            key, _, value = setting.partition("=")
+            if mode.strip() == "local" and key.strip() == "size" and value.strip().isdigit():
+                return int(value)
+        return None
 
     def server_arguments(self) -> list[str]:
         """The tritonserver arguments of the fields set (``--name=value``, a list field's once per item), less those

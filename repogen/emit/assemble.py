@@ -18,6 +18,7 @@ from ..hashing import Entry, digest
 from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
 from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, SBOM_FILE, Manifest, dumps
+from ..triton.server_options import server_record
 from ..version import __version__
 from .fused_model import emit_fused
 from .included import emit_included
@@ -78,6 +79,7 @@ def _manifest(spec: RepositorySpec, plan: PayloadPlan, files: dict[str, Entry]) 
             **({Manifest.PACKAGES: dict(sorted(trees.items()))} if trees else {}),
             Manifest.REPOGEN: __version__,
             **plan.payloads.record(),
+            **server_record(spec.server, _records(files)),
         }
     )
 

@@ -132,6 +132,8 @@ def version_files(
     }
     if model.placement.tensors != NUMPY:
         metadata[Metadata.TENSORS] = model.placement.tensors
+    if model.max_concurrency is not None:
+        metadata[Metadata.CONCURRENCY] = model.max_concurrency
     if model.placement.outputs_to == GPU and model.on_gpu:
         metadata[Metadata.OUTPUTS] = GPU
     if model.made_on_gpu:

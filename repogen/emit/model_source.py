@@ -52,8 +52,8 @@ def model_py(model: ModelSpec, version: VersionSpec) -> bytes:
         read_inputs_many=read_inputs_many(inputs),
         call_arguments=call_arguments([(i.tensor.name, i.var) for i in inputs]),
         output_count=len(outputs),
-        check_outputs="\n".join(o.check("self.finish_batch(result, [rows])") for o in outputs),
-        check_outputs_many="\n".join(o.check(f"self.finish_batch(result, {SIZES})") for o in outputs),
+        check_outputs="\n".join(o.check("self.finish_batch(result, [rows], requests)") for o in outputs),
+        check_outputs_many="\n".join(o.check(f"self.finish_batch(result, {SIZES}, requests)") for o in outputs),
         tensors=", ".join(f"_Tensor({o.tensor.name!r}, {o.var})" for o in outputs),
         tensors_sliced=", ".join(f"tensor({o.tensor.name!r}, {o.var}[start:end])" for o in outputs),
     )

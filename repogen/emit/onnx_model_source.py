@@ -70,7 +70,7 @@ def _execute_many(inputs: list[InputCode], outputs: list[OutputCode], values: st
         "        except Exception:  # which request onnxruntime refuses: the general path runs each on its own",
         f"            return {GENERAL}",
         "        except BaseException as exc:  # as the general path answers it",
-        "            return [self.failure(exc, len(requests))] * len(requests)",
+        "            return self.failures(exc, len(requests))",
         *(o.check(GENERAL, source="") for o in outputs),
         "        responses = []",
         "        answer = responses.append",

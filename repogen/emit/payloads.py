@@ -91,6 +91,7 @@ class Payloads:
             **self.record(),
             **({Metadata.PACKAGES: {tag: tree.record() for tag, tree in packages.items()}} if packages else {}),
             **({MADE_ANEW: [dataclasses.asdict(made) for made in payload.made_anew]} if payload.made_anew else {}),
+            **({Metadata.METRICS: list(payload.metrics)} if payload.metrics else {}),
         }
 
 
@@ -105,8 +106,10 @@ def clients_reducer(clients: Sequence[ClientSpec]) -> Callable[[Any], Any]:
         arguments: tuple[Any, ...] = (
             client.model, dict(client.input_types), client.outputs, client.decoupled, client.requested
         )  # fmt: skip
-        if client.memory is not None or client.tensors != "numpy":  # others' payloads stay as they were
+        if client.memory is not None or client.tensors != "numpy" or client.options:  # others' stay as they were
             arguments += (client.memory, client.tensors)
+        if client.options:
+            arguments += (client.options,)
         return ModelClient, arguments
 
     return reduce
@@ -150,6 +153,8 @@ class Payload:
     (``one app.Bot object``, ``a threading.Lock()``): what two models may both hold (``sharing``)."""
     imports: frozenset[str] = frozenset()
     """Every module the payload imports, unpickled or called: the vendored runtime's part it reaches (``vendoring``)."""
+    metrics: tuple[dict[str, Any], ...] = ()
+    """The declarations of the user's metrics the callables hold, by name (``model.json``'s ``metrics``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +185,28 @@ def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
     made = {id(obj): f"a {description}" for obj, description in pickled.made_anew}
     held = tuple((obj, made.get(id(obj)) or f"one {diagnose.describe(obj).removeprefix('a ')}") for obj in pickled.held)
     imported = frozenset([*pickled.modules, *pickled.imports, *unit.imports])
-    return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held, imported)
+    metrics = declared_metrics(unit.what, pickled.metrics)
+    return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held, imported, metrics)
+
+
+def declared_metrics(what: str, metrics: Sequence[Any]) -> tuple[dict[str, Any], ...]:
+    """The declarations of the user's metrics a payload holds, by name; two that differ under one name fail it."""
+    found: dict[str, dict[str, Any]] = {}
+    for metric in metrics:
+        declaration = metric.declaration()
+        seen = found.setdefault(metric.name, declaration)
+        if seen != declaration:
+            raise BuildError(
+                f"{what}: two metrics are named {metric.name!r}: {said(seen)} and {said(declaration)}; a name is "
+                "one family on the server's /metrics: declare it once and use that object, or rename one"
+            )
+    return tuple(found[name] for name in sorted(found))
+
+
+def said(declaration: dict[str, Any]) -> str:
+    """``a counter with labels ['kind'] ("Tokens")``: how a conflict names each declaration."""
+    buckets = f", buckets {declaration['buckets']}" if "buckets" in declaration else ""
+    return f"a {declaration['kind']} with labels {declaration['labels']}{buckets} ({declaration['documentation']!r})"
 
 
 def made_anew(unit: PayloadUnit, pickled: pickling.Pickled) -> tuple[MadeAnew, ...]:

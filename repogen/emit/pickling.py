@@ -27,6 +27,7 @@ import cloudpickle
 from cloudpickle import cloudpickle as _cp
 
 from ..runtime import portable
+from ..runtime.user_metrics import Metric
 from . import cuda_tensors
 from .classes import reduce_class
 from .live_objects import Tracker
@@ -111,8 +112,11 @@ class DeterministicPickler(cloudpickle.Pickler):
         self.relative = relative_to(roots)
         self.modules: dict[str, str] = {}  # modules the payload imports at unpickling time -> what needs them
         self.live = Tracker()  # what was made anew (``live_objects``), what two models may both hold
+        self.metrics: dict[int, Metric] = {}  # the user's metrics the payload holds (runtime/user_metrics.py)
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Metric):
+            self.metrics.setdefault(id(obj), obj)
         if self._replace is not None:
             reduced = self._replace(obj)
             if reduced is not NotImplemented:
@@ -222,6 +226,8 @@ class Pickled:
     """Instances of the user's classes and the objects made anew, in pickling order: what two models may share."""
     inner: frozenset[int] = frozenset()
     """ids of the objects made anew as part of another (a Condition's lock, an executor's initargs)."""
+    metrics: tuple[Metric, ...] = ()
+    """The user's metrics the payload holds, in pickling order."""
 
 
 def pickler(
@@ -255,10 +261,11 @@ def dumps(
     tracker = active.live
     made_anew, held, inner = tuple(tracker.made_anew.values()), tuple(tracker.held.values()), frozenset(tracker.inner)
     modules = dict(sorted(active.modules.items()))
+    metrics = tuple(active.metrics.values())
     if isinstance(active, PortablePickler):
         shipped = tuple(sorted(active.shipped.values(), key=lambda s: s.key))
-        return Pickled(buffer.getvalue(), modules, shipped, frozenset(active.imports), made_anew, held, inner)
-    return Pickled(buffer.getvalue(), modules, made_anew=made_anew, held=held, inner=inner)
+        return Pickled(buffer.getvalue(), modules, shipped, frozenset(active.imports), made_anew, held, inner, metrics)
+    return Pickled(buffer.getvalue(), modules, made_anew=made_anew, held=held, inner=inner, metrics=metrics)
 
 
 def register_by_value(modules: Sequence[types.ModuleType]) -> None:

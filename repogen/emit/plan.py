@@ -21,6 +21,7 @@ from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
 from ..triton.targets import Targets
 from .fused_model import fused_unit
+from .metric_rules import check_metrics
 from .model_files import model_units
 from .payloads import LeftOut, LiveObjectError, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
 from .release_rules import check_release_rules
@@ -67,6 +68,7 @@ def plan_payloads(
     while True:
         try:
             packages = _ship(spec, groups, payloads, packager, pickled, report)
+            check_metrics(spec, pickled, payloads.targets)
             shared = find_shared(groups, {key: p.held for key, p in pickled.items()}, _fused_steps(spec))
             return PayloadPlan(payloads, pickled, packages, packager, tuple(left_out), shared)
         except UnreachableContainersError as exc:

@@ -52,6 +52,29 @@ def check_release_rules(spec: RepositorySpec, targets: Targets) -> None:
     """Refuse what a targeted release would ignore to the user's harm; warn about what some of them ignore."""
     _check_bf16(spec, targets)
     _check_is_ready(spec, targets)
+    _check_async(spec, targets)
+
+
+def _check_async(spec: RepositorySpec, targets: Targets) -> None:
+    """One warning for the build: the async callables that some targeted releases serve one request at a time."""
+    sequential: dict[str, list[Release]] = {}
+    for model in spec.models:
+        if model.max_concurrency:  # None: no async callable; 0: one call at a time wherever it is served
+            older = [c for c in targets.containers if not python_backend.serves_async_concurrently(c, model.decoupled)]
+            if older:
+                sequential[model.name] = older
+    if not sequential:
+        return
+    names = ", ".join(f"{name!r} ({_span(older)})" for name, older in sorted(sequential.items()))
+    warnings.warn(
+        f"async callables serve one request at a time per instance on these targeted releases: {names}; "
+        f"python_backend lets a request be answered after execute returns from NGC "
+        f"{python_backend.SENDER_IN_DEFAULT_MODE_FROM} ({python_backend.ASYNC_DECOUPLED_FROM} for a streaming model), "
+        "where up to max_concurrency of them are in flight at once. Add instances (ModelConfig(instance_groups=...)) "
+        "to serve more at once there",
+        ReleaseRuleWarning,
+        stacklevel=4,
+    )
 
 
 def _check_bf16(spec: RepositorySpec, targets: Targets) -> None:

@@ -47,6 +47,8 @@ OPTIONAL = {
     "packages": "a model that ships package trees",
     "readiness": "a model whose callable may answer is_ready (a class or object defining it, a factory, a fused step)",
     "streams": "a payload holding clients of decoupled models (bls.py, which its pickle names, imports it)",
+    "concurrency": "a model whose callable may be async (the build found one: max_concurrency, or a factory)",
+    "user_metrics": "a model whose payload declares metrics (model.json's metrics; Counter, Gauge, Histogram)",
 }
 """The runtime's optional modules, each with the models that carry it."""
 
@@ -96,6 +98,10 @@ def optional_modules(model: ModelSpec, funcs: Sequence[Any], metadata: Mapping[s
         found.add("packages")
     if fused or any(_may_be_ready(func) for func in funcs):
         found.add("readiness")
+    if metadata.get(Metadata.CONCURRENCY) or any(isinstance(func, factory) for func in funcs):
+        found.add("concurrency")
+    if metadata.get(Metadata.METRICS):
+        found.add("user_metrics")
     return found
 
 

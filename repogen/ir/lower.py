@@ -20,6 +20,7 @@ from ..dsl.repository import EnsembleDefinition, ModelDefinition, NetworkDefinit
 from ..dsl.site import Site
 from ..errors import BuildError
 from ..triton import python_backend
+from .concurrency import lower_concurrency
 from .config import lower_config
 from .declared import KINDS, lower_declared
 from .devices import cuda_callables, made_on_gpu
@@ -29,6 +30,7 @@ from .included import lower_included
 from .networks import lower_network
 from .placement import settle_transfers
 from .references import referenced_handles
+from .server import lower_server
 from .sites import declared_at, located
 from .spec import (
     ClientSpec,
@@ -115,6 +117,7 @@ def _with_ensembles(
         models=tuple(models), ensembles=tuple(ensembles), fused=tuple(fused), networks=tuple(networks),
         included=included, declared_policies=tuple(sorted(policies.items())),
         sites=tuple(sorted((n, s) for n, s in sites.items() if s is not None)),
+        server=lower_server(repository, models),
     )  # fmt: skip
 
 
@@ -256,6 +259,7 @@ def _client(handle: ModelHandle, called: Interface, tensors: str) -> ClientSpec:
         requested=handle.requested,
         memory=memory,
         tensors=tensors,
+        options=handle.options if handle.options else None,
     )
 
 
@@ -317,6 +321,7 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         warmup=lowered.warmup,
         placement=lowered.placement,
         made_on_gpu=made_on_gpu(held, lowered.instance_groups, defaulted=not config.instance_groups),
+        max_concurrency=lower_concurrency(where, config, [f for v in versions for f in v.infer_funcs]),
     )
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dsl.site import Site
+from ..triton.server_options import ServerSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +141,7 @@ class ClientSpec:
     requested: tuple[str, ...] | None  # handle.outputs(...): the outputs asked for, None for all
     memory: str | None = None  # Triton's preferred memory for the outputs: "cpu", "gpu", None (where made)
     tensors: str = "numpy"  # what the calling model takes: its outputs come back as such
+    options: Any = None  # the handle's CallOptions (version, parameters, timeout, sequence); None: none set
 
 
 Policy = tuple[str, tuple[int, ...]]
@@ -182,6 +184,9 @@ class ModelSpec:
     placement: PlacementSpec = PlacementSpec()
     made_on_gpu: tuple[MadeOnGpu, ...] = ()
     """Callables holding CUDA tensors at build time, and where the build put their instances (``ir/devices.py``)."""
+    max_concurrency: int | None = None
+    """Requests an instance of an async callable has in flight at once (``ir/concurrency.py``); None: no callable is
+    async; 0: one at a time (a sequence model's)."""
 
     @property
     def on_gpu(self) -> bool:
@@ -265,6 +270,8 @@ class RepositorySpec:
     into the repository (``versions.merged_versions``); its models' own ``version_policy`` is None until then."""
     sites: tuple[tuple[str, Site], ...] = dataclasses.field(default=(), compare=False)
     """Where each model was declared (``app.py:12``), for the errors emitting it may raise."""
+    server: ServerSettings = ServerSettings()
+    """What the server must be started with beyond the configs (``ServerOptions``); recorded in the manifest."""
 
     def site(self, name: str) -> Site | None:
         return dict(self.sites).get(name)

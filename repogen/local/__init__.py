@@ -24,8 +24,10 @@ from google.protobuf import json_format
 
 from ..emit.model_config import model_config
 from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
-from ..runtime.errors import InferenceError, ModelCallError
+from ..runtime.call_options import CallOptions
+from ..runtime.errors import InferenceError, ModelCallError, answered_code
 from . import backend_shim
+from .sequences import control_inputs
 from .validation import check_batch, prepare_inputs
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class LocalRepository:
         self._model_class = triton_model.TritonPythonModel
         self.spec: RepositorySpec = lower(repository)
         self._instances: dict[str, Any] = {}
+        self._serving: dict[int, threading.Lock] = {}  # id(instance) -> held while it executes
         self._lock = threading.RLock()
         self._dir = Path(tempfile.mkdtemp(prefix="repogen-local-"))
         weakref.finalize(self, shutil.rmtree, self._dir, True)
@@ -56,15 +59,18 @@ class LocalRepository:
         inputs: dict[str, Any],
         outputs: tuple[str, ...] | list[str] | None = None,
         parameters: dict[str, Any] | None = None,
+        options: CallOptions | None = None,
     ) -> dict[str, np.ndarray]:
-        """One request; returns output name → array, or raises ``ModelCallError`` like a client would."""
+        """One request; returns output name → array, or raises ``ModelCallError`` like a client would. ``options``
+        (a handle's): its version, parameters and sequence apply; a call in process runs to its end (no timeout)."""
         if model in self.spec.names and any(e.name == model for e in self.spec.ensembles):
             return self._ensemble(self.spec.ensemble(model), inputs, outputs)
         spec = self._model_spec(model)
         if spec.decoupled:
             raise InferenceError(f"model '{model}' is decoupled (streaming); iterate stream(...) instead")
-        instance, request = self._request(spec, inputs, parameters)
-        (response,) = instance.execute([request])
+        instance, request = self._request(spec, inputs, parameters, outputs, options)
+        with self._serving[id(instance)]:  # one call at a time per instance, as one Triton instance serves them here
+            (response,) = instance.execute([request])
         return _outputs(model, response, outputs)
 
     def stream(
@@ -73,10 +79,11 @@ class LocalRepository:
         inputs: dict[str, Any],
         outputs: tuple[str, ...] | list[str] | None = None,
         parameters: dict[str, Any] | None = None,
+        options: CallOptions | None = None,
     ) -> Iterator[dict[str, np.ndarray]]:
         """Each response of a decoupled model as the model sends it; the empty final one is skipped."""
         spec = self._model_spec(model)
-        instance, request = self._request(spec, inputs, parameters)
+        instance, request = self._request(spec, inputs, parameters, outputs, options)
         if not spec.decoupled:
             (response,) = instance.execute([request])
             yield _outputs(model, response, outputs)
@@ -116,18 +123,39 @@ class LocalRepository:
             raise InferenceError(f"no model '{model}' in this repository; it has {list(self.spec.names)}") from None
 
     def _request(
-        self, spec: ModelSpec, inputs: dict[str, Any], parameters: dict[str, Any] | None
+        self,
+        spec: ModelSpec,
+        inputs: dict[str, Any],
+        parameters: dict[str, Any] | None,
+        outputs: tuple[str, ...] | list[str] | None = None,
+        options: CallOptions | None = None,
     ) -> tuple[Any, backend_shim.InferenceRequest]:
+        options = options or CallOptions()
         arrays = prepare_inputs(spec.name, spec.inputs, spec.max_batch_size, inputs)
         check_batch(spec.name, arrays, spec.max_batch_size)
+        arrays.update(control_inputs(spec, options.sequence))
+        if options.parameters:
+            parameters = {**options.parameters, **(parameters or {})}
         # as in the server, whose stub gives each model its own copy of every input
         tensors = [backend_shim.Tensor(name, np.array(array)) for name, array in arrays.items()]
-        return self._instance(spec), backend_shim.InferenceRequest(tensors, parameters)
+        unknown = sorted(set(outputs or ()) - {t.name for t in spec.outputs})
+        if unknown:
+            raise InferenceError(
+                f"model '{spec.name}' has no output(s) {unknown}; it has {[t.name for t in spec.outputs]}"
+            )
+        requested = list(outputs) if outputs else [t.name for t in spec.outputs]  # none named: all, as Triton does
+        return self._instance(spec, options.version), backend_shim.InferenceRequest(tensors, parameters, requested)
 
-    def _instance(self, spec: ModelSpec) -> Any:
+    def _instance(self, spec: ModelSpec, number: int = -1) -> Any:
+        """The instance serving version ``number`` of ``spec`` (-1: its latest)."""
+        version = spec.versions[-1] if number == -1 else next((v for v in spec.versions if v.version == number), None)
+        if version is None:
+            raise InferenceError(
+                f"model '{spec.name}' has no version {number}; it has {[v.version for v in spec.versions]}"
+            )
+        key = spec.name if number == -1 or version is spec.versions[-1] else f"{spec.name}/{number}"
         with self._lock:
-            if spec.name not in self._instances:
-                version = spec.versions[-1]
+            if key not in self._instances:
                 model_dir = self._dir / spec.name
                 self._ship_files(spec, version, model_dir / str(version.version))
                 args = {
@@ -141,8 +169,9 @@ class LocalRepository:
                 }
                 instance = self._model_class()
                 instance.configure(args, list(version.infer_funcs), spec.strict, spec.placement.tensors)
-                self._instances[spec.name] = instance
-            return self._instances[spec.name]
+                self._instances[key] = instance
+                self._serving[id(instance)] = threading.Lock()
+            return self._instances[key]
 
     @staticmethod
     def _ship_files(spec: ModelSpec, version: VersionSpec, version_dir: Path) -> None:
@@ -173,5 +202,7 @@ class LocalRepository:
 
 def _outputs(model: str, response: Any, wanted: tuple[str, ...] | list[str] | None) -> dict[str, np.ndarray]:
     if response.has_error():
-        raise ModelCallError(f"model '{model}' failed: {response.error().message()}")
+        error = response.error()
+        code = answered_code(backend_shim, error)
+        raise ModelCallError(f"model '{model}' failed: {error.message()}", code=code, model=model)
     return {t.name(): t.as_numpy() for t in response.output_tensors() if not wanted or t.name() in wanted}

@@ -14,8 +14,9 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from ..errors import RepositoryError
-from ..runtime.records import CONFIG_FILE, SBOM_FILE
+from ..runtime.records import CONFIG_FILE, SBOM_FILE, Manifest
 from ..triton.proto import model_config_pb2 as mc
+from ..triton.server_options import ServerSettings, server_options
 from .compatibility import serves
 from .reader import ModelDir, model_dirs, read_manifest
 
@@ -188,8 +189,22 @@ def shipped_packages(model: ModelDir, version: int) -> dict[str, Any]:
 
 def describe_repository(repository: str | Path) -> dict[str, Any]:
     """Independent of where the repository lives, so the JSON of two checkouts compares equal."""
-    where = serves(read_manifest(Path(repository)) or {})
-    return {"models": [describe_model(m) for m in model_dirs(Path(repository))], **({"serves": where} if where else {})}
+    manifest = read_manifest(Path(repository)) or {}
+    where = serves(manifest)
+    dirs = model_dirs(Path(repository))
+    settings = ServerSettings.from_record((manifest.get(Manifest.SERVER) or {}).get("settings"))
+    options = server_options({m.name: m.config for m in dirs if m.config is not None}, settings)
+    return {
+        "models": [describe_model(m) for m in dirs],
+        **({"serves": where} if where else {}),
+        **({"server_options": [o.record() for o in options]} if options else {}),
+    }
+
+
+SERVER_OPTIONS_HEADING = (
+    "tritonserver options the models depend on (repogen serve and the files repogen deploy writes pass them; "
+    "start any other tritonserver with them):"
+)
 
 
 def to_json(description: dict[str, Any]) -> str:
@@ -207,6 +222,11 @@ def _shape(tensor: dict[str, Any], max_batch_size: int) -> str:
 def to_text(description: dict[str, Any]) -> str:
     """A human summary: one block per model."""
     lines: list[str] = [f"Serves {description['serves']}", ""] if description.get("serves") else []
+    if description.get("server_options"):
+        lines += [SERVER_OPTIONS_HEADING]
+        for option in description["server_options"]:
+            lines.append(f"  {option['flag']}={option['value']}  ({', '.join(option['models'])}: {option['why']})")
+        lines.append("")
     for model in description["models"]:
         versions = ", ".join(map(str, model["versions"])) or "none"
         if "error" in model:

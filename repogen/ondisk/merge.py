@@ -37,6 +37,7 @@ from ..runtime.records import (
     is_version_name,
 )
 from ..triton.proto import model_config_pb2 as mc
+from ..triton.server_options import ServerSettings, server_record
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files
 from .writer import WritePlan
 
@@ -112,10 +113,19 @@ def _check_same_config(output: Path, model: str, new: dict[str, Entry], kept: se
 
 
 def _manifest(
-    new_manifest: Entry, listed: dict[str, Entry | str], models: set[str], trees: dict[str, dict[str, object]]
+    new_manifest: Entry,
+    listed: dict[str, Entry | str],
+    models: set[str],
+    trees: dict[str, dict[str, object]],
+    records: dict[str, bytes],
 ) -> bytes:
+    """The merged repository's manifest: every file's hash, every model, the package trees kept and new, and the
+    server options every model of it (the carried ones too) depends on."""
     assert isinstance(new_manifest, bytes)  # emitted, never copied
     data = json.loads(new_manifest)
+    settings = ServerSettings.from_record((data.get(Manifest.SERVER) or {}).get("settings"))
+    data.pop(Manifest.SERVER, None)
+    data.update(server_record(settings, records))
     data[Manifest.FILES] = {p: v if isinstance(v, str) else digest(v) for p, v in sorted(listed.items())}
     data[Manifest.MODELS] = sorted(models)
     trees = {**trees, **(data.get(Manifest.PACKAGES) or {})}
@@ -140,13 +150,18 @@ def _kept_trees(output: Path, keep: Callable[[str], bool]) -> tuple[dict[str, di
     return trees, carried
 
 
-def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
-    """The SBOM of the merged repository: the records written now, and those carried read from disk."""
-    records = {
+def _records(output: Path, entries: dict[str, Entry | str]) -> dict[str, bytes]:
+    """The merged repository's model.json and config.pbtxt files: written now, or carried, read from disk."""
+    return {
         p: v if isinstance(v, bytes) else (output / p if isinstance(v, str) else v.source).read_bytes()
         for p, v in entries.items()
         if p.endswith((f"/{METADATA_FILE}", f"/{CONFIG_FILE}"))
     }
+
+
+def _sbom(output: Path, entries: dict[str, Entry | str]) -> bytes:
+    """The SBOM of the merged repository: the records written now, and those carried read from disk."""
+    records = _records(output, entries)
     digests = {p: v if isinstance(v, str) else digest(v) for p, v in entries.items() if p != SBOM_FILE}
     return sbom.document(records, digests)
 
@@ -180,5 +195,5 @@ def merge_versions(
     models = {m for m in map(_model_of, [*carried_listed, *new]) if m}
     entries: dict[str, Entry | str] = {**carried_listed, **new}
     new[SBOM_FILE] = entries[SBOM_FILE] = _sbom(output, entries)
-    new[MANIFEST_FILE] = _manifest(files[MANIFEST_FILE], entries, models, trees)
+    new[MANIFEST_FILE] = _manifest(files[MANIFEST_FILE], entries, models, trees, _records(output, entries))
     return WritePlan(files=dict(sorted(new.items())), carried=carried)

@@ -10,7 +10,6 @@ counts as a model, a version, a parse failure, a ``model.json`` and the manifest
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -22,11 +21,19 @@ from google.protobuf import text_format
 from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
-from ..runtime.dtypes import element_bytes
 from ..runtime.packages import PACKAGES_DIR
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Metadata, is_version_name
-from ..triton.devices import cuda_pool_args, gpu_shortfall
+from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, is_version_name
+from ..triton.devices import gpu_shortfall
 from ..triton.proto import model_config_pb2 as mc
+from ..triton.server_options import (
+    POOL_FLAG,
+    ServerOption,
+    ServerSettings,
+    gpu_batch_bytes,
+    gpu_groups,
+    gpus_needed,
+    server_options,
+)
 
 __all__ = [
     "CONFIG_FILE",
@@ -151,7 +158,7 @@ class ModelDir:
     @property
     def gpus_needed(self) -> int:
         """GPUs a server must see to load this model: past the highest id a KIND_GPU group names, else one."""
-        return max((max(g.gpus, default=-1) + 1 or 1 for g in self._gpu_groups()), default=0)
+        return gpus_needed(self.config) if self.config is not None else 0
 
     @property
     def gpu_groups(self) -> list[str]:
@@ -160,22 +167,11 @@ class ModelDir:
 
     @property
     def gpu_batch_bytes(self) -> int | None:
-        """Bytes of a full batch's inputs and outputs (max_batch_size rows) of a KIND_GPU model, which pass through
-        Triton's CUDA memory pool when they live on a GPU; None where a -1 dim or BYTES leaves it open."""
-        if self.config is None or not self._gpu_groups():
-            return None
-        rows = max(self.config.max_batch_size, 1)
-        total = 0
-        for tensor in [*self.config.input, *self.config.output]:
-            size = element_bytes(mc.DataType.Name(tensor.data_type))
-            if size is None or any(d < 0 for d in tensor.dims):
-                return None
-            total += rows * size * math.prod(tensor.dims)
-        return total * sum(group.count or 1 for group in self._gpu_groups())
+        """Bytes of a full batch's inputs and outputs of a KIND_GPU model (repogen.triton.server_options)."""
+        return gpu_batch_bytes(self.config) if self.config is not None else None
 
     def _gpu_groups(self) -> list[mc.ModelInstanceGroup]:
-        groups = self.config.instance_group if self.config is not None else []
-        return [g for g in groups if g.kind == mc.ModelInstanceGroup.KIND_GPU]
+        return gpu_groups(self.config) if self.config is not None else []
 
 
 def public_name(full_name: str) -> str:
@@ -303,7 +299,23 @@ class BuiltRepository:
     def gpu_server_args(self) -> list[str]:
         """tritonserver's arguments for the GPU path: a CUDA memory pool per GPU the models use where their tensors
         outgrow the default 64 MB (:func:`repogen.triton.devices.cuda_pool_args`); none without GPU models."""
-        return cuda_pool_args(self.gpu_batch_bytes, self.gpus_needed)
+        return [o.arg for o in self.server_options if o.flag == POOL_FLAG]
+
+    @property
+    def server_settings(self) -> ServerSettings:
+        """What the build recorded of its server beyond the configs (none for a hand-written repository)."""
+        return ServerSettings.from_record((self.manifest.get(Manifest.SERVER) or {}).get("settings"))
+
+    @property
+    def server_options(self) -> list[ServerOption]:
+        """Every tritonserver option the models depend on (repogen.triton.server_options), read from their configs
+        and the settings the build recorded: what ``serve`` and every deploy target start tritonserver with."""
+        configs = {m.name: m.config for m in self.models if m.config is not None}
+        return server_options(configs, self.server_settings)
+
+    def server_args(self) -> list[str]:
+        """:attr:`server_options` as tritonserver's arguments (``--flag=value``)."""
+        return [option.arg for option in self.server_options]
 
     def gpu_shortfalls(self, visible: int) -> list[str]:
         """For each model needing more GPUs than ``visible``: why a server with that many fails to load it."""

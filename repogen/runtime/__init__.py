@@ -23,10 +23,21 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .decorators import sample as sample
     from .decorators import triton_context as triton_context
     from .errors import InferenceError as InferenceError
+    from .errors import InvalidArgumentError as InvalidArgumentError
+    from .errors import ModelCallError as ModelCallError
+    from .errors import ModelCallTimeout as ModelCallTimeout
+    from .errors import NotFoundError as NotFoundError
+    from .errors import PyTritonBadParameterError as PyTritonBadParameterError
+    from .errors import PyTritonError as PyTritonError
     from .errors import PyTritonUnrecoverableError as PyTritonUnrecoverableError
+    from .errors import UnavailableError as UnavailableError
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
     from .request import Request as Request
+    from .tracing import traced_span as traced_span
+    from .user_metrics import Counter as Counter
+    from .user_metrics import Gauge as Gauge
+    from .user_metrics import Histogram as Histogram
 
 # Each name's module, imported on first use: a model's stub imports only what its payload and
 # triton_model need (the decorators it does not use cost ~15 ms of every model's load otherwise).
@@ -35,8 +46,11 @@ _HOMES = {
     "ConstantPadder": "decorators", "batch": "decorators", "fill_optionals": "decorators",
     "first_value": "decorators", "group_by_keys": "decorators", "group_by_values": "decorators",
     "pad_batch": "decorators", "sample": "decorators", "triton_context": "decorators",
-    "InferenceError": "errors", "PyTritonUnrecoverableError": "errors",
+    "InferenceError": "errors", "InvalidArgumentError": "errors", "ModelCallError": "errors", "NotFoundError": "errors",
+    "ModelCallTimeout": "errors", "PyTritonBadParameterError": "errors", "PyTritonError": "errors",
+    "PyTritonUnrecoverableError": "errors", "UnavailableError": "errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
+    "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics", "traced_span": "tracing",
 }  # fmt: skip
 
 

@@ -6,30 +6,55 @@ declared ``tensors="torch"``) where the called model made them, a GPU's without 
 numpy arrays or any framework's tensors; a GPU tensor is sent as one. A numpy caller asks Triton for its
 outputs in host memory when the called model may make them on a GPU (the build says which), so that it
 needs no framework to read them; ``handle.preferred_memory("gpu")`` asks for the caller's GPU instead.
+
+A call carries what a request can (runtime/call_options.py): ``handle.version(2)``, ``handle.parameters({...})``,
+``handle.timeout(seconds)`` and ``handle.sequence(correlation_id, start=..., end=...)`` each return the same client
+with that set, for ``infer``, ``infer_async``, ``stream`` and ``stream_async`` alike. A called model's error is raised
+as ``ModelCallError`` with its code; a call that outlives its timeout raises ``ModelCallTimeout`` at the timeout,
+whatever the called model does meanwhile (Triton itself bounds only a request's wait in a queue).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from time import monotonic
 from typing import Any
 
 import numpy as np
 
 from . import streams
+from .call_options import CallOptions
 from .cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
-from .errors import InferenceError, ModelCallError
+from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .records import NUMPY
 from .tensors import backend_tensor
+from .tracing import request_trace
 
 
 def _backend() -> Any:
     import triton_python_backend_utils as pb_utils  # exists only inside the server
 
     return pb_utils
+
+
+_timed: ThreadPoolExecutor | None = None  # where a blocking call with a timeout waits, while its caller does not
+_timed_lock = threading.Lock()
+
+
+def _timed_calls() -> ThreadPoolExecutor:
+    global _timed
+    with _timed_lock:
+        if _timed is None:
+            _timed = ThreadPoolExecutor(64, thread_name_prefix="repogen-bls-timeout")
+        return _timed
 
 
 class ModelClient:
@@ -44,6 +69,7 @@ class ModelClient:
         requested: tuple[str, ...] | None = None,
         memory: str | None = None,
         tensors: str = NUMPY,
+        options: CallOptions | None = None,
     ):
         self.model = model
         self.input_types = inputs  # input name -> Triton data type, for casting what callers pass
@@ -52,6 +78,7 @@ class ModelClient:
         self.requested = requested
         self.memory = memory  # "cpu" or "gpu": Triton's preferred memory for the outputs; None: where made
         self.tensors = tensors  # what the calling model takes: numpy, or a framework's tensors
+        self.options = options or CallOptions()  # version, parameters, timeout, sequence (runtime/call_options.py)
         self._framework: Framework | None = None
         if decoupled:
             streams.consumer()
@@ -65,15 +92,41 @@ class ModelClient:
         unknown = sorted(set(names) - set(self.output_names))
         if unknown:
             raise InferenceError(f"model '{self.model}' has no output(s) {unknown}; it has {list(self.output_names)}")
-        return ModelClient(
-            self.model, self.input_types, self.output_names, self.decoupled, tuple(names), self.memory, self.tensors
-        )
+        return self._with(requested=tuple(names))
 
     def preferred_memory(self, memory: str) -> ModelClient:
         """The same model, asking Triton for its outputs in ``"cpu"`` or ``"gpu"`` memory (the caller's GPU)."""
-        return ModelClient(
-            self.model, self.input_types, self.output_names, self.decoupled, self.requested, memory, self.tensors
-        )
+        return self._with(memory=memory)
+
+    def version(self, version: int) -> ModelClient:
+        """The same model, calling version ``version`` of it (else the one Triton's version policy serves latest)."""
+        return self._with(options=self.options.with_version(version))
+
+    def parameters(self, parameters: Mapping[str, Any]) -> ModelClient:
+        """The same model, with these request parameters (bool, int or str values), e.g. the caller's own request's:
+        ``handle.parameters(request.parameters)``. Needs tritonserver 2.41 (NGC 23.12) or newer."""
+        return self._with(options=self.options.with_parameters(parameters))
+
+    def timeout(self, seconds: float) -> ModelClient:
+        """The same model, answering within ``seconds`` or raising ``ModelCallTimeout`` then (a stream: ending)."""
+        return self._with(options=self.options.with_timeout(seconds))
+
+    def sequence(self, correlation_id: int | str, start: bool = False, end: bool = False) -> ModelClient:
+        """The same model, called as a request of sequence ``correlation_id`` (a sequence batcher's model): ``start``
+        on its first request, ``end`` on its last. A str id needs tritonserver 2.51 (NGC 24.10) or newer."""
+        return self._with(options=self.options.with_sequence(correlation_id, start, end))
+
+    def _with(self, **changes: Any) -> ModelClient:
+        fields = {
+            "requested": self.requested, "memory": self.memory, "tensors": self.tensors, "options": self.options
+        }  # fmt: skip
+        fields.update(changes)
+        client = ModelClient.__new__(ModelClient)  # not __init__: a copy is not another consumer of streams
+        client.__dict__.update(self.__dict__)
+        client._framework = None
+        for name, value in fields.items():
+            setattr(client, name, value)
+        return client
 
     def __call__(self, **inputs: Any) -> dict[str, Any]:
         return self.infer(**inputs)
@@ -81,13 +134,35 @@ class ModelClient:
     def infer(self, **inputs: Any) -> dict[str, Any]:
         if self.decoupled:
             raise InferenceError(f"model '{self.model}' is decoupled (streaming); iterate handle.stream(...) instead")
-        return self._outputs(self._request(inputs).exec())
+        request = self._request(inputs)
+        timeout = self.options.timeout_s
+        if timeout is None:
+            return self._outputs(request.exec())
+        answer = _timed_calls().submit(request.exec)  # the call waits in a thread of its own, its caller at most this
+        try:
+            return self._outputs(answer.result(timeout=timeout))
+        except FutureTimeout:
+            raise self._timed_out() from None
 
     async def infer_async(self, **inputs: Any) -> dict[str, Any]:
         """Awaitable call: several can run concurrently inside an ``async def`` callable."""
         if self.decoupled:
             raise InferenceError(f"model '{self.model}' is decoupled (streaming); use handle.stream_async(...)")
-        return self._outputs(await self._request(inputs).async_exec())
+        answer = self._request(inputs).async_exec()
+        timeout = self.options.timeout_s
+        if timeout is None:
+            return self._outputs(await answer)
+        try:
+            return self._outputs(await asyncio.wait_for(answer, timeout))
+        except asyncio.TimeoutError:
+            raise self._timed_out() from None
+
+    def _timed_out(self) -> ModelCallTimeout:
+        return ModelCallTimeout(
+            f"model '{self.model}' did not answer within its {self.options.timeout_s:g} s timeout "
+            "(handle.timeout); the call was abandoned",
+            model=self.model,
+        )
 
     def stream(self, **inputs: Any) -> Iterator[dict[str, Any]]:
         """Each response of a decoupled model as it arrives; the empty final response is skipped.
@@ -96,31 +171,59 @@ class ModelClient:
         stream (runtime/cancellation.py says how on each release). The response iterator is then drained to
         its end and retired (``streams.retire``), never simply dropped: the stub's own thread could then free
         its responses without the GIL, which kills the stub on Python 3.12 (:mod:`repogen.runtime.streams`).
+        With a timeout, a stream that has not ended by then is cancelled, drained in the background, and
+        ``ModelCallTimeout`` raised.
         """
         token = stream_token()
         responses = self._request(inputs, token).exec(decoupled=True)
-        done = False
+        deadline = None if self.options.timeout_s is None else monotonic() + self.options.timeout_s
+        done, pending = False, None
         try:
-            for response in responses:
+            while True:
+                if deadline is None:
+                    response = _next(responses)
+                else:
+                    pending = _timed_calls().submit(_next, responses)
+                    try:
+                        response = pending.result(timeout=max(0.0, deadline - monotonic()))
+                    except FutureTimeout:
+                        raise self._timed_out() from None
+                    pending = None
+                if response is _END:
+                    break
                 outputs = self._outputs(response)
                 if outputs:
                     yield outputs
             done = True
         finally:
-            _finish(responses, None if done else token)
+            _let_go(responses, None if done else token, pending)
 
     async def stream_async(self, **inputs: Any) -> AsyncIterator[dict[str, Any]]:
+        """``stream`` for an ``async def`` callable: each response is awaited, so other calls run meanwhile."""
         token = stream_token()
         responses = await self._request(inputs, token).async_exec(decoupled=True)
-        done = False
+        loop = asyncio.get_running_loop()
+        deadline = None if self.options.timeout_s is None else monotonic() + self.options.timeout_s
+        done, pending = False, None
         try:
-            for response in responses:
+            while True:  # each response waited for in a thread: the event loop serves other calls meanwhile
+                if deadline is None:
+                    response = await loop.run_in_executor(None, _next, responses)
+                else:
+                    pending = _timed_calls().submit(_next, responses)
+                    try:
+                        response = await asyncio.wait_for(asyncio.wrap_future(pending), deadline - monotonic())
+                    except asyncio.TimeoutError:
+                        raise self._timed_out() from None
+                    pending = None
+                if response is _END:
+                    break
                 outputs = self._outputs(response)
                 if outputs:
                     yield outputs
             done = True
         finally:
-            _finish(responses, None if done else token)
+            _let_go(responses, None if done else token, pending)
 
     def _request(self, inputs: dict[str, Any], request_id: str = "") -> Any:
         pb_utils = _backend()
@@ -140,13 +243,24 @@ class ModelClient:
             context = find_context()
             kind = pb_utils.TRITONSERVER_MEMORY_GPU if self.memory == "gpu" else pb_utils.TRITONSERVER_MEMORY_CPU
             options["preferred_memory"] = pb_utils.PreferredMemory(kind, context.device_id if context else 0)
-        return pb_utils.InferenceRequest(
-            request_id=request_id,
-            model_name=self.model,
-            inputs=tensors,
-            requested_output_names=list(self.requested or self.output_names),
-            **options,
-        )
+        trace = request_trace()  # the caller's: the called model's spans join its trace
+        if trace is not None:
+            options["trace"] = trace
+        options.update(self.options.request_keywords())
+        try:
+            return pb_utils.InferenceRequest(
+                request_id=request_id,
+                model_name=self.model,
+                inputs=tensors,
+                requested_output_names=list(self.requested or self.output_names),
+                **options,
+            )
+        except TypeError as exc:  # a keyword this release's InferenceRequest does not take
+            raise InferenceError(
+                f"model '{self.model}' cannot be called with {self.options!r} on this tritonserver: its Python backend "
+                f"refused the request ({exc}); request parameters need tritonserver 2.41 (NGC 23.12), a str "
+                "correlation id 2.51 (NGC 24.10)"
+            ) from None
 
     def _tensor(self, pb_utils: Any, name: str, value: Any) -> Any:
         data_type = self.input_types[name]
@@ -170,7 +284,9 @@ class ModelClient:
 
     def _outputs(self, response: Any) -> dict[str, Any]:
         if response.has_error():
-            raise ModelCallError(f"model '{self.model}' failed: {response.error().message()}")
+            error = response.error()
+            code = answered_code(_backend(), error)
+            raise ModelCallError(f"model '{self.model}' failed: {error.message()}", code=code, model=self.model)
         if self.tensors == NUMPY:
             return {t.name(): (t.as_numpy() if t.is_cpu() else self._on_gpu(t)) for t in response.output_tensors()}
         if self._framework is None:
@@ -215,6 +331,33 @@ class _OnGpu:
 
     def __init__(self, name: str, value: Any, framework: Any):  # a framework with batch_transfers (torch)
         self.name, self.value, self.framework = name, value, framework
+
+
+_END = object()  # a stream's last response was read
+
+
+def _next(responses: Any) -> Any:
+    """A stream's next response, or ``_END``."""
+    try:
+        return next(responses)
+    except StopIteration:
+        return _END
+
+
+def _let_go(responses: Any, cancel: str | None, pending: Any) -> None:
+    """A stream the caller is done with: finished here (``_finish``), or, when a response is still being waited for
+    in another thread (``pending``: the caller's timeout passed), once that wait is over, in the background: the
+    caller does not wait for a stream that may not end soon, and the iterator is never read by two threads."""
+    if pending is None:
+        _finish(responses, cancel)
+        return
+
+    def after_the_wait(done: Any) -> None:
+        _timed_calls().submit(_finish, responses, cancel)
+
+    pending.add_done_callback(after_the_wait)
+    if cancel is not None:  # the wait ends sooner once the called model stops
+        cancel_stream(responses, cancel)
 
 
 def _finish(responses: Any, cancel: str | None = None) -> None:

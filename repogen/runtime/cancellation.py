@@ -18,6 +18,7 @@ ask ``is_cancelled()``. The caller removes the file once the callee has ended th
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import os
 import tempfile
@@ -72,7 +73,9 @@ class StreamCancelled:
         return f"<stream_cancelled: {self.cancelled}>"
 
 
-_serving: list[StreamCancelled] | None = None  # the flags made in the stream being served (one at a time per stub)
+# The flags made in the stream being served: a context variable, since concurrent async streams
+# (runtime/concurrency.py) each run in a task of their own, with a context of their own.
+_serving: contextvars.ContextVar[list[StreamCancelled] | None] = contextvars.ContextVar("repogen_stream", default=None)
 
 
 def stream_cancelled() -> StreamCancelled:
@@ -81,26 +84,26 @@ def stream_cancelled() -> StreamCancelled:
     to (``executor.submit(model.generate, ...)``) goes on unless it asks. Made outside a stream (a model that does
     not stream, a class's ``__init__``), it never turns true. Not in PyTriton."""
     flag = StreamCancelled()
-    if _serving is not None:
-        _serving.append(flag)
+    serving = _serving.get()
+    if serving is not None:
+        serving.append(flag)
     return flag
 
 
 def serving_stream() -> list[StreamCancelled]:
     """Start collecting the flags a stream's body makes (the runtime, before it iterates a stream's generator)."""
-    global _serving
-    _serving = []
-    return _serving
+    flags: list[StreamCancelled] = []
+    _serving.set(flags)
+    return flags
 
 
 def stream_done(flags: list[StreamCancelled], cancelled: bool) -> None:
     """The stream ended; ``cancelled``: because its readers left, which its flags now say."""
-    global _serving
     if cancelled:
         for flag in flags:
             flag.cancelled = True
-    if _serving is flags:
-        _serving = None
+    if _serving.get() is flags:
+        _serving.set(None)
 
 
 def is_cancelled(request: Any) -> bool:

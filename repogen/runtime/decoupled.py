@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
+from . import requested
 from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled, serving_stream, stream_done
 from .errors import InferenceError
 from .failures import results_count_message
@@ -53,11 +54,18 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
         results = model.infer_func(batch)
     except BaseException as exc:
         return _fail(model, exc, senders, watch.live)
-    return _serve(model, results, senders, watch)
+    return _serve(model, results, senders, watch, asking(model, batch))
 
 
-def _serve(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
-    """From the callable's result on: awaited if it is awaitable, its steps sent, then FINAL to every stream."""
+def asking(model: Any, batch: list[Any]) -> list[Any] | None:
+    """``batch`` where some client asked for fewer than all outputs (each step then asks which), else None: asked
+    once a stream, not at every step (runtime/requested.py)."""
+    return batch if requested.wanted(batch, len(model.output_plans)) is not None else None
+
+
+def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, batch: list[Any] | None = None) -> None:
+    """From the callable's result on: awaited if it is awaitable, its steps sent, then FINAL to every stream;
+    ``batch``: the callable's requests, where some client asked for fewer outputs than all (``asking``)."""
     try:
         # A plain generator is not awaitable (the ABC check inspect makes is skipped); one marked by
         # types.coroutine is.
@@ -66,11 +74,11 @@ def _serve(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
         ):
             results = model._run(results)
         if len(senders) == 1 and type(results) is GeneratorType:
-            _stream_one(model, results, senders[0], watch.poll, watch.resumed)
+            _stream_one(model, results, senders[0], watch.poll, watch.resumed, batch)
         elif isinstance(results, (list, tuple)):
-            _send_step(model, results, senders, watch.live)
+            _send_step(model, results, senders, watch.live, batch)
         else:
-            _stream(model, results, senders, watch)
+            _stream(model, results, senders, watch, batch)
     except BaseException as exc:
         return _fail(model, exc, senders, watch.live)
     for sender in senders:
@@ -80,10 +88,10 @@ def _serve(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
 
 def _fail(model: Any, exc: BaseException, senders: list[Any], live: list[bool]) -> None:
     """As in a non-decoupled execute, the error is each stream's answer; a cancelled stream gets its FINAL alone."""
-    error = model.failure(exc, sum(live))
+    errors = iter(model.failures(exc, sum(live)))  # one response object each: triton_model's failures says why
     for sender, wanted in zip(senders, live, strict=True):
         if wanted:
-            sender.send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+            sender.send(next(errors), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         else:
             sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None
@@ -106,12 +114,13 @@ def serve_one(model: Any, request: Any) -> None:
             data[tensor.name()] = tensor.as_numpy()
         results = model.infer_func([data])
         plain = type(results) is GeneratorType and not results.gi_code.co_flags & CO_ITERABLE_COROUTINE
+        batch = asking(model, [data]) if len(model.output_plans) > 1 else None
         if plain:
-            _stream_one(model, results, sender, lambda: not is_cancelled(request), perf_counter())
+            _stream_one(model, results, sender, lambda: not is_cancelled(request), perf_counter(), batch)
     except BaseException as exc:
         return _fail(model, exc, [sender], [not is_cancelled(request)])
     if not plain:
-        return _serve(model, results, [sender], Watch([request]))
+        return _serve(model, results, [sender], Watch([request]), batch)
     sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None
 
@@ -143,7 +152,7 @@ def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
         execute(model, kept, False, kept_senders)
 
 
-def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
+def _stream(model: Any, results: Any, senders: list[Any], watch: Watch, batch: list[Any] | None) -> None:
     """Send each step to the requests still wanted; close the generator once none is."""
     steps = _steps(model, results)
     flags, cancelled = serving_stream(), False  # the body's stream_cancelled() flags, set if the readers leave
@@ -152,7 +161,7 @@ def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
             if not watch.step():
                 cancelled = True
                 return
-            _send_step(model, step, senders, watch.live)
+            _send_step(model, step, senders, watch.live, batch)
             watch.resumed = perf_counter()
     finally:
         stream_done(flags, cancelled)  # before the close: the generator's finally: sees it too
@@ -163,7 +172,9 @@ def _stream(model: Any, results: Any, senders: list[Any], watch: Watch) -> None:
             results.close()
 
 
-def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float) -> None:
+def _stream_one(
+    model: Any, results: Any, sender: Any, poll: Any, resumed: float, batch: list[Any] | None = None
+) -> None:
     """``_stream`` for one request and a plain generator, the usual stream (max_batch_size 0): the same rules,
     with little more per step than a hand-written loop, so ``Watch.step``'s rule is written out on locals.
 
@@ -198,7 +209,7 @@ def _stream_one(model: Any, results: Any, sender: Any, poll: Any, resumed: float
                     send(inference_response([tensor(name, value)]))  # positional: no keyword lookup
                     resumed = clock()
                     continue
-            send(response([result])[0])
+            send(response([result], batch)[0])
             resumed = clock()
     finally:
         stream_done(flags, cancelled)
@@ -219,13 +230,14 @@ def _never(value: Any) -> bool:
     return False
 
 
-def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool]) -> None:
+def _send_step(model: Any, step: Any, senders: list[Any], live: list[bool], batch: list[Any] | None = None) -> None:
     if not isinstance(step, (list, tuple)) or len(step) != len(senders):
         raise InferenceError(results_count_message(model.model_name, step, len(senders)))
-    wanted = [(sender, result) for sender, result, still in zip(senders, step, live, strict=True) if still]
-    responses = model.responses([result for _, result in wanted])  # a GPU instance's outputs leave together
-    for (sender, _), response in zip(wanted, responses, strict=True):
-        sender.send(response)
+    keep = [index for index, still in enumerate(live) if still]
+    requests = [batch[index] for index in keep] if batch is not None else None
+    responses = model.responses([step[index] for index in keep], requests)  # a GPU instance's outputs leave together
+    for index, response in zip(keep, responses, strict=True):
+        senders[index].send(response)
 
 
 def _steps(model: Any, results: Any) -> Any:

@@ -1,7 +1,12 @@
-"""How whatever a callable raised becomes one request's error: a one-line message, a response, log lines.
+"""How whatever a callable raised becomes one request's error: a one-line message, a code, a response, log lines.
 
 The message is ``"<Type>: <message> (at app.py:13, in f)"`` for every exception, ``SystemExit`` and
-``KeyboardInterrupt`` included: never a traceback and no server path (the server log keeps the traceback).
+``KeyboardInterrupt`` included: never a traceback and no server path (the server log keeps the traceback). An
+exception carrying another code than INTERNAL (runtime/errors.py) says it after its type,
+``"NegativeInput [INVALID_ARG]: ..."``: python_backend before r25.04 hands a BLS caller every error as INTERNAL
+(request_executor.cc makes a ``PbError`` of the message alone; python_backend #398 keeps the code), so the
+caller's runtime reads the code back from the message (:func:`answered_code`), and a client reading the
+message sees it too.
 """
 
 from __future__ import annotations
@@ -12,6 +17,8 @@ import traceback
 from typing import Any
 
 import triton_python_backend_utils as pb_utils
+
+from .errors import INTERNAL, error_code
 
 
 def error_message(exc: BaseException) -> str:
@@ -26,6 +33,9 @@ def error_message(exc: BaseException) -> str:
         text = str(exc)
     except Exception:  # a hostile __str__ must not turn one failed request into a crashed stub
         text = "<the exception's message could not be printed>"
+    code = error_code(exc)
+    if code != INTERNAL:
+        name = f"{name} [{code}]"
     message = f"{name}: {text}" if text else name
     place = user_frame(exc)
     return f"{message} (at {place})" if place else message
@@ -44,8 +54,15 @@ def user_frame(exc: BaseException) -> str | None:
     return found
 
 
-def error_response(message: str) -> Any:
-    return pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(message))
+def error_response(message: str, code: str = INTERNAL) -> Any:
+    """An error response with Triton's ``code`` where this release's ``TritonError`` has codes (r23.09+)."""
+    return pb_utils.InferenceResponse(output_tensors=[], error=triton_error(pb_utils, message, code))
+
+
+def triton_error(backend: Any, message: str, code: str = INTERNAL) -> Any:
+    """``backend.TritonError(message, code)``; the message alone where the release has no such code."""
+    value = getattr(backend.TritonError, code, None) if code != INTERNAL else None
+    return backend.TritonError(message) if value is None else backend.TritonError(message, value)
 
 
 def log(level: str, message: str) -> None:

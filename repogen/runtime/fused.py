@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .decorator_base import request_size
+from .errors import CLIENT_FAULTS, error_code
 from .records import NUMPY
 from .request import Request, StepFailure
 from .tensors import copied
@@ -101,6 +102,8 @@ class _Step:
             else:
                 results = model.checked_results(model.infer_func(requests), len(requests))
         except BaseException as exc:  # the step's failure is each of these requests' answer (logged there)
+            if len(requests) > 1 and error_code(exc) in CLIENT_FAULTS:  # or the wrong ones', each run alone
+                return [result for request in requests for result in self.run([request])]
             return [StepFailure(exc)] * len(requests)
         return [self._converted(result) for result in results]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures.thread
+import functools
 import inspect
 import threading
 from typing import Any
@@ -11,6 +12,8 @@ from .context import TritonContext
 
 # The context a class model's constructor receives is the one ``@triton_context`` injects.
 ModelContext = TritonContext
+DEFAULT_MAX_CONCURRENCY = 64
+"""Requests one instance of an async callable has in flight at once unless ``ModelConfig(max_concurrency=...)``."""
 
 
 class factory:  # noqa: N801 - used as a decorator
@@ -45,6 +48,24 @@ def instantiate(target: Any, context: ModelContext) -> Any:
             "__call__(self, requests) (decorators such as @batch apply to it)"
         )
     return instance
+
+
+def is_async(target: Any) -> bool:
+    """Whether calling ``target`` starts a coroutine or an async generator: an ``async def`` function or method, a
+    class (or its instance) whose ``__call__`` is one, under any of the runtime's decorators (``__wrapped__``)."""
+    for _ in range(32):
+        if isinstance(target, functools.partial):
+            target = target.func
+            continue
+        if inspect.isclass(target) or (not inspect.isroutine(target) and not hasattr(target, "__wrapped__")):
+            target = getattr(target if inspect.isclass(target) else type(target), "__call__", None)  # noqa: B004
+        target = getattr(target, "__func__", target)  # a bound method
+        if inspect.iscoroutinefunction(target) or inspect.isasyncgenfunction(target):
+            return True
+        target = getattr(target, "__wrapped__", None)
+        if target is None:
+            return False
+    return False
 
 
 def lingering_threads() -> list[threading.Thread]:

@@ -34,6 +34,7 @@ NUMPY = "numpy"  # what a callable takes unless ModelConfig(tensors=...) names a
 HOST, GPU = "host", "gpu"
 
 # python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
+POOL_FLAG = "--cuda-memory-pool-byte-size"  # tritonserver's CUDA memory pool per GPU (runtime/transfers.py reads it)
 FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
 
 
@@ -58,8 +59,10 @@ class Metadata:
 
     BUILD = "build"  # {"cloudpickle", "numpy", "python"} of the building environment
     CALLS = "calls"  # the models a version calls through BLS
+    CONCURRENCY = "max_concurrency"  # requests an instance of an async callable has in flight at once
     FORMAT = "format"
     FUSED = "fused"  # the step models a fused ensemble runs in-process
+    METRICS = "metrics"  # the declarations of the user's metrics the callables hold (runtime/user_metrics.py)
     MODEL = "model"
     PACKAGES = "packages"  # tag -> shipped tree: digest, lock, files, size, bytecode
     OUTPUTS = "outputs"  # "gpu" where a GPU instance's outputs stay on the GPU for their readers (else host memory)
@@ -84,6 +87,7 @@ class Manifest:
     MODELS = "models"
     PACKAGES = "packages"  # repository-relative tree directory -> its record
     REPOGEN = Metadata.REPOGEN
+    SERVER = "server"  # the tritonserver options the models depend on (repogen.triton.server_options)
 
 
 def dumps(data: Any) -> bytes:

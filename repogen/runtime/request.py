@@ -6,15 +6,19 @@ import json
 from typing import Any
 
 from .cancellation import is_cancelled
-from .errors import InferenceError
+from .errors import INVALID_ARG, InferenceError
+from .requested import requested_names
 
 
 class EmptyBatchError(InferenceError):
     """A request with batch size 0 reached the model (tritonserver 2.39 / 2.41 let it through).
 
     Those releases strip the batch dimension and hand over uninitialized memory of one row, so
-    the runtime refuses the request instead of computing on garbage; 2.51 rejects it itself.
+    the runtime refuses the request instead of computing on garbage; 2.51 rejects it itself. The client's fault:
+    INVALID_ARG, as 2.51's own refusal.
     """
+
+    code = INVALID_ARG
 
     def __init__(self, model: str, name: str):
         super().__init__(
@@ -86,6 +90,13 @@ class Request(dict):  # type: ignore[type-arg]
     def parameters(self, value: dict[str, Any]) -> None:
         self._parameters = value
 
+    @property
+    def requested_output_names(self) -> list[str] | None:
+        """The outputs this request's client asked for, sorted (every declared one when it named none), as
+        PyTriton 0.5.12's ``Request`` has them: a callable may compute only these. Whatever it returns, only these
+        are converted and sent (runtime/requested.py). None for a request made up outside the server."""
+        return requested_names(self)
+
     def handed_on_cpu(self, name: str) -> bool:
         """Whether python_backend handed input ``name`` in host memory: ``is_cpu()`` of its own tensor, as it came,
         before anything here read or moved it (a framework model gets its tensors on its device either way)."""
@@ -97,6 +108,13 @@ class Request(dict):  # type: ignore[type-arg]
             f"input '{name}' was not handed to this request by python_backend (a fused step's input comes from the "
             "step before it, in this process; a request made here has no server's request): nothing says where it was"
         )
+
+    def traced_span(self, span_name: str) -> Any:
+        """PyTriton 0.7's: ``with request.traced_span("step"):`` opens a span of the callable's own under this
+        request's span, where the request is traced (runtime/tracing.py)."""
+        from .tracing import traced_span
+
+        return traced_span(self, span_name)
 
     def is_cancelled(self) -> bool:
         """Whether the client gave up on this request (a cancelled call or stream, a timeout), so that a

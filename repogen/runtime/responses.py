@@ -14,7 +14,8 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from .conversion import OutputPlan, output_pairs
-from .request import StepFailure
+from .request import Request, StepFailure
+from .requested import asked_for
 from .tensors import backend_tensor
 
 
@@ -24,6 +25,7 @@ class Responses:
     _model: str
     output_plans: list[OutputPlan]
     _declared: frozenset[str]
+    _order: tuple[str, ...]
     _output_count: int
     _strict: bool
     _departure: Any
@@ -32,14 +34,21 @@ class Responses:
     def failure(self, exc: BaseException, requests: int = 1) -> Any:
         raise NotImplementedError  # the instance's: counted, logged, and an unrecoverable one stops the server
 
-    def responses(self, results: list[Any]) -> list[Any]:
-        """One response per result; a GPU instance's outputs leave together (runtime/transfers.py): one copy per
-        output and one wait for the batch, or one wait and capsules where a GPU reads them."""
+    def failures(self, exc: BaseException, requests: int) -> list[Any]:
+        raise NotImplementedError  # the instance's: one error response each, counted once
+
+    def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
+        """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
+        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
+        one wait and capsules where a GPU reads them."""
+        asked, results = asked_for(results, requests, self._order)
         if self._departure is not None:
             try:
                 results = self._departure.prepare(results, self._converted)
             except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
-                return [self.failure(exc, len(results))] * len(results)
+                return self.failures(exc, len(results))
+        if asked is not None:
+            return [self.response(result, names) for result, names in zip(results, asked, strict=True)]
         return [self.response(result) for result in results]
 
     def _converted(self, result: Any) -> dict[str, Any] | None:
@@ -49,9 +58,10 @@ class Responses:
         except Exception:
             return None
 
-    def response(self, result: Any) -> Any:
+    def response(self, result: Any, names: frozenset[str] | None = None) -> Any:
+        """``result``'s response; ``names``: the outputs its client asked for where not all (the others are gone)."""
         try:
-            if type(result) is dict and len(result) == self._output_count:
+            if type(result) is dict and len(result) == self._output_count and names is None:
                 try:  # the hot path: exactly the declared outputs
                     tensors = []
                     for plan in self.output_plans:
@@ -65,7 +75,7 @@ class Responses:
                     pass
             if type(result) is StepFailure:  # a fused pipeline's step failed this request
                 return self.failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result)]
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result, names)]
         except BaseException as exc:  # as in execute
             return self.failure(exc)
         return pb_utils.InferenceResponse(tensors)
@@ -78,6 +88,8 @@ class Responses:
         except Exception as exc:  # e.g. an object array of ints for a BYTES output
             raise plan.unconvertible(value, exc) from None
 
-    def output_pairs(self, result: Any) -> list[tuple[OutputPlan, Any]]:
-        """Each declared output's plan beside the value ``result`` holds for it (a dict, or a sequence in order)."""
-        return output_pairs(self._model, self.output_plans, self._declared, self._strict, result)
+    def output_pairs(self, result: Any, names: frozenset[str] | None = None) -> list[tuple[OutputPlan, Any]]:
+        """Each declared output's plan (those in ``names``, where given) beside the value ``result`` holds for it (a
+        dict, or a sequence in order)."""
+        plans = self.output_plans if names is None else [plan for plan in self.output_plans if plan.name in names]
+        return output_pairs(self._model, plans, self._declared, self._strict, result)

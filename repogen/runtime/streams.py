@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["GRACE_S", "consumer", "consumers", "executing", "pending", "retire"]
+__all__ = ["GRACE_S", "consumer", "consumers", "executing", "executing_now", "pending", "retire"]
 
 # How long a retired iterator is kept when no barrier can be had. The cleanup it waits for is one
 # message to the parent process (microseconds); seconds leave room for a loaded machine.
@@ -59,6 +59,11 @@ def executing(request: Any) -> None:
     """
     global _executing
     _executing = request
+
+
+def executing_now() -> Any:
+    """The request ``executing`` recorded (None: none in flight); runtime.concurrency keeps one of its calls' there."""
+    return _executing
 
 
 def retire(responses: Any) -> None:

@@ -10,9 +10,9 @@ it, and with it the server (PyTriton's contract).
 Generated ``model.py`` files subclass it and runtime/fused.py drives step models through it, so its
 fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_plans``, ``stopped``,
 ``last_execute``, ``ask_after``, ``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``,
-``finish_fused``, ``response``, ``responses`` and ``failure``. Generated files use nothing else of it, so the
-rest can change without a template changing (tested in tests/unit/test_fast_path_surface.py). Whether an output
-takes the fast lane is ``OutputPlan.accepts``, one rule.
+``finish_fused``, ``response``, ``responses``, ``failure``, ``failures`` and ``failed_together``. Generated files use
+nothing else of it, so the rest can change without a template changing (tested in
+tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane is ``OutputPlan.accepts``, one rule.
 """
 
 from __future__ import annotations
@@ -33,7 +33,15 @@ from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan
 from .decorator_base import then
 from .dtypes import BF16
-from .errors import InferenceError, PayloadError, PyTritonUnrecoverableError
+from .errors import (
+    CLIENT_FAULTS,
+    INTERNAL,
+    UNAVAILABLE,
+    InferenceError,
+    PayloadError,
+    PyTritonUnrecoverableError,
+    error_code,
+)
 from .failures import (
     error_message,
     error_response,
@@ -43,7 +51,7 @@ from .failures import (
     out_of_gpu_memory_message,
     results_count_message,
 )
-from .instance import instantiate, lingering_message, lingering_threads
+from .instance import instantiate, is_async, lingering_message, lingering_threads
 from .internals import report_load
 from .metrics import FailureCounter
 from .payload import load_payload, loading_on
@@ -51,8 +59,10 @@ from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .responses import Responses
+from .server_flags import MissingGauge, missing, needs_of
 from .stub import numpy_problem, parse, read_argv, stop_server
 from .tensors import Placement
+from .tracing import configure as configure_tracing
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -98,17 +108,23 @@ class TritonPythonModel(Responses):
             self.batch_call = None
             self.lean_stream = False
             self._executing = executing
+        self._concurrent = self._concurrency(meta.get(Metadata.CONCURRENCY))
+        if self._concurrent is not None:  # an async callable: its calls overlap, answered through response senders
+            self.execute = self._concurrent.execute  # type: ignore[method-assign]
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
+        server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
+        configure_tracing(server_argv)  # where a callable's own spans go (traced_span)
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
             from .transfers import pool_bytes
 
-            server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline")
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
         self._unstoppable = report_load(pb_utils, log, args, version_dir, argv, self._stub, streaming, self._failures)
+        self._bind_metrics(meta.get(Metadata.METRICS) or [], args)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
+        self._report_flags(args, server_argv)
 
     @property
     def model_name(self) -> str:
@@ -156,10 +172,12 @@ class TritonPythonModel(Responses):
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         self._declared = frozenset(plan.name for plan in self.output_plans)
+        self._order = tuple(plan.name for plan in self.output_plans)
         self.stream_lane = self._decoupled_path.lane(self.output_plans) if self._decoupled else None
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._concurrent = None  # set by initialize for an async callable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
         self._executing = None  # set by initialize where the payload drains BLS streams: streams.executing
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
@@ -192,6 +210,37 @@ class TritonPythonModel(Responses):
 
             checks = readiness_checks(self._model, self.infer_func)
             self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
+
+    def _concurrency(self, bound: int | None) -> Any:
+        """The concurrent calls of an async callable (runtime/concurrency.py, carried where the build saw one or a
+        factory); None where calls run one at a time (0: a sequence model's)."""
+        if bound == 0 or not is_async(self.infer_func):
+            return None
+        from . import concurrency
+
+        return concurrency.start(self, bound, self._decoupled, log)
+
+    def _bind_metrics(self, declared: list[Any], args: dict[str, str]) -> None:
+        """The user's metrics the payload declares, bound to the server's (runtime/user_metrics.py, carried then)."""
+        if not declared:
+            return
+        from .user_metrics import bind_metrics
+
+        for problem in bind_metrics(pb_utils, self._model, args["model_version"], declared):
+            if problem:
+                log("log_warn", f"model '{self._model}': {problem}")
+
+    def _report_flags(self, args: dict[str, str], server_argv: list[str] | None) -> None:
+        """Once per model (its first instance): the server options it depends on that its server was started without
+        (runtime/server_flags.py), logged and set on a gauge."""
+        if server_argv is None or TritonContext.from_args(args).instance_index != 0:
+            return
+        needs = needs_of(self._model, json.loads(args["model_config"]), args["model_repository"])
+        lacking = missing(self._model, needs, server_argv)
+        for _, line in lacking:
+            log("log_warn", line)
+        if lacking:
+            MissingGauge(pb_utils, self._model, [flag for flag, _ in lacking])
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
@@ -231,8 +280,7 @@ class TritonPythonModel(Responses):
             return None
         kept = [request for request, live in zip(requests, watch.live, strict=True) if live]
         served = iter((self._execute(kept) if kept else None) or [])
-        cancelled = cancelled_response(pb_utils, self._model)
-        return [next(served) if live else cancelled for live in watch.live]
+        return [next(served) if live else cancelled_response(pb_utils, self._model) for live in watch.live]
 
     def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
         if self._executing is not None:  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
@@ -242,15 +290,26 @@ class TritonPythonModel(Responses):
                 self._decoupled_path.execute(self, requests, waited)
                 return None
             try:
-                results = self.checked_results(self.infer_func(self.requests(requests)), len(requests))
+                batch = self.requests(requests)
+                results = self.checked_results(self.infer_func(batch), len(requests))
             except EmptyBatchError:
                 return self._execute_apart(requests)
             except BaseException as exc:  # the callable's failure, SystemExit too, is the clients' answer
-                return [self.failure(exc, len(requests))] * len(requests)
-            return self.responses(results)
+                return self.failed_together(exc, requests)
+            return self.responses(results, batch)
         finally:
             if self._executing is not None:
                 self._executing(None)
+
+    def failed_together(self, exc: BaseException, requests: list[Any]) -> list[Any]:
+        """The answers to ``requests`` whose one call raised ``exc``: that error to each, or, where it says a
+        request was wrong (INVALID_ARG, NOT_FOUND: runtime/errors.py) and several shared the call (the dynamic
+        batcher merges clients), each request served again alone, so that only the wrong ones fail."""
+        if len(requests) < 2 or error_code(exc) not in CLIENT_FAULTS or self._decoupled:
+            return self.failures(exc, len(requests))
+        log("log_verbose", f"model '{self._model}': {len(requests)} requests failed together ({error_message(exc)}); "
+            "serving each alone")  # fmt: skip
+        return [answer for request in requests for answer in self._execute([request]) or ()]
 
     def checked_results(self, results: Any, count: int) -> Any:
         """The callable's list of results, awaited if need be, checked to hold one per request."""
@@ -263,10 +322,10 @@ class TritonPythonModel(Responses):
             raise InferenceError(results_count_message(self._model, results, count))
         return results
 
-    def finish_batch(self, outputs: Any, sizes: list[int]) -> list[Any]:
+    def finish_batch(self, outputs: Any, sizes: list[int], requests: list[Any] | None = None) -> list[Any]:
         """The general path from where a specialized ``execute`` (model_batch.py.tmpl) left off.
 
-        ``outputs`` is what the ``@batch`` function returned for requests of ``sizes`` rows each;
+        ``outputs`` is what the ``@batch`` function returned for ``requests`` (the server's) of ``sizes`` rows each;
         ``@batch`` and ``execute`` would go on exactly like this.
         """
         try:
@@ -276,8 +335,8 @@ class TritonPythonModel(Responses):
                 split = then(outputs, lambda result: split_outputs(result, sizes, self._model))
                 results = self.checked_results(split, len(sizes))
         except BaseException as exc:  # as in execute
-            return [self.failure(exc, len(sizes))] * len(sizes)
-        return self.responses(results)
+            return self.failures(exc, len(sizes))
+        return self.responses(results, [Request(source=r) for r in requests] if requests else None)
 
     def finish_fused(self, pool: dict[str, Any], index: int, result: Any, rows: int) -> list[Any]:
         """The general path from step ``index``'s result, where a specialized fused ``execute`` left off."""
@@ -303,6 +362,8 @@ class TritonPythonModel(Responses):
             close()
         if self._loop is not None:
             self._loop.close()
+        if self._concurrent is not None:
+            self._concurrent.close()
 
     # -- per request -------------------------------------------------------------------------------
 
@@ -347,7 +408,21 @@ class TritonPythonModel(Responses):
         return self._loop.run_until_complete(awaitable)
 
     def failure(self, exc: BaseException, requests: int = 1) -> Any:
-        """The error response for ``exc`` to ``requests`` requests, counted; an unrecoverable one stops the server."""
+        """The error response for ``exc`` to one of ``requests`` requests, counted once for all of them (each of the
+        others needs an answer of its own: :meth:`failures`); an unrecoverable one stops the server."""
+        return error_response(*self._failed(exc, requests))
+
+    def failures(self, exc: BaseException, requests: int) -> list[Any]:
+        """One error response for ``exc`` to each of ``requests`` requests, logged and counted once.
+
+        Each is an object of its own: one response object answering two requests of a batch kills tritonserver
+        2.51 (SIGSEGV in libtriton_python.so's execute, measured with a failing ``@batch`` model).
+        """
+        message, code = self._failed(exc, requests)
+        return [error_response(message, code) for _ in range(requests)]
+
+    def _failed(self, exc: BaseException, requests: int) -> tuple[str, str]:
+        """``exc`` logged and counted for ``requests`` requests; the message and code that answer each."""
         log_failure(self._model, exc)
         if self._failures is not None:
             self._failures.add(requests)
@@ -359,19 +434,19 @@ class TritonPythonModel(Responses):
             from .frameworks import free_gpu_caches
 
             free_gpu_caches()
-            return error_response(out_of_gpu_memory_message(self._model, self.placement.device, exc))
-        return error_response(error_message(exc))
+            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
+        return error_message(exc), error_code(exc)
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:
         """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
         after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        error = error_response(
-            f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
-        )
+        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
+        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
+        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
         if self._failures is not None:
             self._failures.add(len(requests))
         if not self._decoupled:
-            return [error] * len(requests)
-        for request in requests:
+            return errors
+        for request, error in zip(requests, errors, strict=True):
             request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
         return None

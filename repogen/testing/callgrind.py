@@ -90,7 +90,11 @@ class _CallgrindServer(TritonServer):
 
 
 # The thresholds of the cancellation checks that quiet_copy raises, by file of the vendored runtime.
-_QUIETED = {"triton_model.py": ("CANCEL_CHECK_AFTER_S",), "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S")}
+_QUIETED = {
+    "triton_model.py": ("CANCEL_CHECK_AFTER_S",),
+    "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S"),
+    "concurrency.py": ("CANCEL_CHECK_AFTER_S", "CANCEL_POLL_S"),
+}
 
 
 def quiet_copy(repository: Path, name: str, target: Path) -> None:
@@ -123,9 +127,11 @@ def quiet_copy(repository: Path, name: str, target: Path) -> None:
 
 
 def _backend_dir(install: ServerInstall, python: str, out_dir: Path) -> Path:
-    """A backend directory beside the real ones (same depth: the RPATHs resolve) with a valgrind stub."""
+    """A backend directory beside the real ones (same depth: the RPATHs resolve) with a valgrind stub; one per
+    process: the cache is shared, and another run's rebuilding a common one left this run's stubs without their
+    files ("No module named 'triton_python_backend_utils'" when a model loads)."""
     real = install.backend_directory(python) / "python"
-    backend = install.tritonserver_dir / "backends-callgrind"
+    backend = install.tritonserver_dir / f"backends-callgrind-{os.getpid()}"
     shutil.rmtree(backend, ignore_errors=True)
     (backend / "python").mkdir(parents=True)
     for item in real.iterdir():

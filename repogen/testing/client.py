@@ -63,9 +63,10 @@ def _inputs(module: Any, inputs: dict[str, np.ndarray]) -> list[Any]:
 
 
 def stream(
-    server: Any, model: str, inputs: dict[str, np.ndarray], *, timeout: float = 30.0
+    server: Any, model: str, inputs: dict[str, np.ndarray], *, timeout: float = 30.0, outputs: list[str] | None = None
 ) -> list[dict[str, np.ndarray] | InferenceServerException]:
-    """Every response of a decoupled model over a gRPC stream, in order, until its final flag.
+    """Every response of a decoupled model over a gRPC stream, in order, until its final flag; ``outputs``: the ones
+    asked for (default: all).
 
     An error response ends the list (as the exception the client received).
     """
@@ -75,7 +76,10 @@ def stream(
     ended = False
     try:
         client.start_stream(callback=lambda result, error: events.put(error if error is not None else result))
-        client.async_stream_infer(model, _inputs(grpcclient, inputs), enable_empty_final_response=True)
+        requested = [grpcclient.InferRequestedOutput(name) for name in outputs] if outputs else None
+        client.async_stream_infer(
+            model, _inputs(grpcclient, inputs), outputs=requested, enable_empty_final_response=True
+        )
         while True:
             event = events.get(timeout=timeout)
             if isinstance(event, InferenceServerException):

@@ -8,6 +8,12 @@ used by a build-time check, a runtime adaptation or the docs (docs/releases.md):
   the same names and corrupt each other's regions (``boost::interprocess::lock_exception``, an abort);
   r24.04 names them by UUID. ``--backend-config=python,shm-region-prefix-name=...`` gives each server
   its own prefix (:func:`region_prefix_args`).
+* r24.04: ``InferenceTrace.get_context()``, the request's OpenTelemetry context (W3C ``traceparent``), which a
+  callable's own spans hang under (runtime/tracing.py); a BLS request carries ``trace=request.trace()`` on every
+  release (r23.10 has the keyword).
+* r24.08 (#374 on main for r24.09, picked into r24.08 as #376; core's ``TRITONSERVER_METRIC_KIND_HISTOGRAM`` is
+  r24.08 too): ``MetricFamily.HISTOGRAM`` (``Metric(labels, buckets)``, ``observe``); COUNTER and GAUGE are older
+  than r23.10. A callable's histogram is refused for an older target (runtime/user_metrics.py).
 * r24.08 (#371): BF16 tensors, through DLPack (``Tensor.from_dlpack``/``to_dlpack``; numpy has no bfloat16).
   Before, a Python model with a ``TYPE_BF16`` input or output loads, but the stub refuses each request with
   "TYPE_BF16 not currently supported." (measured on 2.39 and 2.41; tests/integration/test_stub_dlpack.py).
@@ -28,19 +34,26 @@ from __future__ import annotations
 from .releases import Release, get_release
 
 __all__ = [
+    "ASYNC_DECOUPLED_FROM",
     "BF16_FROM",
+    "BLS_ERROR_CODES_FROM",
     "DEAD_STUB_FAILS_READY_FROM",
     "INVALID_NAME_CHARS",
+    "HISTOGRAM_FROM",
     "IS_READY_FROM",
+    "TRACE_CONTEXT_FROM",
     "NAME_CHECK_FROM",
+    "SENDER_IN_DEFAULT_MODE_FROM",
     "bf16_refusal",
     "has_bf16",
+    "has_histograms",
     "has_is_ready",
     "invalid_characters",
     "name_warnings",
     "ready_detects_dead_stub",
     "refused_name",
     "region_prefix_args",
+    "serves_async_concurrently",
 ]
 
 INVALID_NAME_CHARS = ";|&$`<>()[]{}\\\"'*?~#!"
@@ -50,6 +63,14 @@ NAME_CHECK_FROM = "25.08"
 UUID_REGIONS_FROM = "24.04"
 DEAD_STUB_FAILS_READY_FROM = "25.12"
 IS_READY_FROM = "26.03"
+ASYNC_DECOUPLED_FROM = "24.04"
+"""python_backend #350: a decoupled model's coroutines run concurrently (its stub's own event loop)."""
+SENDER_IN_DEFAULT_MODE_FROM = "24.06"
+"""python_backend #364: a non-decoupled request may be answered through its response sender after ``execute``."""
+BLS_ERROR_CODES_FROM = "25.04"
+"""python_backend #398: a BLS response's error keeps the called model's code (INTERNAL before, whatever it was)."""
+HISTOGRAM_FROM = "24.08"
+TRACE_CONTEXT_FROM = "24.04"
 
 
 def _from(release: str | Release, first: str) -> bool:
@@ -105,9 +126,19 @@ def has_is_ready(release: str | Release) -> bool:
     return _from(release, IS_READY_FROM)
 
 
+def serves_async_concurrently(release: str | Release, decoupled: bool) -> bool:
+    """Whether an async callable's requests can be in flight at once on one instance (repogen.runtime.concurrency)."""
+    return _from(release, ASYNC_DECOUPLED_FROM if decoupled else SENDER_IN_DEFAULT_MODE_FROM)
+
+
 def has_bf16(release: str | Release) -> bool:
     """Whether a Python model's stub takes and sends ``TYPE_BF16`` tensors (else it refuses every such request)."""
     return _from(release, BF16_FROM)
+
+
+def has_histograms(release: str | Release) -> bool:
+    """Whether the Python backend's custom metrics have histograms (``MetricFamily.HISTOGRAM``)."""
+    return _from(release, HISTOGRAM_FROM)
 
 
 def bf16_refusal(what: str, names: list[str]) -> str:

@@ -44,7 +44,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairi
 F32 = np.float32
 EMPTY_BATCH_BY_TRITON = "input byte size mismatch for input 'x' for model 'Batched'. Expected 8, got 0"
 EMPTY_BATCH_BY_RUNTIME = (
-    "EmptyBatchError: model 'Batched' input 'x': the request has an empty batch (batch size 0); send at least one row"
+    "EmptyBatchError [INVALID_ARG]: model 'Batched' input 'x': the request has an empty batch (batch size 0); "
+    "send at least one row"
 )
 
 

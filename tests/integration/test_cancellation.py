@@ -85,12 +85,24 @@ def _report(server, model: str) -> dict[str, int]:
     return {"produced": produced, "after_cancel": after_cancel, "closed": closed}
 
 
+def _settled_report(server, model: str) -> dict[str, int]:
+    """What ``model`` counted until its cancelled stream's ``finally:`` ran: the first report where the model serves
+    one stream at a time (the report waits behind it), the sum of reports until then where its async generator's
+    streams run concurrently (NGC 24.04+, runtime/concurrency.py: the report does not wait for the cancelled one)."""
+    total = {"produced": 0, "after_cancel": 0, "closed": 0}
+    deadline = time.monotonic() + 10
+    while not total["closed"] and time.monotonic() < deadline:
+        total = {key: value + total[key] for key, value in _report(server, model).items()}
+        time.sleep(0 if total["closed"] else 0.05)
+    return total
+
+
 @pytest.mark.parametrize("model", ["Tokens", "AsyncTokens"])
 def test_a_cancelled_stream_stops_at_its_next_token(server, model):
     assert _read_then_cancel(server, model) == list(range(READ))
-    report = _report(server, model)
+    report = _settled_report(server, model)
     assert report["after_cancel"] <= 1, report
-    assert report["closed"] == 1, report  # its finally: ran before the report request was served
+    assert report["closed"] == 1, report  # its finally: ran (before the report, where it is served after it)
     assert report["produced"] < 3 * READ, report  # not 200: the rest was never made
     assert SENDER_CLOSED not in server.log_text()
 

@@ -77,7 +77,7 @@ def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
         stream_lane = decoupled.lane([plan])
 
         @staticmethod
-        def responses(results):
+        def responses(results, requests=None):
             return [("model.response", result) for result in results]
 
     class Sender:

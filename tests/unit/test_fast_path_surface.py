@@ -10,14 +10,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = (ROOT / "repogen" / "runtime" / "triton_model.py").read_text()
+RUNTIME = "".join(  # TritonPythonModel and the base class it takes its responses from
+    (ROOT / "repogen" / "runtime" / name).read_text() for name in ("triton_model.py", "responses.py")
+)
 GENERATED = sorted((ROOT / "tests" / "golden").glob("*/expected/*/1/model.py")) + sorted(
     (ROOT / "model_repository_templates").glob("model*.py.tmpl")
 )
 SURFACE = {
     "batch_call", "output_plans", "checked_results", "batch_results", "output_pairs", "finish_batch", "finish_fused",
-    "failure", "response", "responses", "stopped", "infer_func", "queued_long", "answer_cancelled", "last_execute",
-    "ask_after",
+    "failure", "failures", "failed_together", "response", "responses", "stopped", "infer_func", "queued_long",
+    "answer_cancelled", "last_execute", "ask_after",
 }  # fmt: skip
 
 

@@ -74,10 +74,10 @@ def test_the_message_names_the_groups_the_count_and_the_fixes():
 def test_serve_refuses_before_starting_a_server_too_few_gpus_would_fail(repo, monkeypatch):
     monkeypatch.setattr(serving, "visible_gpus", lambda: ["GPU 0: NVIDIA H100"])
     with pytest.raises(ServeError) as refused:
-        serving.gpu_arguments(repo, ())
+        serving.repository_arguments(repo, ())
     assert str(refused.value) == gpu_shortfall("SecondGpu", 2, ["SecondGpu_0 on GPUs [1]"], 1)
     monkeypatch.setattr(serving, "visible_gpus", lambda: ["GPU 0: NVIDIA H100", "GPU 1: NVIDIA H100"])
-    assert serving.gpu_arguments(repo, ()) == []  # small tensors: the default CUDA memory pool holds them
+    assert serving.repository_arguments(repo, ()) == []  # small tensors: the default CUDA memory pool holds them
 
 
 def test_the_cli_says_so_and_starts_nothing(repo):
@@ -117,7 +117,7 @@ def test_a_broken_driver_is_an_error_not_a_machine_without_gpus(tmp_path, monkey
     with pytest.raises(GpuQueryError, match=r"-L` failed \(exit 9: NVIDIA-SMI has failed because it couldn't "):
         visible_gpus()
     with pytest.raises(ServeError, match=r"has GPU models, but `.*nvidia-smi -L` failed \(exit 9"):
-        serving.gpu_arguments(repo, ())
+        serving.repository_arguments(repo, ())
 
 
 def test_a_hung_driver_is_an_error(tmp_path, monkeypatch):

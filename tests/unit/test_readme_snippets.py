@@ -109,3 +109,14 @@ def test_try_locally_runs_as_shown():
     assert lines[0].startswith("{'label': array([[b'")
     assert "b'ONE'" in lines[1] and "b'TWO'" in lines[1]
     assert "'count': array([[1]]" in lines[2]
+
+
+def test_the_waiting_example_runs_as_shown():
+    script = ROOT / "examples" / "waiting" / "try_locally.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "{'scores': array([2., 8., 8.], dtype=float32)}",
+        "{'totals': array([3. , 7.5, 8.5], dtype=float32)}",
+        "{'length': array([6], dtype=int32)}",
+    ]

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen import ModelConfig, Repository, Tensor, batch, build_app, build_repository, factory
+from repogen import Counter, ModelConfig, Repository, Tensor, batch, build_app, build_repository, factory
 from repogen.emit import vendoring
 from repogen.packages import PackageOptions
 from repogen.testing.carried import load_problems
@@ -25,6 +25,7 @@ Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
 BATCHED = ModelConfig(max_batch_size=8)
 EVERY_MODEL = {"__init__", "triton_model", "payload", "records", "tensors", "conversion", "context", "errors"}
 OPTIONAL = set(vendoring.OPTIONAL)
+_CALLS = Counter("vendoring_calls", "calls of _counts")
 
 
 @batch
@@ -50,6 +51,15 @@ class _Counter:  # pickled by value: cloudpickle's class helpers travel with it
         return True
 
 
+async def _waits(requests):  # async: served concurrently (runtime/concurrency.py)
+    return [{"y": r["x"]} for r in requests]
+
+
+def _counts(requests):  # holds a metric: runtime/user_metrics.py binds it at load
+    _CALLS.inc()
+    return [{"y": r["x"]} for r in requests]
+
+
 def _uses_repogen(requests):
     import repogen  # the whole runtime: its lazy names reach any module
 
@@ -70,13 +80,15 @@ def _content_kib(version_dir: Path) -> float:
     return sum(p.stat().st_size for p in version_dir.rglob("*") if p.is_file()) / 1024
 
 
-def test_a_numpy_batch_models_version_holds_under_150_kib_and_loads_from_it(tmp_path: Path) -> None:
-    """The README's quickstart: AddSub (no module global) and Shout (``np`` in its body)."""
+def test_a_numpy_batch_models_version_holds_under_190_kib_and_loads_from_it(tmp_path: Path) -> None:
+    """The README's quickstart: AddSub (no module global) and Shout (``np`` in its body). 148 KiB before main's
+    operations (issues 58, 59: tracing.py, server_flags.py, requested.py and the error codes every model carries),
+    184 KiB after; issue 60's goal is under 150 (tracing and server_flags carried only where needed)."""
     out = tmp_path / "repo"
     build_app(f"{QUICKSTART}:models", out, packages=PackageOptions(mode="record"))
     for model in ("AddSub", "Shout"):
         version = out / model / "1"
-        assert _content_kib(version) < 150, sorted((p.stat().st_size, p.name) for p in version.rglob("*.py"))
+        assert _content_kib(version) < 190, sorted((p.stat().st_size, p.name) for p in version.rglob("*.py"))
         assert not (version / "cloudpickle").exists()
         carried = _carried(version)
         assert EVERY_MODEL | {"request_decorators", "portable"} <= carried
@@ -92,12 +104,18 @@ def test_each_feature_brings_its_modules_and_only_its_models_carry_them(tmp_path
     repo.bind("Counter", infer_func=_Counter, inputs=X, outputs=Y, config=BATCHED)
     repo.bind("Made", infer_func=factory(lambda context: _double), inputs=X, outputs=Y, config=BATCHED)
     repo.bind("Whole", infer_func=_uses_repogen, inputs=X, outputs=Y)
+    repo.bind("Waits", infer_func=_waits, inputs=X, outputs=Y)
+    repo.bind("Counts", infer_func=_counts, inputs=X, outputs=Y)
     out = _built(tmp_path, repo)
-    carried = {name: _carried(out / name / "1") for name in ("Double", "Stream", "Counter", "Made", "Whole")}
+    names = ("Double", "Stream", "Counter", "Made", "Whole", "Waits", "Counts")
+    carried = {name: _carried(out / name / "1") for name in names}
     assert carried["Double"] & OPTIONAL == set()
     assert carried["Stream"] & OPTIONAL == {"decoupled"}
     assert carried["Counter"] & OPTIONAL == {"readiness"}  # it defines is_ready
-    assert carried["Made"] & OPTIONAL == {"readiness"}  # what a factory makes may define it
+    serving = {"concurrency", "decoupled", "streams"}  # concurrency.py imports the other two
+    assert carried["Made"] & OPTIONAL == {"readiness", *serving}  # what a factory makes may define is_ready, be async
+    assert carried["Waits"] & OPTIONAL == serving
+    assert carried["Counts"] & OPTIONAL == {"user_metrics"}
     assert carried["Whole"] == set(vendoring.runtime_modules())
     assert [name for name in carried if (out / name / "1" / "cloudpickle").is_dir()] == ["Counter"]
     assert load_problems(out) == {}

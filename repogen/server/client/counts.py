@@ -13,11 +13,13 @@ import urllib.request
 from typing import Any
 
 from ...runtime.metrics import FAILURE_METRIC
+from ...runtime.server_flags import MISSING_METRIC
 from ...triton.known_issues import error_responses_count_as_success
 
-__all__ = ["fetch_metrics", "repogen_failures", "served_counts"]
+__all__ = ["fetch_metrics", "missing_options", "repogen_failures", "served_counts"]
 
 _SAMPLE = re.compile(rf"^{FAILURE_METRIC}\{{(?P<labels>[^}}]*)\}}\s+(?P<value>[0-9.eE+-]+)\s*$", re.MULTILINE)
+_MISSING = re.compile(rf"^{MISSING_METRIC}\{{(?P<labels>[^}}]*)\}}\s+(?P<value>[0-9.eE+-]+)\s*$", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -37,6 +39,17 @@ def repogen_failures(metrics: str) -> dict[tuple[str, str], int]:
         labels = dict(_LABEL.findall(sample.group("labels")))
         found[(labels.get("model", ""), labels.get("version", ""))] = int(float(sample.group("value")))
     return found
+
+
+def missing_options(metrics: str) -> dict[str, list[str]]:
+    """model → the tritonserver options it depends on that its server was started without (runtime/server_flags.py:
+    each model's first instance finds them when it loads)."""
+    found: dict[str, list[str]] = {}
+    for sample in _MISSING.finditer(metrics):
+        labels = dict(_LABEL.findall(sample.group("labels")))
+        if float(sample.group("value")) > 0:
+            found.setdefault(labels.get("model", ""), []).append(labels.get("option", ""))
+    return {model: sorted(set(options)) for model, options in found.items()}
 
 
 def served_counts(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...triton.endpoints import DEFAULT_PORTS, METRICS_PATH
 from ...triton.known_issues import error_responses_count_as_success
-from .counts import fetch_metrics, served_counts
+from .counts import fetch_metrics, missing_options, served_counts
 from .infer import ModelClient
 from .states import ModelState, model_states
 
@@ -36,7 +36,7 @@ class ServerStatus:
     metrics_read: bool
     rows: list[dict[str, Any]]
     """Per model version: name, version, state, reason, requests, failed, mean_request_us, answers (None: not
-    probed), no_answer, unprobed."""
+    probed), no_answer, unprobed, missing_options (the tritonserver options it depends on that the server lacks)."""
     silent: dict[str, str] | None
     """The READY models that did not answer their probe (None: not probed)."""
     unprobed: dict[str, str]
@@ -60,6 +60,9 @@ class ServerStatus:
                 lines.append(f"    does not answer: {row['no_answer']}")
             if row["unprobed"]:
                 lines.append(f"    not probed: {row['unprobed']}")
+            for option in row["missing_options"]:
+                lines.append(f"    tritonserver was started without {option}, which this model depends on "
+                             "(repogen inspect says why; the server log names the fix)")  # fmt: skip
         return lines + self._notes()
 
     def _notes(self) -> list[str]:
@@ -92,9 +95,11 @@ def server_status(
         metrics_url = metrics_url or f"http://{client.url.rsplit(':', 1)[0]}:{DEFAULT_PORTS['metrics']}{METRICS_PATH}"
         metrics = fetch_metrics(metrics_url)
         served = served_counts(client.statistics(), version, metrics)
+        lacking = missing_options(metrics) if metrics is not None else {}
         ready = client.client.is_server_ready()
         silent, unprobed = prober(client, states) if prober is not None else (None, {})
-    rows = [_row(state, served, silent, unprobed) for state in states]
+    rows = [_row(state, served, silent, unprobed) | {"missing_options": lacking.get(state.name, [])} for state in
+            states]  # fmt: skip
     return ServerStatus(client.url, ready, version, metrics_url, metrics is not None, rows, silent, unprobed)
 
 

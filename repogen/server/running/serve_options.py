@@ -15,6 +15,7 @@ from ...deprecated import renamed_fields
 from ...errors import UsageError
 from ...triton.releases import Release
 from ...triton.restricted_apis import GRPC_FLAG, HTTP_FLAG, parse_apis
+from ...triton.server_options import DEFAULT_TRACE_RATE, TRACE_FLAG, trace_args
 from .host import HOST
 from .target import is_app
 
@@ -102,6 +103,10 @@ class ServeOptions:
     verify_key: Path | None = None
     restrict: tuple[str, ...] = field(default_factory=lambda: parse_apis("default"))
     token: str | None = None
+    trace_endpoint: str | None = None
+    """Trace with OpenTelemetry, exported over OTLP/HTTP to this URL (runtime/tracing.py); None: off."""
+    trace_rate: int | None = None
+    """With ``trace_endpoint``: one request of every this many (default tritonserver's, 1000)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "target", str(self.target))  # a Path is welcome; messages quote the text
@@ -137,9 +142,29 @@ class ServeOptions:
                 "other."
             )
         check_passthrough(self.tritonserver_args, self.explicit)
+        self.trace_arguments()
+
+    def trace_arguments(self) -> list[str]:
+        """tritonserver's tracing arguments for ``trace_endpoint`` (none without it); a UsageError for a rate without
+        an endpoint, a bad URL, or ``--trace-config`` after ``--`` beside it."""
+        if self.trace_endpoint is None:
+            if self.trace_rate is not None:
+                raise UsageError("--trace-rate samples what --trace-endpoint exports: pass --trace-endpoint URL too.")
+            return []
+        if any(arg.split("=", 1)[0] == TRACE_FLAG for arg in self.tritonserver_args):
+            raise UsageError(
+                f"--trace-endpoint and {TRACE_FLAG} after `--` both set tritonserver's tracing: pass one or the other."
+            )
+        try:
+            return trace_args(self.trace_endpoint, self.trace_rate or DEFAULT_TRACE_RATE)
+        except ValueError as exc:
+            raise UsageError(f"--trace-endpoint/--trace-rate: {exc}") from None
 
     def server_arguments(self, load: Sequence[str]) -> list[str]:
         """tritonserver's arguments beyond its repository, endpoints and key: ``load`` the models it loads under
-        explicit model control, then the stop timeout and the user's own arguments."""
+        explicit model control, then the stop timeout, tracing and the user's own arguments."""
         explicit = explicit_arguments(load) if self.explicit else []
-        return ["--exit-on-error=false", *explicit, *stop_arguments(self.tritonserver_args), *self.tritonserver_args]
+        return [
+            "--exit-on-error=false", *explicit, *stop_arguments(self.tritonserver_args), *self.trace_arguments(),
+            *self.tritonserver_args,
+        ]  # fmt: skip

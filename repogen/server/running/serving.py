@@ -21,6 +21,7 @@ from typing import TextIO
 
 from ...errors import RepogenError, RepositoryError, ServeError, UsageError
 from ...ondisk.reader import model_dirs, read_repository
+from ...runtime.server_flags import given_by
 from ...triton.devices import GpuQueryError, visible_gpus
 from ..client.access_key import Access, forget_run, record_run
 from ..client.states import ModelState, model_states
@@ -48,25 +49,24 @@ def _quiet(line: str) -> None:
     """What a :class:`Serving` made without ``echo`` does with the lines ``repogen serve`` prints."""
 
 
-def gpu_arguments(repository: Path, given: Sequence[str]) -> list[str]:
-    """The CUDA memory pool a repository's GPU models need (unless the arguments after ``--`` size it); a
+def repository_arguments(repository: Path, given: Sequence[str]) -> list[str]:
+    """The tritonserver options the repository's models depend on (``repogen inspect`` lists them: the response
+    cache, the rate limiter, the CUDA memory pool), less those the arguments after ``--`` set themselves; a
     :class:`ServeError` naming each model that needs more GPUs than this machine has, before any server starts.
     A directory that is no repository is left to the checks that name what is wrong with it."""
     try:
         info = read_repository(repository)
     except RepositoryError:
         return []
-    if not info.uses_gpu:
-        return []
-    try:
-        visible = len(visible_gpus())
-    except GpuQueryError as exc:
-        raise ServeError(f"repository {repository} has GPU models, but {exc}") from exc
-    shortfalls = info.gpu_shortfalls(visible)
-    if shortfalls:
-        raise ServeError("\n".join(shortfalls))
-    sized = any(arg.startswith("--cuda-memory-pool-byte-size") for arg in given)
-    return [] if sized else info.gpu_server_args()
+    if info.uses_gpu:
+        try:
+            visible = len(visible_gpus())
+        except GpuQueryError as exc:
+            raise ServeError(f"repository {repository} has GPU models, but {exc}") from exc
+        shortfalls = info.gpu_shortfalls(visible)
+        if shortfalls:
+            raise ServeError("\n".join(shortfalls))
+    return [option.arg for option in info.server_options if not given_by(given, option.flag, option.value)]
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,10 @@ class Serving:
         repository = self.repository = self._repository(self._scratch)
         self.loaded = check_models(repository, options.models) if options.models else None
         load = (self.loaded or [m.name for m in model_dirs(repository) if m.has_config]) if self.explicit else []
-        arguments = [*options.server_arguments(load), *gpu_arguments(repository, options.tritonserver_args)]
+        needed = repository_arguments(repository, options.tritonserver_args)
+        if needed:
+            self.echo(f"tritonserver options the models depend on: {' '.join(needed)} (repogen inspect says why)")
+        arguments = [*options.server_arguments(load), *needed]
         settings = {
             "log_path": self._scratch / LOG_NAME, "log_verbose": options.log_verbose,
             "extra_args": arguments, "access": Access.choose(options.restrict, options.token),

@@ -68,7 +68,7 @@ class TritonPythonModel(_Runtime):
         except BaseException as exc:  # the callable's failure is this request's answer
             return [self.failure(exc)]
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         out0 = result.get('calls')
         if (
             type(out0) is not _ndarray
@@ -76,11 +76,11 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or len(out0) != rows
         ):
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
         try:
             return [_Response([_Tensor('calls', out0)])]  # positional: pybind11 looks no keyword up
         except Exception:  # e.g. a BYTES output holding ints: the general path names the output
-            return self.finish_batch(result, [rows])
+            return self.finish_batch(result, [rows], requests)
 
     def _execute_many(self, requests, call):
         """Several requests in one call, as ``@batch`` merges them; each answer gets its own rows."""
@@ -101,10 +101,10 @@ class TritonPythonModel(_Runtime):
         rows = len(in0)
         try:
             result = call(x=in0, flag=in1)
-        except BaseException as exc:  # the callable's failure is the answer to each of these requests
-            return [self.failure(exc, len(requests))] * len(requests)
+        except BaseException as exc:  # the callable's failure is the answer to each of these requests (or to the
+            return self.failed_together(exc, requests)  # wrong ones alone, where it says the request was wrong)
         if type(result) is not dict or len(result) != 1:
-            return self.finish_batch(result, [len(part) for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         out0 = result.get('calls')
         if (
             type(out0) is not _ndarray
@@ -112,7 +112,7 @@ class TritonPythonModel(_Runtime):
             or out0.ndim == 0
             or len(out0) != rows
         ):
-            return self.finish_batch(result, [len(part) for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         responses = []
         answer = responses.append
         tensor, response = _Tensor, _Response
@@ -123,5 +123,5 @@ class TritonPythonModel(_Runtime):
                 answer(response([tensor('calls', out0[start:end])]))
                 start = end
         except Exception:  # as in execute
-            return self.finish_batch(result, [len(part) for part in in0_parts])
+            return self.finish_batch(result, [len(part) for part in in0_parts], requests)
         return responses
