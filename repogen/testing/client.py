@@ -15,7 +15,18 @@ from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 PROTOCOLS = ("http", "grpc")
 
-__all__ = ["PROTOCOLS", "InferenceServerException", "infer", "make_client", "stream"]
+__all__ = ["PROTOCOLS", "InferenceServerException", "expected_status", "infer", "make_client", "stream"]
+
+
+def expected_status(protocol: str, code: str) -> str:
+    """What ``InferenceServerException.status()`` says for an error of ``code`` (runtime/errors.py's names) on the
+    release under test."""
+    from repogen.testing.server_under_test import release_under_test
+    from repogen.triton.error_codes import GRPC_STATUS, http_status
+
+    if protocol == "http":
+        return str(http_status(code, release_under_test()))
+    return f"StatusCode.{GRPC_STATUS[code]}"
 
 
 def make_client(protocol: str, server: Any) -> Any:

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from repogen.testing.client import PROTOCOLS, InferenceServerException, infer, stream
+from repogen.testing.client import PROTOCOLS, InferenceServerException, expected_status, infer, stream
 from repogen.testing.server_under_test import release_at_least
 
 pytestmark = [pytest.mark.integration]
@@ -87,7 +87,8 @@ def test_an_uncaught_timeout_is_the_client_s_answer_in_time(server, protocol):
     with pytest.raises(InferenceServerException) as raised:
         infer(protocol, server, "Uncaught", {"x": np.array([3.0], np.float32)})
     took = time.perf_counter() - began
-    assert "ModelCallTimeout: model 'Sleepy' did not answer within its 0.5 s timeout" in str(raised.value)
+    said = "ModelCallTimeout [UNAVAILABLE]: model 'Sleepy' did not answer within its 0.5 s timeout"
+    assert said in raised.value.message() and raised.value.status() == expected_status(protocol, "UNAVAILABLE")
     assert took < 2.5, took
     infer(protocol, server, "Sleepy", {"x": np.zeros(1, np.float32)})  # as above
 

@@ -11,9 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repogen.testing.client import PROTOCOLS, InferenceServerException, infer
-from repogen.testing.server_under_test import release_under_test
-from repogen.triton.error_codes import GRPC_STATUS, http_status
+from repogen.testing.client import PROTOCOLS, InferenceServerException, expected_status, infer
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
@@ -52,11 +50,7 @@ def server(serve, cli_build, tmp_path_factory):
     return serve(repo)
 
 
-def status(protocol: str, code: str) -> str:
-    """What tritonclient's ``InferenceServerException.status()`` says for ``code`` on the release under test."""
-    if protocol == "http":
-        return str(http_status(code, release_under_test()))
-    return f"StatusCode.{GRPC_STATUS[code]}"
+status = expected_status
 
 
 def refused(protocol: str, server, model: str, x: float) -> InferenceServerException:
