@@ -35,20 +35,13 @@ from .decorator_base import then
 from .dtypes import BF16
 from .errors import (
     CLIENT_FAULTS,
-    INTERNAL,
-    UNAVAILABLE,
     InferenceError,
     PayloadError,
-    PyTritonUnrecoverableError,
     error_code,
 )
 from .failures import (
     error_message,
-    error_response,
     log,
-    log_failure,
-    out_of_gpu_memory,
-    out_of_gpu_memory_message,
     results_count_message,
 )
 from .instance import instantiate, is_async, lingering_message, lingering_threads
@@ -59,8 +52,8 @@ from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .responses import Responses
-from .server_flags import MissingGauge, missing, needs_of
-from .stub import numpy_problem, parse, read_argv, stop_server
+from .server_flags import report_missing
+from .stub import numpy_problem, parse, read_argv
 from .tensors import Placement
 from .tracing import configure as configure_tracing
 
@@ -124,7 +117,8 @@ class TritonPythonModel(Responses):
         self._bind_metrics(meta.get(Metadata.METRICS) or [], args)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
-        self._report_flags(args, server_argv)
+        if server_argv is not None and TritonContext.from_args(args).instance_index == 0:  # once per model
+            report_missing(pb_utils, log, self._model, args, server_argv)
 
     @property
     def model_name(self) -> str:
@@ -229,18 +223,6 @@ class TritonPythonModel(Responses):
         for problem in bind_metrics(pb_utils, self._model, args["model_version"], declared):
             if problem:
                 log("log_warn", f"model '{self._model}': {problem}")
-
-    def _report_flags(self, args: dict[str, str], server_argv: list[str] | None) -> None:
-        """Once per model (its first instance): the server options it depends on that its server was started without
-        (runtime/server_flags.py), logged and set on a gauge."""
-        if server_argv is None or TritonContext.from_args(args).instance_index != 0:
-            return
-        needs = needs_of(self._model, json.loads(args["model_config"]), args["model_repository"])
-        lacking = missing(self._model, needs, server_argv)
-        for _, line in lacking:
-            log("log_warn", line)
-        if lacking:
-            MissingGauge(pb_utils, self._model, [flag for flag, _ in lacking])
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
@@ -406,47 +388,3 @@ class TritonPythonModel(Responses):
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(awaitable)
-
-    def failure(self, exc: BaseException, requests: int = 1) -> Any:
-        """The error response for ``exc`` to one of ``requests`` requests, counted once for all of them (each of the
-        others needs an answer of its own: :meth:`failures`); an unrecoverable one stops the server."""
-        return error_response(*self._failed(exc, requests))
-
-    def failures(self, exc: BaseException, requests: int) -> list[Any]:
-        """One error response for ``exc`` to each of ``requests`` requests, logged and counted once.
-
-        Each is an object of its own: one response object answering two requests of a batch kills tritonserver
-        2.51 (SIGSEGV in libtriton_python.so's execute, measured with a failing ``@batch`` model).
-        """
-        message, code = self._failed(exc, requests)
-        return [error_response(message, code) for _ in range(requests)]
-
-    def _failed(self, exc: BaseException, requests: int) -> tuple[str, str]:
-        """``exc`` logged and counted for ``requests`` requests; the message and code that answer each."""
-        log_failure(self._model, exc)
-        if self._failures is not None:
-            self._failures.add(requests)
-        if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
-            self.stopped = error_message(exc)
-            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
-            stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
-        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
-            from .frameworks import free_gpu_caches
-
-            free_gpu_caches()
-            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
-        return error_message(exc), error_code(exc)
-
-    def _refuse(self, requests: list[Any]) -> list[Any] | None:
-        """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
-        after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
-        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
-        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
-        if self._failures is not None:
-            self._failures.add(len(requests))
-        if not self._decoupled:
-            return errors
-        for request, error in zip(requests, errors, strict=True):
-            request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None
