@@ -38,6 +38,7 @@ Without a GPU it builds the repository and stops at its GPU check, saying so, wi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -251,7 +252,7 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--table", type=Path, help="print this result's goals and points as Markdown, and stop")
@@ -259,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=8, help="at most; the budget decides how many fit")
     parser.add_argument("--window", type=float, default=0.5)
     parser.add_argument("--budget-s", type=float, default=310.0, help="start no group past what this leaves")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     if args.table is not None:
         print(table(json.loads(args.table.read_text())))
@@ -287,45 +293,10 @@ def main(argv: list[str] | None = None) -> int:
         analyzer = ensure_perf_analyzer()
         server.start()
         record_server(server, "bench")
-        took: dict[tuple[str, int], float] = {}  # what each group took when last measured
         try:
             server.wait_ready(120)
             print(f"serving after {time.monotonic() - started:.0f} s", flush=True)
-            for round_ in range(args.rounds):
-                left_out = []
-                for group, concurrency, models, streams in groups():
-                    guess = took.get((group, concurrency), FIRST_GUESS_S * len(models))
-                    if time.monotonic() - started + guess + MEMORY_RESERVE_S > args.budget_s:
-                        left_out.append(f"{group} c={concurrency}")
-                        continue
-                    begun = time.monotonic()
-                    turn = round_ % len(models)
-                    for model in models[turn:] + models[:turn]:
-                        try:
-                            point = measure(analyzer, server, model, concurrency, args.window, streams)
-                        except RuntimeError as exc:  # a model that did not load, or perf_analyzer failing on it
-                            print(f"round {round_} {group} c={concurrency} {model}: no point: {exc}", flush=True)
-                            continue
-                        point = {"group": group, "model": model, "concurrency": concurrency, "round": round_, **point}
-                        result["points"].append(point)
-                        if args.points is not None:
-                            with args.points.open("a") as out:
-                                out.write(json.dumps(point) + "\n")
-                        print(f"round {round_} {group} c={concurrency} {model}: {point['rate']:.0f}/s "
-                              f"p50 {point['p50_us']:.0f} us", flush=True)  # fmt: skip
-                    took[(group, concurrency)] = time.monotonic() - begun
-                    result["summary"] = summarize(result["points"])
-                    result["goals"] = goals(result["summary"], {})
-                    args.out.write_text(json.dumps(result, indent=2) + "\n")
-                if left_out:
-                    print(f"round {round_} left out {', '.join(left_out)}: the budget of {args.budget_s:.0f} s would "
-                          "not hold them", flush=True)  # fmt: skip
-                if len(left_out) == len(groups()):
-                    break
-                result["rounds"] = round_ + 1  # rounds begun; each point's own count is in the summary
-                print(f"round {round_} ended after {time.monotonic() - started:.0f} s", flush=True)
-                if left_out:
-                    break
+            _rounds(args, _Run(server, analyzer, result, started))
             result["gpu_memory_mib"] = instance_memory(server, MEMORY_MODELS)
             result["goals"] = goals(result["summary"], result["gpu_memory_mib"])
         finally:
@@ -334,6 +305,68 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     report(result)
     return 0
+
+
+@dataclasses.dataclass
+class _Run:
+    """One measuring run: its server, perf_analyzer, the result it fills, when it started, what each group took."""
+
+    server: Any
+    analyzer: Any
+    result: dict[str, Any]
+    started: float
+    took: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)
+
+
+def _rounds(args: argparse.Namespace, run: _Run) -> None:
+    """Round after round, as many as the budget holds: a round that cannot hold a group is the last."""
+    for round_ in range(args.rounds):
+        left_out = _round(args, run, round_)
+        if left_out:
+            print(f"round {round_} left out {', '.join(left_out)}: the budget of {args.budget_s:.0f} s would "
+                  "not hold them", flush=True)  # fmt: skip
+        if len(left_out) == len(groups()):
+            break
+        run.result["rounds"] = round_ + 1  # rounds begun; each point's own count is in the summary
+        print(f"round {round_} ended after {time.monotonic() - run.started:.0f} s", flush=True)
+        if left_out:
+            break
+
+
+def _round(args: argparse.Namespace, run: _Run, round_: int) -> list[str]:
+    """Every group the budget still holds, measured once; the groups it left out."""
+    left_out = []
+    for group, concurrency, models, streams in groups():
+        guess = run.took.get((group, concurrency), FIRST_GUESS_S * len(models))
+        if time.monotonic() - run.started + guess + MEMORY_RESERVE_S > args.budget_s:
+            left_out.append(f"{group} c={concurrency}")
+            continue
+        begun = time.monotonic()
+        turn = round_ % len(models)
+        for model in models[turn:] + models[:turn]:
+            _point(args, run, round_, (group, concurrency, model, streams))
+        run.took[(group, concurrency)] = time.monotonic() - begun
+        run.result["summary"] = summarize(run.result["points"])
+        run.result["goals"] = goals(run.result["summary"], {})
+        args.out.write_text(json.dumps(run.result, indent=2) + "\n")
+    return left_out
+
+
+def _point(args: argparse.Namespace, run: _Run, round_: int, where: tuple[str, int, str, Any]) -> None:
+    """One model's point of a group, recorded (and appended to ``--points``); a model that fails loses it alone."""
+    group, concurrency, model, streams = where
+    try:
+        point = measure(run.analyzer, run.server, model, concurrency, args.window, streams)
+    except RuntimeError as exc:  # a model that did not load, or perf_analyzer failing on it
+        print(f"round {round_} {group} c={concurrency} {model}: no point: {exc}", flush=True)
+        return
+    point = {"group": group, "model": model, "concurrency": concurrency, "round": round_, **point}
+    run.result["points"].append(point)
+    if args.points is not None:
+        with args.points.open("a") as out:
+            out.write(json.dumps(point) + "\n")
+    print(f"round {round_} {group} c={concurrency} {model}: {point['rate']:.0f}/s "
+          f"p50 {point['p50_us']:.0f} us", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -338,9 +338,22 @@ def gpu_work_section() -> list[str]:
 
 
 def render(path: Path) -> str:
+    """docs/benchmarks.md from the result at ``path``: how it was measured, the goals, each group's points."""
     result = json.loads(path.read_text())
-    rel = path.relative_to(ROOT)
-    parts = [
+    parts = [*_introduction(result, path.relative_to(ROOT)), *_groups(result)]
+    parts += streaming_section(streaming_result(result, path))
+    parts += waiting_section(waiting_result())
+    parts += _onnx_sections(result)
+    parts += gpu_work_section()
+    for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
+        if (BENCH / written).exists():
+            parts += [(BENCH / written).read_text().rstrip(), ""]
+    return "\n".join(parts)
+
+
+def _introduction(result: dict[str, Any], rel: Path) -> list[str]:
+    """What is compared, the machine, how to reproduce it, and the goals."""
+    return [
         "# Benchmarks",
         "",
         "repogen's generated models against hand-written Triton Python-backend `model.py` files doing the same work",
@@ -380,6 +393,12 @@ def render(path: Path) -> str:
         "",
         "![throughput by implementation](benchmarks.png)",
         "",
+    ]
+
+
+def _groups(result: dict[str, Any]) -> list[str]:
+    """The points of the main run, group by group, the stub's instructions and the cold start."""
+    return [
         "## Payload points: `y = 2 * x`, float32, max_batch_size 64, dynamic batching",
         "",
         *point_table(result, "payload"),
@@ -414,8 +433,11 @@ def render(path: Path) -> str:
         *cold_start_table(result),
         "",
     ]
-    parts += streaming_section(streaming_result(result, path))
-    parts += waiting_section(waiting_result())
+
+
+def _onnx_sections(result: dict[str, Any]) -> list[str]:
+    """The ONNX points of the run, then the later side-by-side runs."""
+    parts: list[str] = []
     onnx = onnx_tables(result)
     if onnx:
         parts += [
@@ -436,11 +458,7 @@ def render(path: Path) -> str:
                   "", "Measured after the run above, on the same kind of machine, each under the bench lock. A ratio",
                   "is taken within a round (the first model's throughput over the second's), then median [min–max].",
                   "", *side]  # fmt: skip
-    parts += gpu_work_section()
-    for written in ("modelcar.md", "gpu.md", "analysis.md"):  # by hand (bench/modelcar.py, bench/gpu.py); findings
-        if (BENCH / written).exists():
-            parts += [(BENCH / written).read_text().rstrip(), ""]
-    return "\n".join(parts)
+    return parts
 
 
 def main(argv: list[str]) -> int:

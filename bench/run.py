@@ -17,9 +17,7 @@ import argparse
 import datetime as dt
 import itertools
 import json
-import os
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -29,24 +27,23 @@ from typing import Any
 
 import builds
 import ceiling
-import numpy as np
 import onnx_bench
 import perf
+import ratios
 import stats
 import streaming
 import waiting
+from instructions import COUNTED, MB4, count_instructions
 from packages import packages_bench
-from repos import FIXED_BATCHES, assemble
+from repos import assemble
 from servers import PyTritonServer, repogen_server
 
 from repogen.server.provision.install import default_cache_dir
 from repogen.server.provision.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
 from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
-from repogen.testing import callgrind
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
-MB4 = 1 << 20  # float32 elements in 4 MiB
 
 POINTS = (("16 floats", 16, (1, 8, 16)), ("4 MB", MB4, (1, 4)))
 PROTOCOLS = ("grpc", "http")
@@ -62,44 +59,6 @@ EXTRAS = (
     ("bls", "Trivial", "direct", 1),
     ("bls", "BlsTrivial", "via BLS", 1),
 )
-COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted when not the model's own[, requests
-    # per execute]])
-    "16 floats": (
-        ("generated", "Double", 16),
-        ("handwritten", "DoubleHW", 16),
-        ("hand-written, DLPack", "DoubleDLPack", 16),
-    ),
-    "4 MB": (
-        ("generated", "Double", MB4),
-        ("handwritten", "DoubleHW", MB4),
-        ("hand-written, DLPack", "DoubleDLPack", MB4),
-    ),
-    **{
-        f"16 floats, {n} requests per execute": (
-            ("generated", f"DoubleX{n}", 16, (), n),
-            ("handwritten", f"DoubleHWX{n}", 16, (), n),
-        )
-        for n in FIXED_BATCHES
-    },
-    **{
-        f"onnx {size.lower()}, {n} request{'s' * (n > 1)} per execute, 1 thread": (
-            ("generated", f"Onnx{size}{variant}", 256, (), n),
-            ("hand-written model.py", f"Onnx{size}HW{variant}", 256, (), n),
-            ("hand-batched class", f"Onnx{size}Class{variant}", 256, (), n),
-            # after the baselines (report.py divides by the second); QUIET: repogen/testing/callgrind.quiet_copy
-            ("generated, no cancellation check", f"Onnx{size}{variant}{callgrind.QUIET}", 256, (), n),
-        )
-        for size in ("Small", "Mlp")
-        for variant, n in (("T1", 1), ("X4", 4))
-    },
-    "pipeline": (("fused (repogen)", "Fused", 16), ("one model (hand-written)", "HWOne", 16)),
-    streaming.COUNTED_GROUP: streaming.COUNTED,
-    **waiting.COUNTED,
-    "ensemble, 3 steps": (
-        ("ensemble (repogen)", "Pipeline", 16, ("StepAdd", "StepMul", "StepSub")),
-        ("ensemble (hand-written)", "HWPipeline", 16, ("HWStepAdd", "HWStepMul", "HWStepSub")),
-    ),
-}
 
 
 def machine() -> dict[str, Any]:
@@ -216,105 +175,7 @@ def _progress(s: dict[str, Any]) -> None:
     )
 
 
-def count_instructions(
-    repository: Path, work: Path, requests: int, groups: list[str] | None = None
-) -> dict[str, dict[str, float]]:
-    """Stub instructions per request of the counted models (``groups`` of COUNTED, else all), on a callgrind server."""
-    counted_groups = {  # a group whose models the repository lacks (the ONNX ones, without a builder venv) is left out
-        group: COUNTED[group]
-        for group in groups or COUNTED
-        if all((repository / c[1].removesuffix(callgrind.QUIET)).is_dir() for c in COUNTED[group])
-    }
-    server = repogen_server(repository, work / "unused.log")
-    # Only the counted models: two dozen stubs starting at once under valgrind time out their handshake.
-    counted = work / "callgrind-repository"
-    shutil.rmtree(counted, ignore_errors=True)
-    cases = {  # a case's inputs: that many float32 elements of x, or the arrays themselves
-        f"{group}/{case[0]}": (case[1], _inputs(case[2]), *(case[3:] or ((),)))
-        for group, pairs in counted_groups.items()
-        for case in pairs
-    }
-    for name in sorted({name for model, _, stubs, *_ in cases.values() for name in (model, *stubs)}):
-        if name.endswith(callgrind.QUIET):  # the same model without the check valgrind's pace sets off
-            callgrind.quiet_copy(repository, name.removesuffix(callgrind.QUIET), counted / name)
-        else:
-            shutil.copytree(repository / name, counted / name, copy_function=os.link)
-    counts = callgrind.instructions_per_request(counted, server.install, server.venv, cases, work, requests)
-    return {group: {case[0]: counts[f"{group}/{case[0]}"] for case in pairs} for group, pairs in counted_groups.items()}
-
-
-def _inputs(spec: Any) -> dict[str, np.ndarray]:
-    return spec if isinstance(spec, dict) else {"x": np.zeros((1, spec), np.float32)}
-
-
-def ratios(samples: list[dict[str, Any]], protocols: tuple[str, ...]) -> list[dict[str, Any]]:
-    """The issue's goal ratios, each computed per round."""
-    rows: list[dict[str, Any]] = []
-
-    def add(
-        name: str, key: tuple[Any, ...], num: str, den: str, metric: str, goal: str, difference: bool = False
-    ) -> None:
-        value = (stats.round_difference if difference else stats.round_ratio)(samples, key, num, den, metric)
-        if value is not None:
-            rows.append({"name": name, "goal": goal, **value})
-
-    for payload, elements, concurrencies in POINTS:
-        for protocol in protocols:
-            for c in concurrencies:
-                key = ("payload", protocol, elements, c)
-                where = f"{payload}, {protocol}, c={c}"
-                add(f"generated/hand-written throughput ({where})", key, "generated", "handwritten", "throughput",
-                    ">= 0.97")  # fmt: skip
-                add(f"generated/hand-written p50 ({where})", key, "generated", "handwritten", "p50_us", "<= 1.05")
-                add(f"generated - hand-written server compute infer, us ({where})", key, "generated", "handwritten",
-                    "compute_infer_us", "<= 5", difference=True)  # fmt: skip
-    for protocol in protocols:
-        for c in (1, 16):
-            add(f"generated/PyTriton throughput (16 floats, {protocol}, c={c})", ("payload", protocol, 16, c),
-                "generated", "pytriton", "throughput", ">= 2.5")  # fmt: skip
-    add("fused 3-step pipeline / the same work in one hand-written model, p50 (c=1)", ("pipeline", "grpc", 16, 1),
-        "fused (repogen)", "one model (hand-written)", "p50_us", "<= 1.1")  # fmt: skip
-    add("ensemble of repogen steps / hand-written ensemble of hand-written steps, p50 (c=1)",
-        ("pipeline", "grpc", 16, 1), "ensemble (repogen)", "ensemble (hand-written)", "p50_us", "<= 1.05")  # fmt: skip
-    add("ensemble / fused, p50 (c=1)", ("pipeline", "grpc", 16, 1), "ensemble (repogen)", "fused (repogen)", "p50_us",
-        "reference")  # fmt: skip
-    add("2 instances / 1 instance throughput (CPU-bound, c=2)", ("instances", "grpc", 16, 2), "2 instances",
-        "1 instance", "throughput", ">= 1.8")  # fmt: skip
-    by_round: dict[int, dict[str, float]] = {}
-    for s in samples:
-        if s["group"] == "ceiling":
-            by_round.setdefault(s["round"], {})[s["impl"]] = s["throughput"]
-    parallel = [r["2 processes"] / r["1 process"] for r in by_round.values() if len(r) == 2]
-    if parallel:
-        rows.append({"name": "machine ceiling: 2 / 1 plain processes (same spin, no Triton)", "goal": "reference",
-                     **stats.spread(parallel)})  # fmt: skip
-    add("BLS / direct p50 (c=1)", ("bls", "grpc", 16, 1), "via BLS", "direct", "p50_us", "reference")
-    rows += streaming.ratios(samples)
-    for group, size, impls, concurrencies in onnx_bench.POINTS:
-        num, den, *others = list(impls)
-        elements = onnx_bench.ELEMENTS[size]
-        for c in concurrencies:
-            key = (group, "grpc", elements, c)
-            for other in others:  # the hand-written model.py
-                add(f"{group}: models.onnx(backend='python') / {other}, throughput (c={c})", key, num, other,
-                    "throughput", ">= 1.0")  # fmt: skip
-            if group.endswith("fused"):
-                add(f"{group}: fused Python -> ONNX -> Python / the ONNX step alone, p50 (c={c})", key, num, den,
-                    "p50_us", "<= 1.1")  # fmt: skip
-            elif group == "onnx threads":
-                add(f"{group}: big graph, 2 instances, 1 intra-op thread each / onnxruntime's default, throughput "
-                    f"(c={c})", key, num, den, "throughput", "reference")  # fmt: skip
-            else:
-                add(f"{group}: models.onnx(backend='python') / hand-batched class model, throughput (c={c})", key,
-                    num, den, "throughput", ">= 1.0")  # fmt: skip
-    group, c = onnx_bench.CEILING_POINT
-    add(f"{group}: served / onnxruntime alone in one process at the server's mean batch, throughput (c={c})",
-        (group, "grpc", onnx_bench.ELEMENTS["Big"], c), "generated", "onnxruntime in one process", "throughput",
-        ">= 0.8")  # fmt: skip
-    return rows
-
-
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 round of 1 s windows, gRPC only: a smoke run")
     parser.add_argument("--rounds", type=int, default=None)
@@ -331,7 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=("streaming", "waiting"),
                         help="only this group: bench/results/<date>-<group>.json")  # fmt: skip
     parser.add_argument("--servers", type=int, default=3, help="with --only: fresh servers the rounds share")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     rounds = args.rounds or (1 if args.quick else 3)
     window = args.window or (1.0 if args.quick else 2.0)
     protocols = ("grpc",) if args.quick else PROTOCOLS
@@ -341,24 +206,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print("building the benchmark repository", flush=True)
     repository = assemble(work)
-    onnx = False
     counted_onnx = any(group.startswith("onnx") for group in args.group or COUNTED)
-    if not args.no_onnx and not args.only and (not args.instructions or counted_onnx):
-        try:  # a builder venv with onnx and onnxruntime builds the ONNX models (pip, the first time)
-            print(f"  ONNX models: {', '.join(onnx_bench.add_models(repository, work))}", flush=True)
-            onnx = True
-        except Exception as exc:
-            print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
+    wanted = not args.no_onnx and not args.only and (not args.instructions or counted_onnx)
+    onnx = wanted and _onnx_models(repository, work)
     if args.instructions:  # repeatable on a busy machine: the way to prove one change to the request path
-        counts = count_instructions(repository, work, args.requests, args.group)
-        print(json.dumps(counts, indent=1), flush=True)
-        if args.output:  # the groups join those already in the file (one group per run when each is slow)
-            kept = json.loads(args.output.read_text()) if args.output.exists() else {}
-            counted = {**kept.get("instructions_per_request", {}), **counts}
-            result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
-                      "instructions_per_request": counted}  # fmt: skip
-            args.output.write_text(json.dumps(result, indent=1) + "\n")
-        return 0
+        return _instructions_only(repository, work, args.requests, args.group, args.output)
     if args.only == "streaming":
         return streaming_only(repository, work, rounds, window, args.output, began, args.servers)
     if args.only == "waiting":
@@ -373,34 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for server in servers.values():
             server.stop()
-    print("stub instructions per request (callgrind)", flush=True)
-    try:  # under valgrind a stub's shm handshake can time out on a busy machine: keep the measurements above
-        instructions = count_instructions(repository, work, requests=50 if args.quick else 200)
-    except Exception as exc:
-        failure = f"{type(exc).__name__}: {str(exc)[:300]}"
-        print(f"  callgrind failed ({failure}); rerun: bench/run.py --instructions", flush=True)
-        instructions = {}
-    print(f"  {instructions}", flush=True)
-    print("cold start, build time", flush=True)
-    try:  # a failure here must not throw the measurements above away
-        extras = builds.cold_start_and_build(work, reps=1 if args.quick else 3)
-    except Exception as exc:
-        print(f"  cold start / build time failed: {type(exc).__name__}: {exc}", flush=True)
-        extras = {"cold_start_error": f"{type(exc).__name__}: {exc}"}
-    print("shipped packages: READY against pre-installed, rebuild time", flush=True)
-    try:
-        extras["packages"] = packages_bench(work, default_cache_dir(), reps=1 if args.quick else 3)
-        print(f"  {extras['packages']}", flush=True)
-    except Exception as exc:
-        print(f"  packages failed: {type(exc).__name__}: {exc}", flush=True)
-        extras["packages_error"] = f"{type(exc).__name__}: {exc}"
-
+    instructions = _instructions_after(repository, work, args.quick)
+    extras = _extras(work, args.quick)
     result = {
         "date": dt.datetime.now().isoformat(timespec="seconds"),
         "mode": "quick" if args.quick else "full",
         "rounds": rounds, "window_s": window, "protocols": list(protocols),
         "machine": machine(), "samples": samples, "summary": stats.summarize(samples),
-        "ratios": ratios(samples, protocols), "instructions_per_request": instructions, **extras,
+        "ratios": ratios.ratios(samples, protocols, POINTS), "instructions_per_request": instructions, **extras,
         "duration_s": round(time.monotonic() - began, 1),
     }  # fmt: skip
     output = args.output or BENCH / "results" / f"{dt.date.today().isoformat()}{'-quick' if args.quick else ''}.json"
@@ -408,6 +240,60 @@ def main(argv: list[str] | None = None) -> int:
     output.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {output} in {result['duration_s']} s", flush=True)
     return 0
+
+
+def _onnx_models(repository: Path, work: Path) -> bool:
+    """The ONNX models added to the repository (a builder venv with onnx and onnxruntime, pip the first time)."""
+    try:
+        print(f"  ONNX models: {', '.join(onnx_bench.add_models(repository, work))}", flush=True)
+    except Exception as exc:
+        print(f"  ONNX models left out ({type(exc).__name__}: {str(exc)[:300]})", flush=True)
+        return False
+    return True
+
+
+def _instructions_only(repository: Path, work: Path, requests: int, groups: Any, output: Path | None) -> int:
+    """``--instructions``: the stub's instructions per request alone; with ``--output``, the groups join those
+    already in the file (one group per run when each is slow)."""
+    counts = count_instructions(repository, work, requests, groups)
+    print(json.dumps(counts, indent=1), flush=True)
+    if output:
+        kept = json.loads(output.read_text()) if output.exists() else {}
+        counted = {**kept.get("instructions_per_request", {}), **counts}
+        result = {"date": dt.datetime.now().isoformat(timespec="seconds"), "machine": machine(),
+                  "instructions_per_request": counted}  # fmt: skip
+        output.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+def _instructions_after(repository: Path, work: Path, quick: bool) -> dict[str, Any]:
+    print("stub instructions per request (callgrind)", flush=True)
+    try:  # under valgrind a stub's shm handshake can time out on a busy machine: keep the measurements above
+        instructions = count_instructions(repository, work, requests=50 if quick else 200)
+    except Exception as exc:
+        failure = f"{type(exc).__name__}: {str(exc)[:300]}"
+        print(f"  callgrind failed ({failure}); rerun: bench/run.py --instructions", flush=True)
+        instructions = {}
+    print(f"  {instructions}", flush=True)
+    return instructions
+
+
+def _extras(work: Path, quick: bool) -> dict[str, Any]:
+    """Cold start, build time and shipped packages; a failure here must not throw the measurements away."""
+    print("cold start, build time", flush=True)
+    try:
+        extras = builds.cold_start_and_build(work, reps=1 if quick else 3)
+    except Exception as exc:
+        print(f"  cold start / build time failed: {type(exc).__name__}: {exc}", flush=True)
+        extras = {"cold_start_error": f"{type(exc).__name__}: {exc}"}
+    print("shipped packages: READY against pre-installed, rebuild time", flush=True)
+    try:
+        extras["packages"] = packages_bench(work, default_cache_dir(), reps=1 if quick else 3)
+        print(f"  {extras['packages']}", flush=True)
+    except Exception as exc:
+        print(f"  packages failed: {type(exc).__name__}: {exc}", flush=True)
+        extras["packages_error"] = f"{type(exc).__name__}: {exc}"
+    return extras
 
 
 def streaming_only(repository: Path, work: Path, rounds: int, window: float, output: Path | None,

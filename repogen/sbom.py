@@ -122,7 +122,7 @@ def document(files: Mapping[str, bytes], digests: Mapping[str, str]) -> bytes:
                 graph.edges[ref].update(refs.get(step.model_name, []))
             if record is not None:
                 graph.edges[ref].add(runtime)
-                _add_record(graph, ref, record, refs)
+                _add_record(graph, ref, record, refs, f"{version_dir}/cloudpickle/__init__.py" in digests)
     return _serialize(graph.components, graph.edges, Bom, JsonV1Dot6)
 
 
@@ -157,7 +157,8 @@ def _runtime_component() -> Any:
     return Component(
         name="repogen-runtime",
         version=__version__,
-        description="repogen's runtime, vendored into every model version it builds (<version>/repogen/)",
+        description="repogen's runtime, vendored into every model version it builds (<version>/repogen/: the modules "
+        "that model reaches)",
         licenses=_license({"expression": "Apache-2.0"}),
         properties=_properties(vendored="repogen/"),
     )
@@ -177,11 +178,13 @@ def _model_component(model: str, number: int, config: mc.ModelConfig, payload: t
     )
 
 
-def _add_record(graph: _Graph, ref: str, record: dict[str, Any], refs: Mapping[str, list[str]]) -> None:
-    """What a model version's ``model.json`` says it depends on: cloudpickle, the models it calls or runs, and
-    the distributions it imports, in each package tree it ships."""
+def _add_record(
+    graph: _Graph, ref: str, record: dict[str, Any], refs: Mapping[str, list[str]], vendors_cloudpickle: bool
+) -> None:
+    """What a model version's ``model.json`` says it depends on: cloudpickle where it carries it, the models it calls
+    or runs, and the distributions it imports, in each package tree it ships."""
     cloudpickle = (record.get(Metadata.BUILD) or {}).get("cloudpickle")
-    if cloudpickle:
+    if cloudpickle and vendors_cloudpickle:
         graph.edges[ref].add(_vendored_cloudpickle(graph, cloudpickle))
     for called in [*(record.get(Metadata.CALLS) or []), *(record.get(Metadata.FUSED) or [])]:
         graph.edges[ref].update(refs.get(str(called), []))
@@ -223,7 +226,7 @@ def _vendored_cloudpickle(graph: _Graph, version: str) -> str:
             name="cloudpickle",
             version=version,
             purl=PackageURL("pypi", None, "cloudpickle", version),
-            description="vendored into every model version (<version>/cloudpickle/): it unpickles the payload",
+            description="vendored into the model versions whose payload needs it (<version>/cloudpickle/)",
             licenses=_license(_stated_license("cloudpickle")),
             properties=_properties(vendored="cloudpickle/"),
         ),

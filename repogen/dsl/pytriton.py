@@ -4,7 +4,7 @@ import swap.
 ``Triton`` is a :class:`~repogen.dsl.repository.Repository` (``bind``, ``model`` and ``ensemble`` as there, and
 ``repogen build server.py:triton`` where it sits at module level) that also runs itself: :meth:`Triton.run`
 builds it and starts the stock tritonserver ``repogen serve`` runs. The DSL imports no build or server code:
-``repogen`` registers who runs it (:func:`set_server_runner`), as it does the in-process runner.
+``repogen`` registers who runs it (``dsl/runners.py``), as it does the in-process runner.
 """
 
 from __future__ import annotations
@@ -15,38 +15,28 @@ import logging
 import pathlib
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType, TracebackType
 from typing import Protocol
 
 from ..errors import UsageError
+from . import runners
 from .config import ServerOptions
 from .repository import Repository
 from .triton_config import LOOPBACK, TritonConfig, TritonLifecyclePolicy, TritonSecurityConfig
 
 __all__ = [
     "LOOPBACK", "Triton", "TritonConfig", "TritonLifecyclePolicy", "TritonSecurityConfig", "loading_app",
-    "set_server_runner",
 ]  # fmt: skip
 
 
 class ServedRepository(Protocol):
-    """What :func:`set_server_runner`'s runner returns: the server it started, stopped by :meth:`stop`."""
+    """What the server runner (``dsl/runners.py``) returns: the server it started, stopped by :meth:`stop`."""
 
     def stop(self) -> None: ...
 
     def is_alive(self) -> bool: ...
-
-
-ServerRunner = Callable[["Triton"], ServedRepository]
-_server_runner: ServerRunner | None = None
-
-
-def set_server_runner(runner: ServerRunner) -> None:
-    """Who builds and serves a :class:`Triton`; ``repogen`` sets it (the DSL does not import build or server)."""
-    global _server_runner
-    _server_runner = runner
 
 
 _loading_apps = 0
@@ -128,10 +118,9 @@ class Triton(Repository):
             )
         if self._served is not None:
             raise UsageError("this Triton is running already; stop() it first")
-        if _server_runner is None:
-            raise RuntimeError("no server runner is set; import repogen (its __init__ sets it)")
+        run = runners.server_runner()
         dataclasses.replace(self.config)  # its fields checked again: one set after it was made is refused too
-        self._served = _server_runner(self)
+        self._served = run(self)
         atexit.register(self.stop)  # as PyTriton: a run() never stopped ends with this process
 
     def serve(self, monitoring_period_s: float = 1.0) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import runners
 from .config import ModelConfig, ServerOptions
 from .handle import ModelHandle
 from .site import Site, caller_site, user_frame
@@ -73,16 +74,6 @@ class IncludedDefinition:
     name: str
     path: Path  # absolute
     site: Site | None = dataclasses.field(default=None, compare=False)
-
-
-LocalRunner = Callable[["Repository"], Any]
-_local_runner: LocalRunner | None = None
-
-
-def set_local_runner(runner: LocalRunner) -> None:
-    """Who runs a repository in this process; ``repogen`` sets it (the DSL does not import the runner)."""
-    global _local_runner
-    _local_runner = runner
 
 
 class Repository:
@@ -263,10 +254,9 @@ class Repository:
 
         The same object is returned until models are added, so class models keep their state.
         """
-        if _local_runner is None:
-            raise RuntimeError("no in-process runner is set; import repogen (its __init__ sets it)")
+        run = runners.local_runner()
         if self._local is None or self._local[0] != self._generation:
-            self._local = (self._generation, _local_runner(self))
+            self._local = (self._generation, run(self))
         return self._local[1]
 
     def bind(

@@ -13,14 +13,14 @@ from typing import Any
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
-from ..runtime.records import CONFIG_FILE, METADATA_FILE, MODEL_FILE, PAYLOAD_FILE, Metadata, dumps
-from ..runtime.tensors import GPU, NUMPY
+from ..runtime.records import CONFIG_FILE, GPU, METADATA_FILE, MODEL_FILE, NUMPY, PAYLOAD_FILE, Metadata, dumps
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
 from .onnx_model_source import onnx_model_py
 from .payloads import PayloadPlan, PayloadUnit
-from .templates import cloudpickle_files, render, runtime_files
+from .templates import render
+from .vendoring import vendored_files
 
 MADE_ON_GPU = "made_on_gpu"
 """``model.json``'s callables that held CUDA tensors at build time, and where their instances run (``ir/devices.py``):
@@ -116,7 +116,8 @@ def configs(spec: RepositorySpec) -> dict[str, bytes]:
 def version_files(
     model: ModelSpec, version: VersionSpec, plan: PayloadPlan, record: dict[str, Any], source: bytes | None = None
 ) -> dict[str, Entry]:
-    """One version directory: model.py, the payload, its sources, model.json and the vendored runtime.
+    """One version directory: model.py, the payload, its sources, model.json and the part of the runtime it reaches
+    (``vendoring.py``).
 
     ``source`` is a ``model.py`` emitted elsewhere (a fused model's); by default it is emitted here.
     """
@@ -148,9 +149,8 @@ def version_files(
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }
-    for path, data in runtime_files():
-        files[f"{base}/repogen/{path}"] = data
-    for path, data in cloudpickle_files():
+    carried = vendored_files(model, version.infer_funcs, metadata, source, payload.data, payload.imports)
+    for path, data in carried.items():
         files[f"{base}/{path}"] = data
     return files
 

@@ -151,6 +151,8 @@ class Payload:
     held: tuple[tuple[Any, str], ...] = ()
     """Instances of the user's classes and the objects made anew, in pickling order, each with how messages name it
     (``one app.Bot object``, ``a threading.Lock()``): what two models may both hold (``sharing``)."""
+    imports: frozenset[str] = frozenset()
+    """Every module the payload imports, unpickled or called: the vendored runtime's part it reaches (``vendoring``)."""
     metrics: tuple[dict[str, Any], ...] = ()
     """The declarations of the user's metrics the callables hold, by name (``model.json``'s ``metrics``)."""
 
@@ -182,8 +184,9 @@ def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
     shipped, listed = sources.ship(pickled.sources)
     made = {id(obj): f"a {description}" for obj, description in pickled.made_anew}
     held = tuple((obj, made.get(id(obj)) or f"one {diagnose.describe(obj).removeprefix('a ')}") for obj in pickled.held)
+    imported = frozenset([*pickled.modules, *pickled.imports, *unit.imports])
     metrics = declared_metrics(unit.what, pickled.metrics)
-    return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held, metrics)
+    return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held, imported, metrics)
 
 
 def declared_metrics(what: str, metrics: Sequence[Any]) -> tuple[dict[str, Any], ...]:

@@ -161,7 +161,9 @@ class DeterministicPickler(cloudpickle.Pickler):
 
 
 class PortablePickler(DeterministicPickler):
-    """No bytecode: code objects become references into shipped sources, closures travel by name."""
+    """No bytecode: code objects become references into shipped sources, closures travel by name; modules and
+    closure cells are rebuilt by the runtime's own helpers, so a payload of plain functions needs no cloudpickle
+    in the server (classes pickled by value still do)."""
 
     def __init__(
         self,
@@ -186,6 +188,15 @@ class PortablePickler(DeterministicPickler):
         return reference
 
     def reducer_override(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind is types.ModuleType and _cp._should_pickle_by_reference(obj):  # the runtime's, not cloudpickle's
+            self._note_module(obj)
+            return portable.subimport, (obj.__name__,)
+        if kind is types.CellType:
+            try:
+                return portable.make_cell, (obj.cell_contents,)
+            except ValueError:  # a variable not assigned yet
+                return portable.make_cell, ()
         if isinstance(obj, type) and not _cp._should_pickle_by_reference(obj) and obj not in _cp._BUILTIN_TYPE_NAMES:
             return reduce_class(obj)
         return super().reducer_override(obj)

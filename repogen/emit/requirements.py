@@ -18,8 +18,9 @@ from ..errors import BuildError
 from ..triton.targets import Targets
 from .portability import check_stdlib, is_stdlib
 
-# numpy ships in every NGC tritonserver image; repogen's runtime and cloudpickle are vendored
-# into each model version; the stub provides triton_python_backend_utils.
+# numpy ships in every NGC tritonserver image; repogen's runtime and cloudpickle are vendored into each model
+# version that needs them (cloudpickle into every one with requirements: vendoring.py); the stub provides
+# triton_python_backend_utils.
 _PROVIDED = frozenset({"numpy", "repogen", "cloudpickle", "triton_python_backend_utils", "__main__", "builtins"})
 _VENDORED = ("repogen.runtime", "cloudpickle")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import BuildError
 from ..runtime.dtypes import BF16
-from ..runtime.tensors import FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
+from ..runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
 from .spec import EnsembleSpec, InstanceGroupSpec, IOSpec, ModelSpec, NetworkSpec, PlacementSpec
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

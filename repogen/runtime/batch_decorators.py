@@ -20,9 +20,8 @@ import numpy as np
 from .context import TritonModelConfig
 from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
 from .errors import InferenceError
-from .frameworks import framework_of
 from .request_decorators import batch
-from .tensors import host_array, row_range, select_rows
+from .tensors import framework_of, host_array, row_range, select_rows
 
 # -- @group_by_values -----------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
-from .tensors import NUMPY, backend_tensor
+from .records import NUMPY
+from .tensors import backend_tensor
 from .tracing import request_trace
 
 

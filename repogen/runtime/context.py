@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from .dtypes import BY_ENUM, NUMPY_DTYPES
-from .tensors import instance_device
 
 CONTEXT_ATTRIBUTE = "__triton_context__"  # PyTriton's attribute name, so hand-set contexts work too
 
@@ -187,6 +186,11 @@ class TritonContext:
     def device_of(args: Mapping[str, str]) -> str:
         """The instance's device (``cuda:<id>`` or ``cpu``) from ``initialize``'s ``args`` alone."""
         return instance_device(_kind(args), _device_id(args))
+
+
+def instance_device(kind: str, device_id: int) -> str:
+    """``cuda:<id>`` on a KIND_GPU instance, ``cpu`` elsewhere: where a framework model's tensors live."""
+    return f"cuda:{device_id}" if kind.upper().endswith("GPU") else "cpu"
 
 
 def _kind(args: Mapping[str, str]) -> str:

@@ -6,14 +6,16 @@ path does a dictionary lookup and, only when needed, a cast.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
-from .frameworks import Framework, framework_of
-from .transfers import Ready
+from .tensors import framework_of, made_ready
+
+if TYPE_CHECKING:
+    from .frameworks import Framework
 
 
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
@@ -78,7 +80,7 @@ class OutputPlan:
             if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
                 self._check_shape(value.shape)
             return value
-        if type(value) is Ready:  # already made into the backend's tensor, after these checks (runtime/transfers.py)
+        if made_ready(value):  # already made into the backend's tensor, after these checks (runtime/transfers.py)
             return value
         if type(value) is not np.ndarray and (framework := framework_of(value)) is not None:
             return self._tensor(value, framework)

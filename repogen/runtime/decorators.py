@@ -1,8 +1,8 @@
 """PyTriton's decorators, with its semantics, for callables served by the runtime.
 
-Two calling conventions meet here, as in PyTriton: "request" decorators (``sample``, ``batch``,
-``group_by_keys``, ``fill_optionals``; :mod:`.request_decorators`) receive the list of requests as
-the last positional argument; "batch" decorators (``group_by_values``, ``pad_batch``;
+Two calling conventions meet here, as in PyTriton: "request" decorators (``sample``, ``batch``:
+:mod:`.request_decorators`; ``group_by_keys``, ``fill_optionals``: :mod:`.optional_inputs`) receive the list of
+requests as the last positional argument; "batch" decorators (``group_by_values``, ``pad_batch``;
 :mod:`.batch_decorators`) sit below ``@batch`` and receive inputs as keyword arrays.
 ``first_value`` and ``triton_context`` (:mod:`.context_decorators`) work in both. What they share,
 the decorator object that pickles by reference and binds like a function, is in
@@ -16,8 +16,9 @@ from __future__ import annotations
 from .batch_decorators import group_by_values, pad_batch
 from .context_decorators import first_value, triton_context
 from .decorator_base import TRITON_CONTEXT_FIELD_NAME
+from .optional_inputs import fill_optionals, group_by_keys
 from .padding import ConstantPadder
-from .request_decorators import batch, fill_optionals, group_by_keys, sample
+from .request_decorators import batch, sample
 
 __all__ = [
     "TRITON_CONTEXT_FIELD_NAME",

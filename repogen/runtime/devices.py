@@ -6,40 +6,23 @@ build used (``cuda:0``) in every instance, and not at all on a server without on
 CUDA tensor as its copy in host memory instead (``repogen/emit/cuda_tensors.py``), and :func:`rebuild_tensor`
 puts it where the instance that unpickles the payload runs: ``cuda:<model_instance_device_id>`` on a
 ``KIND_GPU`` instance, ``cpu`` on a ``KIND_CPU`` one. ``TritonPythonModel.initialize`` says which with
-:func:`loading_on` around unpickling. torch is the tensor's own: nothing here imports it.
+``payload.loading_on`` around unpickling (every model does: this module ships only with payloads that hold such
+tensors, the unpickler importing it). torch is the tensor's own: nothing here imports it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-CPU = "cpu"
-_loading: str | None = None  # the device of the instance unpickling its payload; None outside initialize
-_model = ""  # the model it serves, for messages
-_ready = False  # whether torch was pointed at the instance's GPU during this load
-_instance: int | None = None  # the instance's position among the model's (``context.instance_index``)
+from .payload import current_load
+
 META = "meta"
-
-
-@contextlib.contextmanager
-def loading_on(device: str, model: str = "", instance: int | None = None) -> Iterator[None]:
-    """Tensors made on a GPU at build time land on ``device`` while the payload is unpickled here; ``instance``
-    (its index) says which of ``infer_func=[f, g]`` it serves."""
-    global _loading, _model, _ready, _instance
-    previous = _loading, _model, _ready, _instance
-    _loading, _model, _ready, _instance = device, model, False, instance
-    try:
-        yield
-    finally:
-        _loading, _model, _ready, _instance = previous
 
 
 def loading_device() -> str:
     """Where :func:`rebuild_tensor` puts tensors: the unpickling instance's device, ``cpu`` outside one."""
-    return _loading or CPU
+    return current_load().device
 
 
 def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool, owner: tuple[int, int] | None = None) -> Any:
@@ -50,14 +33,15 @@ def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool, owner: tuple
     so there it becomes a ``meta`` tensor, which takes no memory (the CPU instance of ``["cuda", "cpu"]`` does
     not keep the GPU model's weights; two GPU instances do not each keep both models).
     """
-    device = loading_device()
-    if owner is not None and _instance is not None and _instance % owner[1] != owner[0]:
+    load = current_load()
+    device = load.device
+    if owner is not None and load.instance is not None and load.instance % owner[1] != owner[0]:
         device = META
     try:
         tensor = _to_gpu(data, device) if device.startswith("cuda") else data.to(device)
     except Exception as exc:  # torch without CUDA, a GPU out of memory: the model fails to load, saying why
         raise RuntimeError(
-            f"model '{_model}': a tensor made on a GPU at bind time ({tuple(data.shape)} {data.dtype}) cannot load "
+            f"model '{load.model}': a tensor made on a GPU at bind time ({tuple(data.shape)} {data.dtype}) cannot load "
             f"onto {device}, the device of this KIND_GPU instance ({type(exc).__name__}: {exc}); the server's torch "
             "needs CUDA and the GPU room for the model's weights, or give the model a KIND_CPU instance_group"
         ) from exc
@@ -71,8 +55,8 @@ def rebuild_tensor(data: Any, parameter: bool, requires_grad: bool, owner: tuple
 def _to_gpu(data: Any, device: str) -> Any:
     """``data`` on ``device`` (``cuda:<id>``), torch first pointed at that GPU (once a load): the stub sets no device,
     and nothing of this instance's should touch GPU 0 where it runs on another."""
-    global _ready
-    if not _ready:
+    load = current_load()
+    if not load.pointed:
         sys.modules["torch"].cuda.set_device(device)
-        _ready = True
+        load.pointed = True
     return data.to(device)

@@ -23,23 +23,11 @@ import numpy as np
 
 from .decorator_base import request_size
 from .errors import CLIENT_FAULTS, error_code
-from .request import Request
-from .tensors import NUMPY, copied
+from .records import NUMPY
+from .request import Request, StepFailure
+from .tensors import copied
 
 STEPS_DIR = "steps"
-
-
-class StepFailure:
-    """One request's failure: a fused pipeline's step failed it, or an ONNX session (onnx_session.py) refused it.
-
-    A callable's result list may hold one in place of a request's outputs: that request alone is answered
-    with ``exc``; the model's other requests are answered as usual.
-    """
-
-    __slots__ = ("exc",)
-
-    def __init__(self, exc: BaseException):
-        self.exc = exc
 
 
 class _Step:

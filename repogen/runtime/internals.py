@@ -17,9 +17,10 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from .context import TritonContext
+from .payload import config_drift
 from .portable import code_index
-from .streams import GRACE_S
-from .stub import STUB_NAME, Stub, parse
+from .stub import STUB_NAME, Stub, parse, shm_report
 
 # What the stub's command line is on python_backend r23.10 to r26.x (stub_launcher.cc).
 STUB_LAYOUT = f"{STUB_NAME} <model.py> <shm region> <bytes> <growth bytes> <server pid> ..."
@@ -67,6 +68,8 @@ def stream_barrier_problem(pb_utils: Any) -> str | None:
     request = getattr(pb_utils, "InferenceRequest", None)
     if callable(getattr(request, "is_cancelled", None)):
         return None
+    from .streams import GRACE_S  # carried where the payload drains BLS streams, the one case this is asked
+
     return (
         f"the decoupled BLS streams it drains are released {GRACE_S:.0f} s after they end instead of at once "
         "(requests have no is_cancelled() on this release, the barrier runtime.streams waits behind); streaming "
@@ -98,6 +101,26 @@ def load_problems(pb_utils: Any, argv: list[str] | None, streams: bool) -> list[
     if streams:
         found.append(stream_barrier_problem(pb_utils))
     return [problem for problem in found if problem is not None]
+
+
+def report_load(
+    pb_utils: Any, log: Callable[[str, str], None], args: dict[str, str], version_dir: str, argv: list[str] | None,
+    stub: Stub | None, streams: bool, failures: Any,
+) -> str | None:  # fmt: skip
+    """What a loading instance logs about where it runs: every assumption that does not hold (what still works),
+    an edited config.pbtxt (once per model: its first instance), its shm region; why it cannot stop its server, if
+    it cannot (``PyTritonUnrecoverableError``)."""
+    model = args["model_name"]
+    problems = [*load_problems(pb_utils, argv, streams), failures.problem]
+    for problem in filter(None, problems):  # what this release moved, and what still works
+        log("log_warn", f"model '{model}': {problem}")
+    drift = config_drift(version_dir, model) if TritonContext.from_args(args).instance_index == 0 else None
+    if drift:
+        log("log_warn", drift)
+    if stub is not None:
+        line, low = shm_report(model, args.get("model_instance_name", ""), stub)
+        log("log_warn" if low else "log_info", line)
+    return next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
 
 
 def _closures_rebuild() -> bool:

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .fused import StepFailure
 from .onnx_options import session_options
+from .request import StepFailure
 
 GRAPH_FILE = "model.onnx"
 # numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it

@@ -8,12 +8,15 @@ results can be scattered back into one array, as PyTriton's ``ConstantPadder`` d
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .errors import InferenceError
-from .frameworks import Framework, framework_of
+from .tensors import framework_of
+
+if TYPE_CHECKING:
+    from .frameworks import Framework
 
 _TEXT_KINDS = "SUO"  # bytes, str and object (BYTES) arrays are padded with b"" rather than the value
 

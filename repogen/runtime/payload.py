@@ -12,6 +12,7 @@ and loads only on that Python minor.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import io
@@ -19,18 +20,49 @@ import json
 import os
 import pickle
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from .errors import PayloadError
-from .packages import activate as activate_packages
 from .portable import PayloadUnpickler, Sources
 from .records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
 from .records import METADATA_FORMAT as FORMAT
 
 OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
 OLDEST_NUMPY = (1, 26)
+
+
+class Load:
+    """The payload being unpickled in this process: the device its tensors made on a GPU land on (``cpu`` outside a
+    load), the model it serves (for messages), the instance's index (which of ``infer_func=[f, g]`` it serves), and
+    whether torch was pointed at that GPU during it (runtime/devices.py, carried by payloads holding such tensors)."""
+
+    def __init__(self, device: str = "cpu", model: str = "", instance: int | None = None):
+        self.device = device
+        self.model = model
+        self.instance = instance
+        self.pointed = False
+
+
+_load = Load()
+
+
+@contextlib.contextmanager
+def loading_on(device: str, model: str = "", instance: int | None = None) -> Iterator[None]:
+    """Tensors made on a GPU at build time land on ``device`` while the payload is unpickled here; ``instance``
+    (its index) says which of ``infer_func=[f, g]`` it serves."""
+    global _load
+    previous, _load = _load, Load(device, model, instance)
+    try:
+        yield
+    finally:
+        _load = previous
+
+
+def current_load() -> Load:
+    return _load
 
 
 def read_metadata(version_dir: str) -> dict[str, Any]:
@@ -181,7 +213,10 @@ def load_payload(version_dir: str, model: str) -> tuple[dict[str, Any], Any]:
     """Return the sidecar metadata and the unpickled payload of one model version."""
     meta = read_metadata(version_dir)
     check_python(meta, model, version_dir)
-    activate_packages(meta, model, version_dir)
+    if meta.get(Metadata.PACKAGES):  # runtime/packages.py ships only with package trees
+        from .packages import activate
+
+        activate(meta, model, version_dir)
     check_requirements(meta, model)
     path, digest = payload_entry(meta, version_dir)
     check_manifest(version_dir, path, digest)

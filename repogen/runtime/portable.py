@@ -140,6 +140,18 @@ def make_function(code: types.CodeType, base_globals: dict[str, Any]) -> types.F
     return types.FunctionType(code, base_globals, None, None, closure)
 
 
+def subimport(name: str) -> types.ModuleType:
+    """A module a payload refers to by name (a function's ``np``), imported here: cloudpickle's ``subimport``,
+    so that a payload of plain functions needs no cloudpickle in the server."""
+    __import__(name)
+    return sys.modules[name]
+
+
+def make_cell(*contents: Any) -> types.CellType:
+    """A closure cell, empty or holding ``contents[0]``: cloudpickle's ``_make_cell`` / ``_make_empty_cell``."""
+    return types.CellType(*contents)
+
+
 def set_function_state(func: types.FunctionType, state: tuple[dict[str, Any], dict[str, Any]]) -> None:
     """cloudpickle's function state, with closure cells given by variable name rather than position."""
     attributes, slots = state

@@ -28,6 +28,26 @@ SIGNATURE_FILE = "model.sig"  # OpenSSF Model Signing's default name, at the roo
 METADATA_FORMAT = 2  # the model.json this runtime reads
 MANIFEST_FORMAT = 1
 
+NUMPY = "numpy"  # what a callable takes unless ModelConfig(tensors=...) names a framework (model.json's "tensors")
+# Where a model's GPU outputs go (ModelConfig(output_memory=...), settled by the build from who reads them):
+# host memory, once per batch, for network clients; left on the GPU, as capsules, for a reader there.
+HOST, GPU = "host", "gpu"
+
+# python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
+POOL_FLAG = "--cuda-memory-pool-byte-size"  # tritonserver's CUDA memory pool per GPU (runtime/transfers.py reads it)
+FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
+
+
+def inputs_on_cpu(parameters: dict[str, str]) -> bool:
+    """Whether every input reaches the stub in CPU memory (the backend's default), so ``as_numpy`` serves.
+
+    ``as_numpy`` is the cheapest way in: the stub has already copied each CPU input into an
+    aligned, writable array of its own when it loads the request (``PbTensor``'s constructor), so
+    the array costs nothing more, while a DLPack view of the same tensor costs ~7,000 instructions
+    per input and points into shared memory at an offset numpy's SIMD loops cannot use.
+    """
+    return parameters.get(FORCE_CPU_ONLY_INPUT_TENSORS) != "no"
+
 
 def is_version_name(name: str) -> bool:
     """tritonserver loads version directories ``1``, ``2``, ... and ignores (with a log warning) ``01`` or ``v1``."""

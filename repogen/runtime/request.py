@@ -1,4 +1,4 @@
-"""The request object handed to an undecorated callable, shaped like PyTriton's."""
+"""The request object handed to an undecorated callable, shaped like PyTriton's, and one request's failures."""
 
 from __future__ import annotations
 
@@ -24,6 +24,19 @@ class EmptyBatchError(InferenceError):
         super().__init__(
             f"model '{model}' input '{name}': the request has an empty batch (batch size 0); send at least one row"
         )
+
+
+class StepFailure:
+    """One request's failure: a fused pipeline's step failed it, or an ONNX session (onnx_session.py) refused it.
+
+    A callable's result list may hold one in place of a request's outputs: that request alone is answered
+    with ``exc``; the model's other requests are answered as usual.
+    """
+
+    __slots__ = ("exc",)
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
 
 
 def batched_input_ranks(config: dict[str, Any]) -> dict[str, int]:

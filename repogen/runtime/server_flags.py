@@ -19,8 +19,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .records import MANIFEST_FILE, Manifest
-from .transfers import POOL_FLAG
+from .records import MANIFEST_FILE, POOL_FLAG, Manifest
 
 CACHE_FLAG = "--cache-config"
 OLD_CACHE_FLAG = "--response-cache-byte-size"
@@ -144,3 +143,14 @@ class MissingGauge:
             return
         for obj in (kept, *metrics):
             ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+def report_missing(backend: Any, log: Any, model: str, args: dict[str, str], server_argv: Sequence[str]) -> None:
+    """Log the server options ``model`` depends on that its server was started without, and set them on a gauge
+    (``runtime.triton_model`` at load, once per model: its first instance)."""
+    needs = needs_of(model, json.loads(args["model_config"]), args["model_repository"])
+    lacking = missing(model, needs, server_argv)
+    for _, line in lacking:
+        log("log_warn", line)
+    if lacking:
+        MissingGauge(backend, model, [flag for flag, _ in lacking])

@@ -16,58 +16,62 @@ Out: a numpy array becomes ``pb_utils.Tensor(name, array)`` (``from_dlpack`` of 
 out through ``pb_utils.Tensor.from_dlpack`` with the tensor object itself, which makes the stub
 synchronise the producer's stream, and is never copied through the host. BF16, which numpy cannot
 hold, always goes out through DLPack.
+
+numpy's paths never leave this module: frameworks.py and transfers.py are imported only once another
+framework's tensor exists or a GPU instance needs them, so a model version that can meet none (numpy on
+the CPU, a payload importing no framework) carries neither (emit/vendoring.py).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import BF16, STRING
 from .errors import InferenceError
-from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
-from .transfers import CUDA_POOL_DEFAULT, Arrival, Departure, Ready
+from .records import NUMPY
 
-NUMPY = "numpy"
-# Where a model's GPU outputs go (ModelConfig(output_memory=...), settled by the build from who reads them):
-# host memory, once per batch, for network clients; left on the GPU, as capsules, for a reader there.
-HOST, GPU = "host", "gpu"
+if TYPE_CHECKING:
+    from .frameworks import Framework
+    from .transfers import Arrival, Departure
 
-# python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
-FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
-
-
-def inputs_on_cpu(parameters: dict[str, str]) -> bool:
-    """Whether every input reaches the stub in CPU memory (the backend's default), so ``as_numpy`` serves.
-
-    ``as_numpy`` is the cheapest way in: the stub has already copied each CPU input into an
-    aligned, writable array of its own when it loads the request (``PbTensor``'s constructor), so
-    the array costs nothing more, while a DLPack view of the same tensor costs ~7,000 instructions
-    per input and points into shared memory at an offset numpy's SIMD loops cannot use.
-    """
-    return parameters.get(FORCE_CPU_ONLY_INPUT_TENSORS) != "no"
-
+_TRANSFERS = f"{__package__}.transfers"
 
 # numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 
-def instance_device(kind: str, device_id: int) -> str:
-    """``cuda:<id>`` on a KIND_GPU instance, ``cpu`` elsewhere: where a framework model's tensors live."""
-    return f"cuda:{device_id}" if kind.upper().endswith("GPU") else "cpu"
+def framework_of(value: Any) -> Framework | None:
+    """The framework of a tensor that is not a numpy array (runtime/frameworks.py, imported only once one exists:
+    a ``__dlpack__`` object), None for anything else."""
+    if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
+        return None
+    from .frameworks import framework_of as found
+
+    return found(value)
+
+
+def made_ready(value: Any) -> bool:
+    """Whether ``value`` is an output a GPU batch's ``Departure`` already made into the backend's tensor
+    (``transfers.Ready``: there is none until a GPU instance loaded runtime/transfers.py)."""
+    transfers = sys.modules.get(_TRANSFERS)
+    return transfers is not None and type(value) is transfers.Ready
 
 
 def backend_tensor(pb_utils: Any, name: str, value: Any) -> Any:
     """The python_backend tensor that sends ``value`` (already checked against its declaration)."""
     if type(value) is np.ndarray:
         return pb_utils.Tensor(name, value)
-    if type(value) is Ready:  # made by the batch's Departure
+    if made_ready(value):  # made by the batch's Departure
         return value.tensor
     framework = framework_of(value)
     if framework is None:
         return pb_utils.Tensor(name, value)
+    from .frameworks import on_cpu
+
     value = framework.exportable(value)
     if on_cpu(value) and framework.element(value) != "bfloat16":
         return pb_utils.Tensor(name, np.from_dlpack(value))
@@ -129,17 +133,25 @@ class Placement:
     def __init__(self, tensors: str = NUMPY, device: str = "cpu"):
         self.tensors = tensors
         self.device = device
-        self.framework: Framework | None = None if tensors == NUMPY else framework_named(tensors)
+        self.framework: Framework | None = None
+        if tensors != NUMPY:
+            from .frameworks import framework_named
+
+            self.framework = framework_named(tensors)
         on_gpu = device.startswith("cuda")
         self.arrival: Arrival | None = None
         """Where host inputs cross to the GPU in one copy a batch: a GPU instance taking torch's tensors."""
         if on_gpu and self.framework is not None and self.framework.batch_transfers:
+            from .transfers import Arrival
+
             self.arrival = Arrival(self.framework, device)
 
     def departure(self, pb_utils: Any, model: str, to_gpu: bool, log: Callable[[str, str], None]) -> Departure | None:
         """How a GPU instance's outputs leave, a batch at a time (None elsewhere: whatever it returns is sent as is)."""
         if not self.device.startswith("cuda"):
             return None
+        from .transfers import CUDA_POOL_DEFAULT, Departure
+
         warn = lambda line: log("log_warn", line)  # noqa: E731
         return Departure(pb_utils, model, to_gpu, CUDA_POOL_DEFAULT, self.arrival, warn)
 
@@ -193,6 +205,8 @@ def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndar
                 'ModelConfig(tensors="torch") to receive it as a torch.bfloat16 tensor'
             )
         return tensor.as_numpy()  # type: ignore[no-any-return]
+    from .frameworks import host_copy
+
     try:
         return host_copy(tensor)
     except TypeError as exc:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .frameworks import framework_of, on_cpu
+from .records import POOL_FLAG
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
@@ -35,7 +36,6 @@ CUDA_POOL_DEFAULT = 64 << 20
 """tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), shared with the backend stubs since
 python_backend r23.11: GPU tensors between the server and a stub pass through it; past it, a CUDA IPC handle per
 buffer (the server logs "will use CUDA IPC")."""
-POOL_FLAG = "--cuda-memory-pool-byte-size"
 _NUMERIC = frozenset("biufc")  # numpy kinds a framework's tensor holds: booleans and numbers, not BYTES
 VIEWS_KEPT = 256  # a Staging's typed views (a batch size per entry, each output's): enough for max_batch_size 64
 

@@ -21,77 +21,74 @@ import asyncio
 import inspect
 import json
 import os
+import sys
 import time
 from typing import Any
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from . import concurrency, decoupled
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
-from .conversion import OutputPlan, output_pairs
+from .conversion import OutputPlan
 from .decorator_base import then
-from .devices import loading_on
 from .dtypes import BF16
 from .errors import (
     CLIENT_FAULTS,
-    INTERNAL,
-    UNAVAILABLE,
     InferenceError,
     PayloadError,
-    PyTritonUnrecoverableError,
     error_code,
 )
 from .failures import (
     error_message,
-    error_response,
     log,
-    log_failure,
-    out_of_gpu_memory,
-    out_of_gpu_memory_message,
     results_count_message,
 )
-from .frameworks import free_gpu_caches, use_device
-from .fused import FusedPipeline, StepFailure
-from .gpu_batch import batch_lane
-from .instance import instantiate, lingering_message, lingering_threads
-from .internals import CANNOT_STOP, load_problems
+from .instance import instantiate, is_async, lingering_message, lingering_threads
+from .internals import report_load
 from .metrics import FailureCounter
-from .payload import config_drift, load_payload
-from .readiness import Readiness, readiness_checks
-from .records import Metadata
+from .payload import load_payload, loading_on
+from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
-from .requested import asked_for
-from .server_flags import MissingGauge, missing, needs_of
-from .streams import consumers, executing
-from .stub import numpy_problem, parse, read_argv, shm_report, stop_server
-from .tensors import GPU, HOST, NUMPY, Placement, backend_tensor, inputs_on_cpu
+from .responses import Responses
+from .server_flags import report_missing
+from .stub import numpy_problem, parse, read_argv
+from .tensors import Placement
 from .tracing import configure as configure_tracing
-from .transfers import pool_bytes
-from .user_metrics import bind_metrics
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
+_STREAMS = f"{__package__}.streams"
 
 
-class TritonPythonModel:
-    """Serves one instance of a repogen-built model."""
+def stream_consumers() -> int:
+    """Clients of decoupled models unpickled in this process: runtime/streams.py counts them, loaded (and carried)
+    only with a payload's BLS clients."""
+    streams = sys.modules.get(_STREAMS)
+    return 0 if streams is None else int(streams.consumers())
+
+
+class TritonPythonModel(Responses):
+    """Serves one instance of a repogen-built model (its responses: responses.py)."""
+
+    _executing: Any
 
     def initialize(self, args: dict[str, str]) -> None:
         numpy = numpy_problem(args["model_name"], np.__version__)
         if numpy is not None:
             raise PayloadError(numpy)
         version_dir = os.path.join(args["model_repository"], args["model_version"])
-        streaming = consumers()
+        streaming = stream_consumers()
         # tensors made on a GPU at build time land on this instance's device; it serves one of infer_func=[...]
         instance = instance_index(args, json.loads(args["model_config"]))
         with loading_on(TritonContext.device_of(args), args["model_name"], instance):
             meta, payload = load_payload(version_dir, args["model_name"])
-        streaming = consumers() > streaming  # the payload holds clients of decoupled models
+        streaming = stream_consumers() > streaming  # the payload holds clients of decoupled models
         funcs = payload.get("infer_funcs")
         if "fused" in payload:  # an ensemble built with fuse=True: its steps are this model's callable
+            from .fused import FusedPipeline
+
             outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
             imports = meta.get(Metadata.REQUIREMENTS) or ()
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel, imports)]
@@ -99,9 +96,12 @@ class TritonPythonModel:
         strict = bool(meta.get(Metadata.STRICT, False))
         self.configure(args, funcs, strict, tensors, meta.get(Metadata.REQUIREMENTS), meta.get(Metadata.OUTPUTS, HOST))
         if streaming:  # the general execute records the request in flight that runtime.streams needs
+            from .streams import executing
+
             self.batch_call = None
             self.lean_stream = False
-        self._concurrent = concurrency.start(self, meta.get(Metadata.CONCURRENCY), self._decoupled, log)
+            self._executing = executing
+        self._concurrent = self._concurrency(meta.get(Metadata.CONCURRENCY))
         if self._concurrent is not None:  # an async callable: its calls overlap, answered through response senders
             self.execute = self._concurrent.execute  # type: ignore[method-assign]
         argv = read_argv()
@@ -109,17 +109,16 @@ class TritonPythonModel:
         server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
         configure_tracing(server_argv)  # where a callable's own spans go (traced_span)
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
+            from .transfers import pool_bytes
+
             self._departure.pool = pool_bytes(server_argv, int(args.get("model_instance_device_id", 0) or 0))
         self._failures: FailureCounter | None = FailureCounter(pb_utils, self._model, args["model_version"])
-        declared = meta.get(Metadata.METRICS) or []
-        metrics = bind_metrics(pb_utils, self._model, args["model_version"], declared) if declared else []
-        problems = [*load_problems(pb_utils, argv, streaming), self._failures.problem, *metrics]
-        for problem in filter(None, problems):  # what this release moved, and what still works
-            log("log_warn", f"model '{self._model}': {problem}")
-        self._unstoppable: str | None = next((p for p in problems if p and p.startswith(CANNOT_STOP)), None)
+        self._unstoppable = report_load(pb_utils, log, args, version_dir, argv, self._stub, streaming, self._failures)
+        self._bind_metrics(meta.get(Metadata.METRICS) or [], args)
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
-        self._report_environment(version_dir, args, server_argv)
+        if server_argv is not None and TritonContext.from_args(args).instance_index == 0:  # once per model
+            report_missing(pb_utils, log, self._model, args, server_argv)
 
     @property
     def model_name(self) -> str:
@@ -145,14 +144,12 @@ class TritonPythonModel:
         config = json.loads(args["model_config"])
         context = TritonContext.from_args(args, tensors)
         self.placement = Placement(tensors, context.device)
-        use_device(context.device, imports or ())
-        target = funcs[context.instance_index % len(funcs)]
-        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
-        self.infer_func = instantiate(target, context)
-        checks = readiness_checks(self._model, self.infer_func)
-        self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
-        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
+        self._make_callable(funcs, context, imports)
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
+        if self._decoupled:  # runtime/decoupled.py ships with decoupled models alone (emit/vendoring.py)
+            from . import decoupled
+
+            self._decoupled_path: Any = decoupled
         batched = int(config.get("max_batch_size", 0)) > 0
         self._ranks = batched_input_ranks(config) if batched else {}
         parameters = {key: value.get("string_value", "") for key, value in config.get("parameters", {}).items()}
@@ -169,16 +166,21 @@ class TritonPythonModel:
         self._arrival = self.placement.arrival
         self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
         batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
-        self._lane = batch_lane(self.placement.framework, context.device, batch_call, self._ranks, data_types,
-                                self.output_plans, inputs_on_cpu(parameters), outputs_to == GPU)  # fmt: skip
+        self._lane: Any = None
+        if self.placement.framework is not None and batch_call is not None:
+            from .gpu_batch import batch_lane  # carried with frameworks.py (emit/vendoring.OPTIONAL)
+
+            self._lane = batch_lane(self.placement.framework, context.device, batch_call, self._ranks, data_types,
+                                    self.output_plans, inputs_on_cpu(parameters), outputs_to == GPU)  # fmt: skip
         self._declared = frozenset(plan.name for plan in self.output_plans)
         self._order = tuple(plan.name for plan in self.output_plans)
-        self.stream_lane = decoupled.lane(self.output_plans)
+        self.stream_lane = self._decoupled_path.lane(self.output_plans) if self._decoupled else None
         self._output_count = len(self.output_plans)
         self._strict = strict
         self._loop: asyncio.AbstractEventLoop | None = None
         self._concurrent = None  # set by initialize for an async callable
         self._stub = None  # set by initialize: None outside a backend stub (repogen.local)
+        self._executing = None  # set by initialize where the payload drains BLS streams: streams.executing
         self._unstoppable = None  # set by initialize: why the stub cannot stop its server, if it cannot
         self._failures = None  # set by initialize: a fused step's failure is counted once, by the fused model
         self.stopped: str | None = None  # the message of an unrecoverable error, once raised
@@ -192,30 +194,49 @@ class TritonPythonModel:
         """Seconds since the last ``execute`` after which requests are asked: always where the batcher may hold
         them that long."""
 
-    def _report_environment(self, version_dir: str, args: dict[str, str], server_argv: list[str] | None) -> None:
-        """Once per model (its first instance): an edited config.pbtxt, the server options it depends on that its
-        server was started without (runtime/server_flags.py); per instance: its shm region."""
-        first = TritonContext.from_args(args).instance_index == 0
-        drift = config_drift(version_dir, self._model) if first else None
-        if drift:
-            log("log_warn", drift)
-        if first and server_argv is not None:
-            needs = needs_of(self._model, json.loads(args["model_config"]), args["model_repository"])
-            lacking = missing(self._model, needs, server_argv)
-            for _, line in lacking:
-                log("log_warn", line)
-            if lacking:
-                MissingGauge(pb_utils, self._model, [flag for flag, _ in lacking])
-        if self._stub is not None:
-            line, low = shm_report(self._model, args.get("model_instance_name", ""), self._stub)
-            log("log_warn" if low else "log_info", line)
+    def _make_callable(self, funcs: list[Any], context: TritonContext, imports: Any) -> None:
+        """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here) and what answers
+        its ready endpoint; a GPU instance's frameworks pointed at its GPU first."""
+        if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
+            from .frameworks import use_device
+
+            use_device(context.device, imports or ())
+        target = funcs[context.instance_index % len(funcs)]
+        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
+        self.infer_func = instantiate(target, context)
+        self.readiness: Any = None
+        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
+        if hasattr(self.infer_func, "is_ready") or hasattr(self.infer_func, "fused_steps"):  # readiness.py ships then
+            from .readiness import Readiness, readiness_checks
+
+            checks = readiness_checks(self._model, self.infer_func)
+            self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
+
+    def _concurrency(self, bound: int | None) -> Any:
+        """The concurrent calls of an async callable (runtime/concurrency.py, carried where the build saw one or a
+        factory); None where calls run one at a time (0: a sequence model's)."""
+        if bound == 0 or not is_async(self.infer_func):
+            return None
+        from . import concurrency
+
+        return concurrency.start(self, bound, self._decoupled, log)
+
+    def _bind_metrics(self, declared: list[Any], args: dict[str, str]) -> None:
+        """The user's metrics the payload declares, bound to the server's (runtime/user_metrics.py, carried then)."""
+        if not declared:
+            return
+        from .user_metrics import bind_metrics
+
+        for problem in bind_metrics(pb_utils, self._model, args["model_version"], declared):
+            if problem:
+                log("log_warn", f"model '{self._model}': {problem}")
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
         if self.stopped is not None:
             return self._refuse(requests)
         waited = self.queued_long()
         if self.lean_stream and not waited and len(requests) == 1:
-            decoupled.serve_one(self, requests[0])
+            self._decoupled_path.serve_one(self, requests[0])
             return None
         if waited:
             answers = self.answer_cancelled(requests)
@@ -251,10 +272,11 @@ class TritonPythonModel:
         return [next(served) if live else cancelled_response(pb_utils, self._model) for live in watch.live]
 
     def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
-        executing(requests[0])  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
+        if self._executing is not None:  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
+            self._executing(requests[0])
         try:
             if self._decoupled:
-                decoupled.execute(self, requests, waited)
+                self._decoupled_path.execute(self, requests, waited)
                 return None
             if self._lane is not None:  # a GPU instance's batch, straight through (runtime/gpu_batch.py)
                 answers = self._lane.serve(self, requests, pb_utils)
@@ -269,7 +291,8 @@ class TritonPythonModel:
                 return self.failed_together(exc, requests)
             return self.responses(results, batch)
         finally:
-            executing(None)
+            if self._executing is not None:
+                self._executing(None)
 
     def failed_together(self, exc: BaseException, requests: list[Any]) -> list[Any]:
         """The answers to ``requests`` whose one call raised ``exc``: that error to each, or, where it says a
@@ -344,27 +367,6 @@ class TritonPythonModel:
             self._arrival.move(data)
         return data
 
-    def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
-        """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
-        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
-        one wait and capsules where a GPU reads them."""
-        asked, results = asked_for(results, requests, self._order)
-        if self._departure is not None:
-            try:
-                results = self._departure.prepare(results, self._converted)
-            except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
-                return self.failures(exc, len(results))
-        if asked is not None:
-            return [self.response(result, names) for result, names in zip(results, asked, strict=True)]
-        return [self.response(result) for result in results]
-
-    def _converted(self, result: Any) -> dict[str, Any] | None:
-        """A result's outputs as its response would send them, None where it cannot (the response says why)."""
-        try:
-            return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
-        except Exception:
-            return None
-
     def _request(self, request: Any) -> Request:
         cpu = self._cpu_inputs
         ranks = self._ranks
@@ -376,42 +378,6 @@ class TritonPythonModel:
                 raise EmptyBatchError(self._model, name)
             data[name] = array
         return data
-
-    def response(self, result: Any, names: frozenset[str] | None = None) -> Any:
-        """``result``'s response; ``names``: the outputs its client asked for where not all (the others are gone)."""
-        try:
-            if type(result) is dict and len(result) == self._output_count and names is None:
-                try:  # the hot path: exactly the declared outputs
-                    tensors = []
-                    for plan in self.output_plans:
-                        value = plan.convert(result[plan.name])
-                        if type(value) is np.ndarray:
-                            tensors.append(pb_utils.Tensor(plan.name, value))
-                        else:  # a framework's tensor, on the CPU or a GPU
-                            tensors.append(backend_tensor(pb_utils, plan.name, value))
-                    return pb_utils.InferenceResponse(tensors)
-                except Exception:  # a name is off or a value does not convert: the slow path says which
-                    pass
-            if type(result) is StepFailure:  # a fused pipeline's step failed this request
-                return self.failure(result.exc)
-            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result, names)]
-        except BaseException as exc:  # as in execute
-            return self.failure(exc)
-        return pb_utils.InferenceResponse(tensors)
-
-    @staticmethod
-    def _tensor(plan: OutputPlan, value: Any) -> Any:
-        array = plan.convert(value)
-        try:
-            return backend_tensor(pb_utils, plan.name, array)
-        except Exception as exc:  # e.g. an object array of ints for a BYTES output
-            raise plan.unconvertible(value, exc) from None
-
-    def output_pairs(self, result: Any, names: frozenset[str] | None = None) -> list[tuple[OutputPlan, Any]]:
-        """Each declared output's plan (those in ``names``, where given) beside the value ``result`` holds for it (a
-        dict, or a sequence in order)."""
-        plans = self.output_plans if names is None else [plan for plan in self.output_plans if plan.name in names]
-        return output_pairs(self._model, plans, self._declared, self._strict, result)
 
     # -- rarely taken paths ------------------------------------------------------------------------
 
@@ -433,45 +399,3 @@ class TritonPythonModel:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
         return self._loop.run_until_complete(awaitable)
-
-    def failure(self, exc: BaseException, requests: int = 1) -> Any:
-        """The error response for ``exc`` to one of ``requests`` requests, counted once for all of them (each of the
-        others needs an answer of its own: :meth:`failures`); an unrecoverable one stops the server."""
-        return error_response(*self._failed(exc, requests))
-
-    def failures(self, exc: BaseException, requests: int) -> list[Any]:
-        """One error response for ``exc`` to each of ``requests`` requests, logged and counted once.
-
-        Each is an object of its own: one response object answering two requests of a batch kills tritonserver
-        2.51 (SIGSEGV in libtriton_python.so's execute, measured with a failing ``@batch`` model).
-        """
-        message, code = self._failed(exc, requests)
-        return [error_response(message, code) for _ in range(requests)]
-
-    def _failed(self, exc: BaseException, requests: int) -> tuple[str, str]:
-        """``exc`` logged and counted for ``requests`` requests; the message and code that answer each."""
-        log_failure(self._model, exc)
-        if self._failures is not None:
-            self._failures.add(requests)
-        if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
-            self.stopped = error_message(exc)
-            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
-            stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
-        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
-            free_gpu_caches()
-            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
-        return error_message(exc), error_code(exc)
-
-    def _refuse(self, requests: list[Any]) -> list[Any] | None:
-        """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
-        after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
-        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
-        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
-        if self._failures is not None:
-            self._failures.add(len(requests))
-        if not self._decoupled:
-            return errors
-        for request, error in zip(requests, errors, strict=True):
-            request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None

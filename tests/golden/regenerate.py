@@ -4,10 +4,11 @@
     python tests/golden/regenerate.py bls tensors
 
 Each family directory holds an ``app.py`` and ``expected/``, the repository it builds less the
-vendored code (``<model>/<version>/repogen/`` and ``cloudpickle/``). That code is the same in
-every model, so it is recorded once, by sha256, in ``_vendored.json``. ``tests/unit/test_golden.py``
-imports this module, so the test and ``make golden`` build the same way; only ``make golden``
-writes a golden (:func:`repogen.testing.golden.update_golden`), the test only compares.
+vendored code (``<model>/<version>/repogen/`` and ``cloudpickle/``). Each model carries the part of
+that code it reaches (``repogen/emit/vendoring.py``; its manifest in ``expected/`` lists which files),
+each file the same in every model, so each is recorded once, by sha256, in ``_vendored.json``.
+``tests/unit/test_golden.py`` imports this module, so the test and ``make golden`` build the same way; only
+``make golden`` writes a golden (:func:`repogen.testing.golden.update_golden`), the test only compares.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from repogen.testing.golden import update_golden
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden"
 VENDORED_RECORD = GOLDEN / "_vendored.json"
-#: Vendored into every model version: compared once, through VENDORED_RECORD, not in every golden.
+#: Vendored into model versions: each file compared once, through VENDORED_RECORD, not in every golden.
 VENDORED_PATTERNS = ("*/*/cloudpickle", "*/*/repogen")
 VENDORED_DIRS = ("cloudpickle", "repogen")
 #: The payloads built by the other builder Pythons (``expected/`` holds the dev venv's): per Python, the build
@@ -187,16 +188,17 @@ def main(argv: list[str]) -> int:
         vendored: dict[str, str] = {}
         for name in names:
             for where, hashes in vendored_hashes(Path(scratch) / name).items():
-                if vendored and hashes != vendored:
-                    print(f"{name}: {where} vendors other files than the models before it", file=sys.stderr)
+                other = sorted(path for path, digest in hashes.items() if vendored.get(path, digest) != digest)
+                if other:
+                    print(f"{name}: {where} vendors other {other} than the models before it", file=sys.stderr)
                     return 1
-                vendored = hashes
+                vendored.update(hashes)
             strip_vendored(Path(scratch) / name)
             update_golden(expected(name), Path(scratch) / name)
             print(f"{expected(name).relative_to(ROOT)}: {results[name].stdout.strip() or 'built'}")
         if record_payloads(names, Path(scratch)) != 0:
             return 1
-    if vendored:  # every family's models vendor the same files: any of them gives the record
+    if vendored and set(names) == set(families()):  # every file some model of some family vendors
         VENDORED_RECORD.write_text(json.dumps({"files": vendored}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(f"{VENDORED_RECORD.relative_to(ROOT)}: {len(vendored)} vendored files")
     return 0

@@ -172,7 +172,7 @@ def test_missing_expected_without_update(tmp_path: Path) -> None:
 def test_the_projects_golden_matches_a_fresh_build(fresh: Path) -> None:
     """The checked-in golden leaves the vendored code out; its manifest's hashes stand in for it."""
     assert not list(QUICKSTART.glob("*/*/cloudpickle")) and not list(QUICKSTART.glob("*/*/repogen"))
-    assert list(fresh.glob("*/1/cloudpickle/cloudpickle.py")) and list(fresh.glob("*/1/repogen/runtime/bls.py"))
+    assert list(fresh.glob("*/1/repogen/runtime/triton_model.py")) and list(fresh.glob("*/1/repogen/__init__.py"))
     assert invoke(QUICKSTART, fresh) == (0, f"{QUICKSTART} and {fresh} are identical\n", "")
     assert invoke(fresh, QUICKSTART)[0] == 0  # the vendored files may be missing from either side
 
@@ -181,9 +181,9 @@ def test_vendored_files_are_checked_against_the_manifest_of_the_side_that_leaves
     golden_and_build: tuple[Path, Path],
 ) -> None:
     expected, actual = golden_and_build
-    vendored = actual / "Shout" / "1" / "cloudpickle" / "cloudpickle.py"
+    vendored = actual / "Shout" / "1" / "repogen" / "runtime" / "conversion.py"
     recorded = json.loads((expected / "repogen.manifest.json").read_text())["files"][
-        "Shout/1/cloudpickle/cloudpickle.py"
+        "Shout/1/repogen/runtime/conversion.py"
     ]
     vendored.write_text(vendored.read_text() + "# patched\n")
     runtime = actual / "AddSub" / "1" / "repogen" / "runtime" / "extra.py"
@@ -193,7 +193,7 @@ def test_vendored_files_are_checked_against_the_manifest_of_the_side_that_leaves
     found = hashlib.sha256(vendored.read_bytes()).hexdigest()
     assert out == (
         f"only in {actual}: AddSub/1/repogen/runtime/extra.py\n"
-        f"vendored file differs: Shout/1/cloudpickle/cloudpickle.py: sha256 {recorded} in {expected}, {found} in "
+        f"vendored file differs: Shout/1/repogen/runtime/conversion.py: sha256 {recorded} in {expected}, {found} in "
         f"{actual} (one side leaves the file out; its manifest records the hash)\n"
     )
     assert "1 file(s) differ (1 vendored, by hash), 0 only in" in err

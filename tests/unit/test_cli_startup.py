@@ -1,7 +1,11 @@
 """`repogen NAME` loads one command module, and `repogen infer` over HTTP loads no compiler, protobuf or gRPC.
 
 Timing a command is noisy on a loaded machine; which modules it imports is not, and is what made
-`repogen infer` take ~0.5 s: the CLI imported every command, hence the compiler.
+`repogen infer` take ~0.5 s: the CLI imported every command, hence the compiler, and then `import repogen`
+imported the whole DSL, numpy and the runtime's decorators for every command. The counts below are
+`python -X importtime`'s, beyond what the interpreter imports by itself (`repogen --version`: under
+0.15 s) and beyond what tritonclient's HTTP client imports by itself (`repogen infer`: under 0.3 s), both
+on a quiet machine, median of five.
 """
 
 from __future__ import annotations
@@ -32,6 +36,48 @@ def _declared() -> dict[str, str]:
         for command in getattr(import_module(f"{commands.__name__}.{info.name}"), "COMMANDS", ()):
             found[command.name] = info.name
     return found
+
+
+# Modules a command may import beyond its baseline, measured 46 (--version) and 47 (infer over HTTP) on 3.11: the
+# CLI, click and the command's own modules. At 55a2097 --version imported 213 more than a bare interpreter (the
+# DSL, numpy and the decorators), the reason it took ~0.45 s.
+VERSION_EXTRA = 60
+INFER_EXTRA = 60
+
+
+def _importtime(*code_and_args: str) -> set[str]:
+    """The modules ``python -X importtime -c CODE ARGS...`` imports, by name (one line each on stderr)."""
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", *code_and_args], capture_output=True, text=True, timeout=120
+    )
+    lines = [line.partition("|")[2] for line in run.stderr.splitlines() if line.startswith("import time:")]
+    names = {line.rpartition("|")[2].strip() for line in lines}
+    return names - {"imported package"}  # the header line
+
+
+def test_repogen_version_imports_the_cli_and_click_alone() -> None:
+    names = _importtime("from repogen.cli import main; main()", "--version")
+    extra = names - _importtime("pass")
+    assert "click" in names and "repogen.cli" in names
+    assert not [n for n in names if n.split(".")[0] in ("numpy", "google", "cloudpickle", "tritonclient")]
+    ours = sorted(n for n in names if n.startswith("repogen."))
+    assert ours == ["repogen.cli", "repogen.commands", "repogen.dsl", "repogen.dsl.runners", "repogen.errors",
+                    "repogen.relaunch", "repogen.version"]  # fmt: skip
+    assert len(extra) <= VERSION_EXTRA, sorted(extra)
+
+
+def test_an_http_infer_imports_little_beyond_tritonclients_http_client() -> None:
+    with socket.socket() as sock:  # a port nobody listens on: the request is built and sent, then refused
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    code = "from repogen.cli import main; main()"
+    names = _importtime(code, "infer", "AddSub", "-i", "a=1", "--url", f"127.0.0.1:{port}", "--protocol", "http")
+    extra = names - _importtime("import tritonclient.http")
+    assert "tritonclient.http" in names
+    declarations = ("repogen.dsl.", "repogen.runtime.", "repogen.build", "repogen.ir", "repogen.emit")
+    found = [n for n in names if n.startswith(declarations)]
+    assert set(found) <= {"repogen.dsl.runners", "repogen.runtime.dtypes"}, found  # the runners, the dtype table
+    assert len(extra) <= INFER_EXTRA, sorted(extra)
 
 
 def test_every_declared_command_is_listed_and_resolves() -> None:

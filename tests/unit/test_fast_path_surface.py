@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = (ROOT / "repogen" / "runtime" / "triton_model.py").read_text()
+RUNTIME = "".join(  # TritonPythonModel and the base class it takes its responses from
+    (ROOT / "repogen" / "runtime" / name).read_text() for name in ("triton_model.py", "responses.py")
+)
 GENERATED = sorted((ROOT / "tests" / "golden").glob("*/expected/*/1/model.py")) + sorted(
     (ROOT / "model_repository_templates").glob("model*.py.tmpl")
 )

@@ -34,6 +34,8 @@ from repogen.ir.spec import ModelSpec
 from repogen.ondisk.describe import MADE_ON_GPU as SHOWN_KEY
 from repogen.packages.options import PackageOptions
 from repogen.runtime import devices as runtime_devices
+from repogen.runtime import frameworks as runtime_frameworks
+from repogen.runtime import payload as runtime_payload
 from repogen.runtime import triton_model
 from repogen.runtime.context import TritonContext, instance_index
 from repogen.runtime.payload import load_payload
@@ -310,7 +312,7 @@ def _unpickled(obj: Any, device: str | None) -> Any:
     data = pickling.dumps(obj).data
     if device is None:
         return pickle.loads(data)
-    with runtime_devices.loading_on(device):
+    with runtime_payload.loading_on(device):
         return pickle.loads(data)
 
 
@@ -334,7 +336,7 @@ def test_cuda_tensors_land_on_the_device_the_instance_says(cuda, device):
 def test_a_gpu_instance_whose_torch_cannot_reach_its_gpu_fails_to_load_saying_why(cuda):
     weight = cuda.mark(torch.ones(2, 3, dtype=torch.float16))
     data = pickling.dumps(weight).data
-    with runtime_devices.loading_on("cuda:1", "ResNet"), pytest.raises(RuntimeError) as failed:
+    with runtime_payload.loading_on("cuda:1", "ResNet"), pytest.raises(RuntimeError) as failed:
         pickle.loads(data)
     assert str(failed.value).startswith(
         "model 'ResNet': a tensor made on a GPU at bind time ((2, 3) torch.float16) cannot load onto cuda:1, the "
@@ -367,7 +369,7 @@ def _served_apart(callables: list[Any], device: str, instance: int) -> list[Any]
     """``infer_func=callables`` pickled as a model's payload is, unpickled by instance ``instance`` on ``device``."""
     labelled = [(f"infer_func[{i}]", f) for i, f in enumerate(callables)]
     data = pickling.dumps({"infer_funcs": callables}, owners=devices.owners(labelled)).data
-    with runtime_devices.loading_on(device, "Linear", instance):
+    with runtime_payload.loading_on(device, "Linear", instance):
         return pickle.loads(data)["infer_funcs"]
 
 
@@ -421,12 +423,12 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
     monkeypatch.setattr(
         TritonContext, "device_of", staticmethod(lambda args: "meta" if args["model_instance_kind"] == "GPU" else "cpu")
     )
-    monkeypatch.setattr(triton_model, "use_device", lambda device, imports=(): None)
+    monkeypatch.setattr(runtime_frameworks, "use_device", lambda device, imports=(): None)
     loads = []
 
     def loading_on(*args):
         loads.append(args)
-        return runtime_devices.loading_on(*args)
+        return runtime_payload.loading_on(*args)
 
     monkeypatch.setattr(triton_model, "loading_on", loading_on)
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
@@ -441,7 +443,7 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
     assert served["CPU"]._device == "cpu" and served["CPU"]._model.weight.device.type == "cpu"
     assert runtime_devices.loading_device() == "cpu"  # reset once the payload is loaded
     assert loads == [("meta", "Linear", 0), ("cpu", "Linear", 1)]  # each instance's device and index
-    with runtime_devices.loading_on("cpu", "Linear", 1):  # what the CPU instance unpickled: no GPU model weights
+    with runtime_payload.loading_on("cpu", "Linear", 1):  # what the CPU instance unpickled: no GPU model weights
         _, payload = load_payload(str(tmp_path / "repo" / "Linear" / "1"), "Linear")
     assert [f._model.weight.device.type for f in payload["infer_funcs"]] == ["meta", "cpu"]
     (response,) = model.execute([request(x=x)])

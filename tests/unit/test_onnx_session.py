@@ -15,9 +15,9 @@ import pytest
 from fake_onnx import FakeSession, W
 
 from repogen.runtime import onnx_options
-from repogen.runtime.fused import StepFailure
 from repogen.runtime.onnx_options import OnnxOptionError, cgroup_cpu_quota, default_intra_op_threads, session_options
 from repogen.runtime.onnx_session import OnnxSession
+from repogen.runtime.request import StepFailure
 
 
 def _session(outputs=("y",), batching=True, strings=False):

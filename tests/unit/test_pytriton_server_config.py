@@ -22,7 +22,7 @@ from repogen import (
     TritonSecurityConfig,
     build_app,
 )
-from repogen.dsl import pytriton
+from repogen.dsl import runners
 from repogen.errors import UsageError
 from repogen.ir.lower import lower
 from repogen.launch import serve_options
@@ -339,7 +339,7 @@ def _second(requests):
 
 def test_a_model_bound_again_after_stop_replaces_its_binding_as_pytritons_notebook_does(monkeypatch):
     """PyTriton's add_sub_notebook: run, stop, redefine the callable, bind it under the same name, run again."""
-    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    monkeypatch.setattr(runners, "_server_runner", _FakeServed)
     monkeypatch.setattr(_FakeServed, "runs", [])
     triton = Triton()
     _bind(triton, "AddSub", _first)
@@ -354,7 +354,7 @@ def test_a_model_bound_again_after_stop_replaces_its_binding_as_pytritons_notebo
 
 
 def test_binding_a_name_twice_between_stops_is_still_refused_naming_both_lines(monkeypatch):
-    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    monkeypatch.setattr(runners, "_server_runner", _FakeServed)
     triton = Triton()
     _bind(triton, "AddSub", _first)
     triton.run()
@@ -366,7 +366,7 @@ def test_binding_a_name_twice_between_stops_is_still_refused_naming_both_lines(m
 
 
 def test_a_bind_while_the_server_runs_is_refused_naming_the_fix(monkeypatch):
-    monkeypatch.setattr(pytriton, "_server_runner", _FakeServed)
+    monkeypatch.setattr(runners, "_server_runner", _FakeServed)
     with Triton() as triton:
         _bind(triton, "AddSub", _first)
         triton.run()

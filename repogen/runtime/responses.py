@@ -1,0 +1,146 @@
+"""The output side of a model instance: the callable's results, and its failures, made into python_backend's
+responses.
+
+``TritonPythonModel`` (triton_model.py) is a :class:`Responses`: generated ``model.py`` files and fused pipelines
+call ``response``, ``responses`` and ``output_pairs`` on it (the fast path's public surface). Each declared output
+has its ``OutputPlan`` (conversion.py): a result of exactly the declared outputs, arrays of the declared dtypes,
+takes the hot path; anything else is matched, converted and checked output by output, the failure naming which.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from .conversion import OutputPlan, output_pairs
+from .errors import INTERNAL, UNAVAILABLE, PyTritonUnrecoverableError, error_code
+from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
+from .request import Request, StepFailure
+from .requested import asked_for
+from .stub import stop_server
+from .tensors import backend_tensor
+
+
+class Responses:
+    """Responses from results, for one instance; what it reads is set by ``TritonPythonModel.configure``."""
+
+    _model: str
+    output_plans: list[OutputPlan]
+    _declared: frozenset[str]
+    _order: tuple[str, ...]
+    _output_count: int
+    _strict: bool
+    _departure: Any
+    """How a GPU instance's outputs leave, a batch at a time (runtime/transfers.py); None elsewhere."""
+    _failures: Any  # FailureCounter, None where a fused model counts its step's failures
+    _stub: Any
+    _unstoppable: str | None
+    _decoupled: bool
+    placement: Any
+    stopped: str | None
+    batch_call: Any
+
+    def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
+        """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
+        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
+        one wait and capsules where a GPU reads them."""
+        asked, results = asked_for(results, requests, self._order)
+        if self._departure is not None:
+            try:
+                results = self._departure.prepare(results, self._converted)
+            except BaseException as exc:  # a copy the device refused: every request of the batch is answered so
+                return self.failures(exc, len(results))
+        if asked is not None:
+            return [self.response(result, names) for result, names in zip(results, asked, strict=True)]
+        return [self.response(result) for result in results]
+
+    def _converted(self, result: Any) -> dict[str, Any] | None:
+        """A result's outputs as its response would send them, None where it cannot (the response says why)."""
+        try:
+            return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
+        except Exception:
+            return None
+
+    def response(self, result: Any, names: frozenset[str] | None = None) -> Any:
+        """``result``'s response; ``names``: the outputs its client asked for where not all (the others are gone)."""
+        try:
+            if type(result) is dict and len(result) == self._output_count and names is None:
+                try:  # the hot path: exactly the declared outputs
+                    tensors = []
+                    for plan in self.output_plans:
+                        value = plan.convert(result[plan.name])
+                        if type(value) is np.ndarray:
+                            tensors.append(pb_utils.Tensor(plan.name, value))
+                        else:  # a framework's tensor, on the CPU or a GPU
+                            tensors.append(backend_tensor(pb_utils, plan.name, value))
+                    return pb_utils.InferenceResponse(tensors)
+                except Exception:  # a name is off or a value does not convert: the slow path says which
+                    pass
+            if type(result) is StepFailure:  # a fused pipeline's step failed this request
+                return self.failure(result.exc)
+            tensors = [self._tensor(plan, value) for plan, value in self.output_pairs(result, names)]
+        except BaseException as exc:  # as in execute
+            return self.failure(exc)
+        return pb_utils.InferenceResponse(tensors)
+
+    @staticmethod
+    def _tensor(plan: OutputPlan, value: Any) -> Any:
+        array = plan.convert(value)
+        try:
+            return backend_tensor(pb_utils, plan.name, array)
+        except Exception as exc:  # e.g. an object array of ints for a BYTES output
+            raise plan.unconvertible(value, exc) from None
+
+    def output_pairs(self, result: Any, names: frozenset[str] | None = None) -> list[tuple[OutputPlan, Any]]:
+        """Each declared output's plan (those in ``names``, where given) beside the value ``result`` holds for it (a
+        dict, or a sequence in order)."""
+        plans = self.output_plans if names is None else [plan for plan in self.output_plans if plan.name in names]
+        return output_pairs(self._model, plans, self._declared, self._strict, result)
+
+    # -- failures: the error responses -----------------------------------------------------------
+
+    def failure(self, exc: BaseException, requests: int = 1) -> Any:
+        """The error response for ``exc`` to one of ``requests`` requests, counted once for all of them (each of the
+        others needs an answer of its own: :meth:`failures`); an unrecoverable one stops the server."""
+        return error_response(*self._failed(exc, requests))
+
+    def failures(self, exc: BaseException, requests: int) -> list[Any]:
+        """One error response for ``exc`` to each of ``requests`` requests, logged and counted once.
+
+        Each is an object of its own: one response object answering two requests of a batch kills tritonserver
+        2.51 (SIGSEGV in libtriton_python.so's execute, measured with a failing ``@batch`` model).
+        """
+        message, code = self._failed(exc, requests)
+        return [error_response(message, code) for _ in range(requests)]
+
+    def _failed(self, exc: BaseException, requests: int) -> tuple[str, str]:
+        """``exc`` logged and counted for ``requests`` requests; the message and code that answer each."""
+        log_failure(self._model, exc)
+        if self._failures is not None:
+            self._failures.add(requests)
+        if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
+            self.stopped = error_message(exc)
+            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
+            stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
+        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
+            from .frameworks import free_gpu_caches
+
+            free_gpu_caches()
+            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
+        return error_message(exc), error_code(exc)
+
+    def _refuse(self, requests: list[Any]) -> list[Any] | None:
+        """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
+        after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
+        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
+        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
+        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
+        if self._failures is not None:
+            self._failures.add(len(requests))
+        if not self._decoupled:
+            return errors
+        for request, error in zip(requests, errors, strict=True):
+            request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
