@@ -45,7 +45,7 @@ MODEL = "Burst"
 TOTAL = 10_000
 WARMUP = 1_000
 CONCURRENCY = 16
-TOKENS = 6
+TOKENS = 12  # a cancelled stream leaves 10 unread: room for the cancellation to travel on a loaded machine
 READ = 2  # what a cancelled stream's reader takes
 REPORT = -1  # Burst's counts since it was last asked (tests/apps/cancel/app.py)
 ATTEMPTS = 2  # gRPC soaks on a fresh server each, where the known crash took the one before
@@ -299,8 +299,11 @@ def _soak(server, transport: str, crashes: list[str]) -> None:
     )
     assert stub_pid(server, MODEL) == pid, "the stub restarted during the soak"
     assert closed == streams and after_cancel <= cancelled
-    # beyond what readers took, a cancelled stream costs the token in flight and at most one made after it
-    assert produced - (streams - cancelled) * TOKENS - cancelled * READ <= 2 * cancelled
+    # beyond what readers took, a cancelled stream costs the tokens made while its cancellation travels from the client
+    # to the stub (2 ms apart: one or two on a quiet machine, about three on CI's 2 cores under load), never the half
+    # of its unread ones a lost cancellation would cost
+    unread = produced - (streams - cancelled) * TOKENS - cancelled * READ
+    assert unread <= (TOKENS - READ) // 2 * cancelled, f"{unread / cancelled:.1f} tokens made per cancelled stream"
     assert growth < MAX_RSS_GROWTH, f"stub RSS grew {growth:.1%}: {rss_warm} KiB -> {rss_end} KiB"
 
 

@@ -144,7 +144,7 @@ _streams: dict[int, list[int]] = {}  # a client's stream number (its "stream" pa
 
 @models.model("Burst", **_IO)
 def burst(requests):
-    """n tokens 1 ms apart, for many streams at once; REPORT: [produced, after_cancel, closed] since last asked.
+    """n tokens 2 ms apart, for many streams at once; REPORT: [produced, after_cancel, closed] since last asked.
 
     A request with a ``stream`` parameter is remembered under it: SEEN with that parameter answers ``[got it,
     tokens made, finally: run]``, so that a stream that never answered its client can be told apart from a
@@ -165,7 +165,7 @@ def burst(requests):
     record = _streams.setdefault(stream, [0, 0]) if stream is not None else [0, 0]
     try:
         for i in range(n):
-            time.sleep(0.001)
+            time.sleep(0.002)
             _burst["produced"] += 1
             _burst["after_cancel"] += bool(request.is_cancelled())
             record[0] += 1  # counted before the yield: the step's send follows it
