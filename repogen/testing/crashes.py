@@ -11,14 +11,18 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from repogen.runtime.stub import current
 
-__all__ = ["CAP_SYSLOG", "kernel_clock", "segfaults", "stubs_of"]
+__all__ = ["CAP_SYSLOG", "CRASHED", "died_of_a_signal", "kernel_clock", "segfaults", "stubs_of"]
 
+CRASHED = re.compile(r"Signal \(\d+\) received")
+"""What tritonserver's own handler writes as it dies of a signal (its gRPC frontend's races: known_issues.py)."""
 CAP_SYSLOG = 34
 """Reading the kernel log where ``kernel.dmesg_restrict`` is 1 (capabilities(7))."""
 _SEGFAULT = re.compile(r"^\[\s*(\d+\.\d+)\] triton_python_b\[(\d+)\]: segfault")
@@ -59,3 +63,13 @@ def segfaults(pids: set[int] | dict[int, str], since: float) -> list[str]:
         if match and float(match.group(1)) >= since and int(match.group(2)) in pids:
             found.append(line)
     return found
+
+
+def died_of_a_signal(server: Any, wait_s: float = 10.0) -> str | None:
+    """``Signal (6) received`` where ``server`` (a TritonServer) died of one, else None; a dying server writes its
+    stack before it exits, so this waits up to ``wait_s`` for it to end."""
+    deadline = time.monotonic() + wait_s
+    while server.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = CRASHED.search(server.log_text()) if not server.is_running() else None
+    return found.group(0) if found else None

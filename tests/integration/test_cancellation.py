@@ -24,8 +24,9 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from repogen.testing.client import infer
+from repogen.testing.crashes import died_of_a_signal
 from repogen.testing.server_under_test import pairing_under_test
-from repogen.triton.known_issues import HTTP_STREAM_DISCONNECT_CRASH
+from repogen.triton.known_issues import GRPC_CANCEL_CRASH, HTTP_STREAM_DISCONNECT_CRASH
 
 pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairing `make test` runs
 
@@ -34,12 +35,18 @@ READ = 5
 REPORT_N = -1
 SENDER_CLOSED = "Response sender has been closed"
 _pairing = pairing_under_test()
+ATTEMPTS = 3  # servers the 32 streams may take where tritonserver's own gRPC race kills them
 
 
 @pytest.fixture(scope="module")
-def server(serve, cli_build, tmp_path_factory):
-    repository = tmp_path_factory.mktemp("cancel") / "repo"
-    cli_build("tests/apps/cancel/app.py:models", repository)
+def repository(cli_build, tmp_path_factory):
+    built = tmp_path_factory.mktemp("cancel") / "repo"
+    cli_build("tests/apps/cancel/app.py:models", built)
+    return built
+
+
+@pytest.fixture(scope="module")
+def server(serve, repository):
     return serve(repository)
 
 
@@ -240,9 +247,27 @@ def test_queue_policy_timeouts_keep_expired_requests_from_the_callable(server):
     assert int(served[0, 0]) == 2, answers  # the long one and the one that did not wait too long
 
 
-def test_32_streams_half_cancelled_at_random_points(server):
+def test_32_streams_half_cancelled_at_random_points(serve, repository):
     """Every stream read to its end has every token in order; each cancelled one stops (at most one token made
-    after the server saw its cancellation), and every generator's finally: ran."""
+    after the server saw its cancellation), and every generator's finally: ran.
+
+    On a server of its own: tritonserver's gRPC race (GRPC_CANCEL_CRASH) now and then kills the server here (2.39
+    under load: "sync.cc:105 assertion failed: prior > 0", signal 6); that crash is retried on a fresh server, and
+    is an xfail naming it when it took every attempt. Anything else fails."""
+    crashes = []
+    for _ in range(ATTEMPTS):
+        server = serve(repository)
+        try:
+            return _half_cancelled(server)
+        except AssertionError:
+            crash = died_of_a_signal(server)
+            if crash is None or not GRPC_CANCEL_CRASH.affects(_pairing.release, _pairing.python):
+                raise
+            crashes.append(crash)
+    pytest.xfail(f"{GRPC_CANCEL_CRASH.title} (docs/known-issues.md): it took each of {ATTEMPTS} servers: {crashes}")
+
+
+def _half_cancelled(server) -> None:
     tokens, streams = 100, 32
     rng = random.Random(45)
     plan = [rng.randrange(1, tokens // 2) if index % 2 else None for index in range(streams)]  # None: to the end

@@ -36,6 +36,7 @@ import tritonclient.grpc as grpcclient
 from test_soak import MAX_RSS_GROWTH, rss_kib, stub_pid
 from tritonclient.utils import InferenceServerException
 
+from repogen.testing.crashes import CRASHED
 from repogen.testing.server_under_test import pairing_under_test
 from repogen.triton.known_issues import GRPC_CANCEL_CRASH, HTTP_STREAM_DISCONNECT_CRASH
 
@@ -49,7 +50,6 @@ TOKENS = 12  # a cancelled stream leaves 10 unread: room for the cancellation to
 READ = 2  # what a cancelled stream's reader takes
 REPORT = -1  # Burst's counts since it was last asked (tests/apps/cancel/app.py)
 ATTEMPTS = 2  # gRPC soaks on a fresh server each, where the known crash took the one before
-CRASHED = re.compile(r"Signal \(\d+\) received")  # what tritonserver's own handler writes as it dies
 WRONG_TOKENS = "stream got tokens"
 STREAM_WAIT_S = 60.0  # for a stream's next response: a 6-token stream takes ~10 ms, 16 at once well under 1 s
 NO_ANSWER = "no response"
