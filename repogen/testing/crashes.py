@@ -67,9 +67,10 @@ def segfaults(pids: set[int] | dict[int, str], since: float) -> list[str]:
 
 def died_of_a_signal(server: Any, wait_s: float = 10.0) -> str | None:
     """``Signal (6) received`` where ``server`` (a TritonServer) died of one, else None; a dying server writes its
-    stack before it exits, so this waits up to ``wait_s`` for it to end."""
+    stack before it exits, so this waits up to ``wait_s`` for one that has written the line to end (a server
+    running without it is alive: no wait)."""
     deadline = time.monotonic() + wait_s
-    while server.is_running() and time.monotonic() < deadline:
+    while server.is_running() and CRASHED.search(server.log_text()) and time.monotonic() < deadline:
         time.sleep(0.1)
     found = CRASHED.search(server.log_text()) if not server.is_running() else None
     return found.group(0) if found else None

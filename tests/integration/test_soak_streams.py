@@ -26,7 +26,6 @@ import json
 import queue
 import re
 import threading
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -36,7 +35,7 @@ import tritonclient.grpc as grpcclient
 from test_soak import MAX_RSS_GROWTH, rss_kib, stub_pid
 from tritonclient.utils import InferenceServerException
 
-from repogen.testing.crashes import CRASHED
+from repogen.testing.crashes import died_of_a_signal
 from repogen.testing.server_under_test import pairing_under_test
 from repogen.triton.known_issues import GRPC_CANCEL_CRASH, HTTP_STREAM_DISCONNECT_CRASH
 
@@ -200,17 +199,13 @@ def _all_right(server, errors: list[str], transport: str) -> None:
         return
     pairing = pairing_under_test()
     racy = transport == "grpc" and GRPC_CANCEL_CRASH.affects(pairing.release, pairing.python)
-    for _ in range(100):  # a dying server writes its stack before it exits
-        if not server.is_running() or not CRASHED.search(server.log_text()):
-            break
-        time.sleep(0.1)
-    signal = CRASHED.search(server.log_text()) if not server.is_running() else None
+    signal = died_of_a_signal(server)
     if signal and racy:
         # a stream the crash cut off ends in an error the client or the dying server reported, never in wrong tokens
         wrong = [e for e in errors if e.startswith(WRONG_TOKENS)]
         assert not wrong, f"besides the crash, {len(wrong)} stream(s) went wrong: {Counter(wrong).most_common(5)}"
         cut = Counter(errors).most_common(3)
-        raise KnownRace(f"{signal.group(0)} after {len(errors)} stream(s) were cut off: {cut}")
+        raise KnownRace(f"{signal} after {len(errors)} stream(s) were cut off: {cut}")
     state = "running" if server.is_running() else f"exited\n{server.log_tail()}"
     lost = _lost(server, errors) if server.is_running() else []
     if racy and lost and len(lost) == len(errors) and all(in_server for _, in_server in lost):
