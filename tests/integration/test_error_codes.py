@@ -50,9 +50,6 @@ def server(serve, cli_build, tmp_path_factory):
     return serve(repo)
 
 
-status = expected_status
-
-
 def refused(protocol: str, server, model: str, x: float) -> InferenceServerException:
     with pytest.raises(InferenceServerException) as caught:
         infer(protocol, server, model, {"x": np.array([[x]], dtype=F32)})
@@ -65,7 +62,8 @@ def test_each_code_reaches_the_client(server, protocol, model):
     for x, (code, message) in CASES.items():
         error = refused(protocol, server, model, x)
         marker = "" if code == "INTERNAL" else f" [{code}]"
-        assert (error.status(), error.message()) == (status(protocol, code), SAID[model].format(message, code=marker))
+        said = SAID[model].format(message, code=marker)
+        assert (error.status(), error.message()) == (expected_status(protocol, code), said)
     assert infer(protocol, server, model, {"x": np.array([[1.0]], dtype=F32)})[
         "z" if model in ("Pipeline", "Fused") else "y"
     ].tolist() == [[4.0 if model in ("Pipeline", "Fused") else 2.0]]
@@ -101,7 +99,7 @@ def test_a_wrong_request_fails_alone_in_its_batch(server, protocol, model):
         answers = list(pool.map(send, values))
     bad = answers.pop(2)
     assert isinstance(bad, InferenceServerException), bad
-    assert bad.status() == status(protocol, "INVALID_ARG")
+    assert bad.status() == expected_status(protocol, "INVALID_ARG")
     assert "x must be >= 0, found -3" in bad.message()
     output = "z" if model == "Fused" else "y"
     factor = 4 if model == "Fused" else 2
@@ -118,5 +116,5 @@ def test_a_batch_failed_whole_answers_each_request(server, protocol, model):
     answering two requests killed tritonserver 2.51 with SIGSEGV), and the model serves on."""
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         errors = list(pool.map(lambda _: refused(protocol, server, model, 500.0), range(4)))
-    assert {(e.status(), e.message()) for e in errors} == {(status(protocol, "INTERNAL"), CASES[500.0][1])}
+    assert {(e.status(), e.message()) for e in errors} == {(expected_status(protocol, "INTERNAL"), CASES[500.0][1])}
     assert calls_of(infer(protocol, server, model, {"x": np.array([[1.0]], dtype=F32)}))[-2:] == [4, 1]
