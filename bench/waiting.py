@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import perf
 import stats
-from callgrind import QUIET
+
+from repogen.testing.callgrind import QUIET
 
 WAIT_MS = 20  # bench/apps/app.py's WAIT_S
 CONCURRENCIES = (1, 16, 64)

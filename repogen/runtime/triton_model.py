@@ -193,6 +193,9 @@ class TritonPythonModel(Responses):
         self.ask_after = 0.0 if delay_us >= CANCEL_CHECK_AFTER_S * 1e6 else CANCEL_CHECK_AFTER_S
         """Seconds since the last ``execute`` after which requests are asked: always where the batcher may hold
         them that long."""
+        self.queue_holds = not self.ask_after or any(g.get("rate_limiter") for g in config.get("instance_group") or ())
+        """Whether requests may wait in Triton's queue while this instance is idle (the batcher's delay, a rate
+        limiter): runtime/concurrency.py asks them then, its ``execute`` returning at once."""
 
     def _make_callable(self, funcs: list[Any], context: TritonContext, imports: Any) -> None:
         """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here) and what answers

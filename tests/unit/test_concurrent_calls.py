@@ -12,13 +12,26 @@ import asyncio
 import functools
 import json
 import sys
+import threading
+import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from repogen import ModelConfig, Repository, SequenceBatcher, Tensor, batch, build_repository, factory
+from repogen import (
+    DynamicBatcher,
+    InstanceGroup,
+    ModelConfig,
+    RateLimiter,
+    Repository,
+    SequenceBatcher,
+    Tensor,
+    batch,
+    build_repository,
+    factory,
+)
 from repogen.errors import BuildError
 from repogen.local import backend_shim
 from repogen.runtime.instance import DEFAULT_MAX_CONCURRENCY, is_async
@@ -124,7 +137,7 @@ def _answers(request):
 def _value(response):
     if response.has_error():
         return response.error().message()
-    return float(response.output_tensors()[0].as_numpy()[0])
+    return float(response.output_tensors()[0].as_numpy().reshape(-1)[0])
 
 
 def test_calls_are_in_flight_at_once_and_each_answer_is_its_own_request_s():
@@ -190,6 +203,88 @@ def test_a_cancelled_call_is_stopped_at_its_await_and_answered_as_cancelled_alon
     assert "cancelled" in _value(cancelled[0][0])
     assert [_value(a[0][0]) for a in answers] == [4.0, 6.0]
     assert meeting.cancelled == 1
+
+
+class _Counted(pb.InferenceRequest):
+    """A request that counts how often it is asked whether it was cancelled (a round trip to the server each)."""
+
+    asked = 0
+
+    def is_cancelled(self):
+        type(self).asked += 1
+        return super().is_cancelled()
+
+
+def _counted(x, cancelled=False, batched=False):
+    request = _Counted([pb.Tensor("x", np.array([[x]] if batched else [x], np.float32))])
+    request.cancelled = cancelled
+    return request
+
+
+def test_an_idle_instance_s_requests_are_not_asked_whether_they_were_cancelled(monkeypatch):
+    monkeypatch.setattr(_Counted, "asked", 0)
+    model = _instance(_coroutine)
+    calls = ConcurrentCalls(model, 8, decoupled=False)
+    try:
+        for x in range(3):  # one at a time, each answered before the next comes: none waited in a queue
+            request = _counted(x)
+            calls.execute([request])
+            assert _value(_answers(request)[0][0]) == x
+    finally:
+        calls.close()
+    assert _Counted.asked == 0
+
+
+async def _same(x):
+    return {"y": x}
+
+
+@pytest.mark.parametrize(
+    ("callable_", "config", "batched"),
+    [
+        (_coroutine, ModelConfig(batching=False, instance_groups=[InstanceGroup(rate_limiter=RateLimiter({"R": 1}))]),
+         False),
+        (batch(_same), ModelConfig(batcher=DynamicBatcher(max_queue_delay_microseconds=20_000)), True),
+    ],
+    ids=["rate limiter", "batcher delay"],
+)  # fmt: skip
+def test_requests_a_queue_may_hold_while_the_instance_idles_are_asked(callable_, config, batched):
+    model = _instance(callable_, config=config)
+    calls = ConcurrentCalls(model, 8, decoupled=False)
+    try:
+        gone, kept = _counted(1, cancelled=True, batched=batched), _counted(2, batched=batched)
+        calls.execute([gone])
+        calls.execute([kept])
+        answers = _answers(gone), _answers(kept)
+    finally:
+        calls.close()
+    assert "cancelled" in _value(answers[0][0][0]) and _value(answers[1][0][0]) == 2.0
+
+
+def test_requests_queued_behind_an_execute_that_waited_for_room_are_asked():
+    release = threading.Event()
+
+    async def held(requests):
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, PATIENCE_S)
+        return [{"y": r["x"]} for r in requests]
+
+    model = _instance(held)
+    calls = ConcurrentCalls(model, 1, decoupled=False)
+    try:
+        first, second = _counted(1), _counted(2)
+        calls.execute([first])
+        waiting = threading.Thread(target=calls.execute, args=([second],))
+        waiting.start()  # no room: it waits in execute, and the server's queue fills behind it
+        time.sleep(0.05)
+        release.set()
+        waiting.join(PATIENCE_S)
+        third = _counted(3, cancelled=True)  # its client left while it queued behind the wait
+        _answers(first)
+        calls.execute([third])
+        answers = _answers(second), _answers(third)
+    finally:
+        calls.close()
+    assert _value(answers[0][0][0]) == 2.0 and "cancelled" in _value(answers[1][0][0])
 
 
 def test_an_async_generator_streams_its_steps_concurrently_then_final():
