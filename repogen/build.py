@@ -10,12 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 from .dsl.repository import Repository
-from .emit import pickling
 from .emit.assemble import emit_repository
 from .emit.model_files import configs as emit_configs
 from .emit.payloads import MadeAnew, PayloadPlan
 from .emit.plan import Progress, plan_payloads
-from .emit.sharing import Shared, SharedObjectWarning
 from .errors import RepogenWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower
@@ -24,6 +22,8 @@ from .loader import load_app, local_modules
 from .ondisk.merge import merge_versions, versions_on_disk
 from .ondisk.writer import WritePlan, locked
 from .packages import PackageOptions, Packager
+from .pickling import cuda_scan, picklers
+from .pickling.shared_objects import Shared, SharedObjectWarning
 from .runtime.records import SIGNATURE_FILE
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
@@ -114,8 +114,8 @@ def build_repository(
         else resolve_targets(release, pin_python=options.get("pin_python", False))
     )
     if roots:
-        pickling.register_by_value(local_modules(Path(roots[0]).resolve()))
-    spec = lower(repository, version=options.get("version"))
+        picklers.register_by_value(local_modules(Path(roots[0]).resolve()))
+    spec = lower(repository, version=options.get("version"), cuda_scan=cuda_scan.cuda_callables)
     shipping = options.get("packages") or PackageOptions()
     log = options.get("log")
     packager = Packager(shipping, targets, default_cache_dir(), log, find_python) if shipping.mode == "ship" else None

@@ -23,8 +23,9 @@ from .templates import render
 from .vendoring import vendored_files
 
 MADE_ON_GPU = "made_on_gpu"
-"""``model.json``'s callables that held CUDA tensors at build time, and where their instances run (``ir/devices.py``):
-``{"callable", "at", "devices", "runs"}``. For the user to read (``repogen inspect``); the runtime never does."""
+"""``model.json``'s callables that held CUDA tensors at build time, and where their instances run
+(``ir/gpu_instances.py``): ``{"callable", "at", "devices", "runs"}``. For the user to read (``repogen inspect``); the
+runtime never does."""
 
 ENSEMBLE_PLACEHOLDER = ".keep"
 

@@ -3,7 +3,7 @@
 A payload is pickled for the build's targets (portable: code as references into shipped sources;
 pinned: this Python's bytecode), with the model handles it holds turned into BLS clients, and
 every module it imports accounted for. Live objects in their initial state (an unheld lock, an empty
-queue, an executor that has run nothing) are made anew in the server (``live_objects``) and recorded,
+queue, an executor that has run nothing) are made anew in the server (``pickling/live_objects.py``) and recorded,
 with where the callable holds them, in ``model.json``. A failure names the model and, for a part that
 cannot be pickled, the path to it; for a live object, why this one cannot be made anew. Each payload is
 pickled once, while the build plans (``emit.plan``); what ``model.json`` records of it is made when the
@@ -22,19 +22,20 @@ import numpy as np
 
 from ..errors import BuildError
 from ..hashing import sha256_bytes
-from ..ir import devices
 from ..ir.spec import ClientSpec
+from ..pickling import attribute_chains, cuda_scan, picklers, unpicklable
+from ..pickling.live_objects import NotMadeAnew, refused
+from ..pickling.shipped_sources import SourceFile, SourceTable
 from ..runtime.bls import ModelClient
 from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
-from . import diagnose, pickling, reach, requirements, sources
-from .live_objects import NotMadeAnew, refused
+from . import requirements
 from .portability import check_grammar
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree
-    from .sharing import Shared
+    from ..pickling.shared_objects import Shared
 
 MADE_ANEW = "made_anew"
 """``model.json``'s list of the live objects the server makes anew (``{"object", "at"}``). For the user to read:
@@ -59,15 +60,15 @@ class Payloads:
 
     targets: Targets
     roots: tuple[str, ...]
-    table: sources.SourceTable | None = None
+    table: SourceTable | None = None
 
     @classmethod
     def create(cls, targets: Targets | None = None, roots: Sequence[str] = ()) -> Payloads:
         payloads = cls(targets or Targets(TARGETS), tuple(roots))
         if not payloads.targets.pinned:
-            relative = pickling.relative_to(pickling.search_roots(roots))
+            relative = picklers.relative_to(picklers.search_roots(roots))
             # each source is checked once, against the targets of the moment it is first shipped
-            payloads.table = sources.SourceTable(relative, check=lambda source: check_grammar(source, payloads.targets))
+            payloads.table = SourceTable(relative, check=lambda source: check_grammar(source, payloads.targets))
         return payloads
 
     def record(self) -> dict[str, Any]:
@@ -150,7 +151,7 @@ class Payload:
     made_anew: tuple[MadeAnew, ...] = ()
     held: tuple[tuple[Any, str], ...] = ()
     """Instances of the user's classes and the objects made anew, in pickling order, each with how messages name it
-    (``one app.Bot object``, ``a threading.Lock()``): what two models may both hold (``sharing``)."""
+    (``one app.Bot object``, ``a threading.Lock()``): what two models may both hold (``pickling/shared_objects.py``)."""
     imports: frozenset[str] = frozenset()
     """Every module the payload imports, unpickled or called: the vendored runtime's part it reaches (``vendoring``)."""
     metrics: tuple[dict[str, Any], ...] = ()
@@ -173,7 +174,7 @@ class LiveObjectError(BuildError):
 
 def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
     """Pickle ``unit.obj`` for the targets of the moment; a module the server could not import fails it."""
-    owners = devices.owners(unit.callables) if unit.apart else None
+    owners = cuda_scan.owners(unit.callables) if unit.apart else None
     pickled = _pickled(unit.what, unit.obj, unit.callables, clients_reducer(unit.clients), payloads, owners)
     if payloads.table is None:
         needs = requirements.third_party([*pickled.modules, *unit.imports])
@@ -181,12 +182,24 @@ def pickle_payload(unit: PayloadUnit, payloads: Payloads) -> Payload:
         app_dir = payloads.roots[0] if payloads.roots else "(none: pass roots=(<project dir>,) to build_repository)"
         imports = [*pickled.imports, *unit.imports]
         needs = requirements.account(pickled.modules, imports, payloads.targets, unit.what, app_dir)
-    shipped, listed = sources.ship(pickled.sources)
+    shipped, listed = ship(pickled.sources)
     made = {id(obj): f"a {description}" for obj, description in pickled.made_anew}
-    held = tuple((obj, made.get(id(obj)) or f"one {diagnose.describe(obj).removeprefix('a ')}") for obj in pickled.held)
+    held = tuple(
+        (obj, made.get(id(obj)) or f"one {unpicklable.describe(obj).removeprefix('a ')}") for obj in pickled.held
+    )
     imported = frozenset([*pickled.modules, *pickled.imports, *unit.imports])
     metrics = declared_metrics(unit.what, pickled.metrics)
     return Payload(pickled.data, shipped, listed, needs, made_anew(unit, pickled), held, imported, metrics)
+
+
+def ship(sources: Sequence[SourceFile]) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
+    """The files to write into the version directory, and the ``sources`` entry of ``model.json``."""
+    files = {s.path: s.data for s in sources if not s.vendored}
+    listed: dict[str, dict[str, Any]] = {
+        s.key: {"file": s.path, "sha256": s.sha256, **({"future": list(s.future)} if s.future else {})}
+        for s in sorted(sources, key=lambda s: s.key)
+    }
+    return files, listed
 
 
 def declared_metrics(what: str, metrics: Sequence[Any]) -> tuple[dict[str, Any], ...]:
@@ -209,18 +222,18 @@ def said(declaration: dict[str, Any]) -> str:
     return f"a {declaration['kind']} with labels {declaration['labels']}{buckets} ({declaration['documentation']!r})"
 
 
-def made_anew(unit: PayloadUnit, pickled: pickling.Pickled) -> tuple[MadeAnew, ...]:
+def made_anew(unit: PayloadUnit, pickled: picklers.Pickled) -> tuple[MadeAnew, ...]:
     """What the payload makes anew in the server, each with the chain that holds it; one made as part of another
     (a Condition's lock, unless the callable holds it too) is that one's."""
     if not pickled.made_anew:
         return ()
-    found = reach.walk(unit.callables, [id(obj) for obj, _ in pickled.made_anew])
+    found = attribute_chains.walk(unit.callables, [id(obj) for obj, _ in pickled.made_anew])
     made = []
     for obj, description in pickled.made_anew:
         chain = found.chains.get(id(obj))
         if chain is None and id(obj) in pickled.inner:
             continue
-        made.append(MadeAnew(description, chain or reach.not_traced(unit.callables[0][0])))
+        made.append(MadeAnew(description, chain or attribute_chains.not_traced(unit.callables[0][0])))
     return tuple(made)
 
 
@@ -239,7 +252,7 @@ class PayloadPlan:
     left_out: tuple[LeftOut, ...] = ()
     """Containers a default build left out because the packages cannot reach them, in the order found."""
     shared: tuple[Shared, ...] = ()
-    """Objects several models hold, each model with its own copy in the server (``sharing``)."""
+    """Objects several models hold, each model with its own copy in the server (``pickling/shared_objects.py``)."""
 
     @property
     def targets(self) -> Targets:
@@ -275,19 +288,19 @@ def _pickled(
     handles: Callable[[Any], Any],
     payloads: Payloads,
     owners: Mapping[int, tuple[int, int]] | None = None,
-) -> pickling.Pickled:
+) -> picklers.Pickled:
     try:
-        return pickling.dumps(obj, payloads.roots, handles, payloads.table, owners)
+        return picklers.dumps(obj, payloads.roots, handles, payloads.table, owners)
     except BuildError as exc:
         raise BuildError(f"{what}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - pickle raises TypeError, PicklingError, AttributeError, ...
         failure = f"{type(exc).__name__}: {exc}"
 
     def pickles(part: Any) -> None:
-        pickling.dumps(part, payloads.roots, handles, payloads.table)
+        picklers.dumps(part, payloads.roots, handles, payloads.table)
 
     label, root = next(((label, f) for label, f in callables if _fails(pickles, f)), callables[0])
-    path, culprit = diagnose.locate(root, label, pickles, stop=lambda part: refused(part) is not None)
+    path, culprit = unpicklable.locate(root, label, pickles, stop=lambda part: refused(part) is not None)
     live = refused(culprit)
     if live is not None:
         raise _live_error(f"{what}: cannot pickle {' -> '.join(path)}: {live}", live)

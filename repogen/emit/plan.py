@@ -8,7 +8,7 @@ container, or requires every one, fails with the resolver's message. Leaving con
 the containers left (the packager keeps each tree it made: nothing is fetched twice), while its pickle,
 made and checked against more containers, holds for fewer. The emitter then writes the files of the plan
 for the targets it settled. Once every payload is pickled, the objects several models hold are found
-(``sharing``): each model gets its own copy in the server, which ``repogen.build`` warns about.
+(``pickling/shared_objects.py``): each model gets its own copy in the server, which ``repogen.build`` warns about.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from ..errors import UnreachableContainersError
 from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
+from ..pickling.shared_objects import find_shared, refuse_shared_thread
 from ..triton.targets import Targets
 from .fused_model import fused_unit
 from .metric_rules import check_metrics
 from .model_files import model_units
 from .payloads import LeftOut, LiveObjectError, Payload, PayloadPlan, Payloads, PayloadUnit, pickle_payload
 from .release_rules import check_release_rules
-from .sharing import find_shared, refuse_shared_thread
 
 if TYPE_CHECKING:
     from ..packages import Packager, ShippedTree

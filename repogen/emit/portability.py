@@ -18,8 +18,8 @@ import tokenize
 from collections.abc import Iterable, Iterator
 
 from ..errors import BuildError
+from ..pickling.shipped_sources import SourceFile
 from ..triton.targets import Targets, python_key
-from .sources import SourceFile
 
 # Top-level stdlib modules that differ between CPython 3.10 and 3.13 (read off
 # sys.stdlib_module_names of each), as module -> (first Python with it, first Python without it).

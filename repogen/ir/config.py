@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..dsl.config import ModelConfig
 from ..errors import BuildError
 from .batching import lower_scheduler
-from .devices import Held
+from .gpu_instances import Held
 from .instances import lower_instance_groups
 from .placement import lower_placement
 from .spec import DynamicBatchingSpec, InstanceGroupSpec, IOSpec, PlacementSpec, SequenceBatchingSpec, WarmupSpec
@@ -40,7 +40,7 @@ def lower_config(
     held: Sequence[Held | None] = (),
 ) -> LoweredConfig:
     """``instances`` is the number of callables bound (one per instance when more than one); ``held``, the CUDA
-    tensors each holds (``devices.cuda_callables``), which place them where no ``instance_groups`` say."""
+    tensors each holds (``gpu_instances.CudaScan``), which place them where no ``instance_groups`` say."""
     if not isinstance(config, ModelConfig):
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     groups = lower_instance_groups(name, config.instance_groups, instances, held)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from ..dsl.config import InstanceGroup, RateLimiter
 from ..errors import BuildError
-from .devices import Held, default_groups
+from .gpu_instances import Held, default_groups
 from .spec import InstanceGroupSpec, RateLimiterSpec
 
 _KINDS = {"KIND_CPU": "KIND_CPU", "CPU": "KIND_CPU", "KIND_GPU": "KIND_GPU", "GPU": "KIND_GPU"}
@@ -18,7 +18,7 @@ def lower_instance_groups(
     """Groups get explicit names ``<model>_<i>`` so the runtime can find an instance's callable.
 
     Without ``groups``, callables holding CUDA tensors (``held``, one entry per callable) put their instances on
-    the GPUs the build made them on (``devices.default_groups``); otherwise one KIND_CPU group runs them all.
+    the GPUs the build made them on (``gpu_instances.default_groups``); otherwise one KIND_CPU group runs them all.
     """
     where = f"model '{name}'"
     if not groups:

@@ -23,9 +23,9 @@ from ..triton import python_backend
 from .concurrency import lower_concurrency
 from .config import lower_config
 from .declared import KINDS, lower_declared
-from .devices import cuda_callables, made_on_gpu
 from .ensembles import find_cycle, lower_ensemble
 from .fusion import fuse
+from .gpu_instances import CudaScan, made_on_gpu
 from .included import lower_included
 from .networks import lower_network
 from .placement import settle_transfers
@@ -51,11 +51,14 @@ from .wiring import Interface
 MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 
 
-def lower(repository: Repository, *, version: int | None = None) -> RepositorySpec:
+def lower(repository: Repository, *, version: int | None = None, cuda_scan: CudaScan | None = None) -> RepositorySpec:
     """Validate every declaration of ``repository`` and return its IR.
 
     ``version`` (``repogen build --model-version N``) lowers one binding per model, numbered ``N``; its version
-    policy, checked against the versions present once merged, is set aside (``declared_policies``).
+    policy, checked against the versions present once merged, is set aside (``declared_policies``). ``cuda_scan``
+    finds the CUDA tensors each model's callables hold (``repogen.pickling.cuda_scan.cuda_callables``, which the
+    build and the in-process runner pass: finding them walks what pickling takes, a layer above the IR); without
+    it no callable is taken to hold any, and no instance is placed by them.
     """
     if not isinstance(repository, Repository):
         raise BuildError(
@@ -80,7 +83,7 @@ def lower(repository: Repository, *, version: int | None = None) -> RepositorySp
     if version is not None:
         by_name = {name: [_select(name, defs, version, policies)] for name, defs in by_name.items()}
         exported = {name: [_select(name, defs, version, policies)] for name, defs in exported.items()}
-    models = [_lower_model(name, defs) for name, defs in sorted(by_name.items())]
+    models = [_lower_model(name, defs, cuda_scan) for name, defs in sorted(by_name.items())]
     lowered = [_lower_network(name, defs) for name, defs in sorted(exported.items())]
     networks = [n for n in lowered if isinstance(n, NetworkSpec)]
     models = sorted(models + [m for m in lowered if isinstance(m, ModelSpec)], key=lambda m: m.name)
@@ -280,12 +283,12 @@ def _check_model_name(name: Any) -> None:
         )
 
 
-def _lower_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
+def _lower_model(name: str, definitions: list[ModelDefinition], cuda_scan: CudaScan | None) -> ModelSpec:
     with declared_at(definitions[0].site):
-        return _lowered_model(name, definitions)
+        return _lowered_model(name, definitions, cuda_scan)
 
 
-def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
+def _lowered_model(name: str, definitions: list[ModelDefinition], cuda_scan: CudaScan | None) -> ModelSpec:
     first = definitions[0]
     where = f"model '{name}'"
     versions = _lowered_versions(where, definitions)
@@ -299,7 +302,7 @@ def _lowered_model(name: str, definitions: list[ModelDefinition]) -> ModelSpec:
         raise BuildError(f"{where}: config must be a repogen.ModelConfig, found {type(config).__name__}")
     batch = max_batch_size(where, config)
     inputs = lower_tensors(where, "input", first.inputs)
-    held = cuda_callables([v.infer_funcs for v in versions])
+    held = tuple(cuda_scan([v.infer_funcs for v in versions])) if cuda_scan is not None else ()
     lowered = lower_config(where, name, config, inputs, batch, counts.pop(), held)
     if lowered.placement.tensors != "numpy":  # the framework the runtime imports for the callable ships with it
         framework = lowered.placement.tensors.partition(".")[0]

@@ -115,7 +115,8 @@ class InstanceGroupSpec:
 @dataclasses.dataclass(frozen=True)
 class MadeOnGpu:
     """A bound callable holding CUDA tensors at build time (a model moved to ``"cuda"`` before ``bind``), and where
-    its instances run (``ir/devices.py``); also, where the build chose the groups, a callable beside it holding none."""
+    its instances run (``ir/gpu_instances.py``); also, where the build chose the groups, a callable beside it holding
+    none."""
 
     callable: str  # ``infer_func``, ``infer_func[1]``
     at: str  # the chain to the first CUDA tensor: ``infer_func -> method self -> attribute '_model' -> parameter ...``
@@ -183,7 +184,8 @@ class ModelSpec:
     warmup: tuple[WarmupSpec, ...] = ()
     placement: PlacementSpec = PlacementSpec()
     made_on_gpu: tuple[MadeOnGpu, ...] = ()
-    """Callables holding CUDA tensors at build time, and where the build put their instances (``ir/devices.py``)."""
+    """Callables holding CUDA tensors at build time, and where the build put their instances
+    (``ir/gpu_instances.py``)."""
     max_concurrency: int | None = None
     """Requests an instance of an async callable has in flight at once (``ir/concurrency.py``); None: no callable is
     async; 0: one at a time (a sequence model's)."""

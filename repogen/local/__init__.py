@@ -24,6 +24,7 @@ from google.protobuf import json_format
 
 from ..emit.model_config import model_config
 from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
+from ..pickling.cuda_scan import cuda_callables
 from ..runtime.call_options import CallOptions
 from ..runtime.errors import InferenceError, ModelCallError, answered_code
 from . import backend_shim
@@ -44,7 +45,7 @@ class LocalRepository:
         from ..runtime import triton_model  # after the shim: it imports triton_python_backend_utils
 
         self._model_class = triton_model.TritonPythonModel
-        self.spec: RepositorySpec = lower(repository)
+        self.spec: RepositorySpec = lower(repository, cuda_scan=cuda_callables)
         self._instances: dict[str, Any] = {}
         self._serving: dict[int, threading.Lock] = {}  # id(instance) -> held while it executes
         self._lock = threading.RLock()

@@ -6,7 +6,7 @@ Declared once, at module level, with prometheus_client's names and arguments::
     LATENCY = Histogram("app_step_seconds", "One step", ["step"], buckets=[0.01, 0.1, 1])
 
 and updated from the callable (``TOKENS.labels(kind="word").inc(3)``, ``with LATENCY.labels(step="a").time():``).
-The build finds the metrics each model's callables hold (emit/pickling.py) and records their declarations in its
+The build finds the metrics each model's callables hold (pickling/picklers.py) and records their declarations in its
 ``model.json``; each instance creates their families through python_backend's custom metrics API
 (``pb_utils.MetricFamily``) when it loads, so ``/metrics`` shows them from the start, each series labelled with
 ``model`` and ``version`` besides the user's labels (several instances of a model add to one series).

@@ -20,11 +20,11 @@ import yaml
 
 from repogen import ModelConfig, Repository, Tensor, VersionPolicy
 from repogen.build import ContainersLeftOutWarning, build_repository
-from repogen.emit import pickling
 from repogen.errors import BuildError, UnreachableContainersError
 from repogen.ir import lower
 from repogen.ir.versions import merged_versions
 from repogen.packages import resolve
+from repogen.pickling import picklers as pickling
 from repogen.triton.targets import resolve_targets
 
 REASON = "PyYAML 6.0 (installed here) has no wheel for Python 3.10 on x86_64"

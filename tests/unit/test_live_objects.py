@@ -24,10 +24,10 @@ from click.testing import CliRunner
 from repogen import ModelConfig, Repository, Tensor
 from repogen.build import build_repository
 from repogen.cli import cli
-from repogen.emit import pickling
 from repogen.emit.payloads import MADE_ANEW as EMITTED_KEY
 from repogen.errors import BuildError
 from repogen.ondisk.describe import MADE_ANEW as MADE_ANEW_KEY
+from repogen.pickling import picklers as pickling
 from repogen.runtime.payload import load_payload
 from repogen.server.provision.pythons import find_python
 

@@ -2,7 +2,7 @@
 
 PyTriton's ``multi_instance_resnet50_pytorch`` binds ``model.half().to(device)``, one callable per device. No
 CUDA tensor can exist on this machine (torch's CPU build), so the two seams the build asks, ``on_cuda`` and
-``cuda_index`` of ``repogen.ir.devices``, are pointed at chosen CPU tensors; everything else runs for real: the
+``cuda_index`` of ``repogen.pickling.cuda_scan``, are pointed at chosen CPU tensors; everything else runs for real: the
 walk, the instance groups, the pickling, the runtime unpickling in a stand-in instance onto the device it says
 (``meta`` standing for a GPU), the callable each instance serves, the CLI's lines. tests/gpu/test_gpu_made_on_gpu.py
 serves the same on a GPU.
@@ -27,12 +27,13 @@ from torch_cpu import torch  # noqa: E402  (a failure naming `make frameworks` w
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
 from repogen.cli import cli
-from repogen.emit import pickling
 from repogen.emit.model_files import MADE_ON_GPU as EMITTED_KEY
-from repogen.ir import devices, lower
+from repogen.ir import lower
 from repogen.ir.spec import ModelSpec
 from repogen.ondisk.describe import MADE_ON_GPU as SHOWN_KEY
 from repogen.packages.options import PackageOptions
+from repogen.pickling import cuda_scan as devices
+from repogen.pickling import picklers as pickling
 from repogen.runtime import devices as runtime_devices
 from repogen.runtime import frameworks as runtime_frameworks
 from repogen.runtime import payload as runtime_payload
@@ -87,7 +88,7 @@ def _pair(cuda: Any, index: int = 0) -> list[Wrapper]:
 def _spec(infer_func: Any, config: ModelConfig = BATCHED, name: str = "Linear") -> ModelSpec:
     repo = Repository()
     repo.bind(name, infer_func=infer_func, inputs=X, outputs=Y, config=config)
-    return lower(repo).model(name)
+    return lower(repo, cuda_scan=devices.cuda_callables).model(name)
 
 
 def _groups(spec: ModelSpec) -> list[tuple[str, str, int, tuple[int, ...]]]:
@@ -245,7 +246,7 @@ import numpy as np
 import torch
 
 from repogen import ModelConfig, Repository, Tensor
-from repogen.ir import devices
+from repogen.pickling import cuda_scan as devices
 
 marked = set()
 devices.on_cuda = lambda tensor: id(tensor) in marked  # the test's fixture puts the real ones back

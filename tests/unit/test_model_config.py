@@ -9,12 +9,12 @@ import pytest
 from google.protobuf import text_format
 
 from repogen import DynamicBatcher, ModelConfig, QueuePolicy, Repository, Tensor, TimeoutAction, batch
-from repogen.emit import pickling
 from repogen.emit.assemble import emit_repository
 from repogen.emit.model_config import model_config, to_text
 from repogen.emit.plan import plan_payloads
 from repogen.ir import lower
 from repogen.loader import load_app
+from repogen.pickling import picklers as pickling
 from repogen.triton.proto import model_config_pb2 as mc
 
 ROOT = Path(__file__).resolve().parents[2]

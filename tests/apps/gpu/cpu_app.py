@@ -7,7 +7,7 @@ thing the GPU run serves, and all that the CPU rehearsal (``make gpu-rehearsal``
 input in host memory (``handed_on_cpu``: ``is_cpu()`` of the backend's tensor, before the runtime reads it).
 ``MadeOnGpu``: a model made on a GPU at bind time (docs/gpu.md), bound to a KIND_CPU instance: its tensors travel
 as host copies and the runtime rebuilds them on the instance's CPU, in the server. Where torch sees no GPU (the CPU
-rehearsal) the build is told its weights are CUDA tensors (``repogen.ir.devices.on_cuda``, the seam
+rehearsal) the build is told its weights are CUDA tensors (``repogen.pickling.cuda_scan.on_cuda``, the seam
 tests/unit/test_made_on_gpu.py uses): the server's side is the same.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
-from repogen.ir import devices
+from repogen.pickling import cuda_scan
 
 models = Repository()
 
@@ -89,7 +89,7 @@ def _made_on_gpu():
     if torch.cuda.is_available():
         return model.to("cuda").eval()
     made = {id(t) for t in model.parameters()}
-    devices.on_cuda = lambda tensor: id(tensor) in made or tensor.is_cuda  # what .to("cuda") would have made
+    cuda_scan.on_cuda = lambda tensor: id(tensor) in made or tensor.is_cuda  # what .to("cuda") would have made
     return model.eval()
 
 

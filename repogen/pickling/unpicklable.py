@@ -2,8 +2,8 @@
 
 pickle reports only the type it failed on (``cannot pickle '_thread.lock' object``). Walking
 the callable as cloudpickle would (the globals its code uses, closure variables, defaults,
-attributes, containers: ``ir/pickled_parts.py``) and pickling each part on its own finds the innermost part
-that fails, and the path to it is what the user needs to see. ``reach.py`` walks the same parts (without
+attributes, containers: ``pickled_parts.py``) and pickling each part on its own finds the innermost part
+that fails, and the path to it is what the user needs to see. ``attribute_chains.py`` walks the same parts (without
 asking objects to reduce themselves) to name where a payload holds an object that pickled.
 """
 
@@ -13,7 +13,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from ..ir.pickled_parts import parts
+from .pickled_parts import parts
 
 _MAX_DEPTH = 32
 

@@ -22,24 +22,24 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..ir import devices
 from ..runtime.devices import rebuild_tensor
+from . import cuda_scan
 
 
 def reducer(owners: Mapping[int, tuple[int, int]] | None = None) -> Callable[[Any], Any] | None:
     """The reduction of CUDA tensors for one pickling; None where this process never imported torch (none exist).
 
-    ``owners`` (``ir.devices.owners``): the tensors only one of a model's per-instance callables holds, each with
+    ``owners`` (``cuda_scan.owners``): the tensors only one of a model's per-instance callables holds, each with
     (its position, the number of callables); an instance that serves another callable makes them ``meta``
     tensors, which take no memory."""
-    if devices.torch_types() is None:
+    if cuda_scan.torch_types() is None:
         return None
     torch = sys.modules["torch"]
     tensor, parameter = torch.Tensor, torch.nn.Parameter
 
     def reduce(obj: Any) -> Any:
         kind = type(obj)
-        if (kind is not tensor and kind is not parameter) or not devices.on_cuda(obj):
+        if (kind is not tensor and kind is not parameter) or not cuda_scan.on_cuda(obj):
             return NotImplemented
         host = obj.detach().to("cpu", copy=True)  # a new tensor: pickled as torch pickles host tensors
         owner = owners.get(id(obj)) if owners else None

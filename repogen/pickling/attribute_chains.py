@@ -3,7 +3,7 @@
 The pickler knows which objects it made anew or saw (``live_objects.Tracker``) but not through what;
 the user needs the chain (``infer_func -> attribute 'streamer' -> attribute 'text_queue'``) to know
 which of their objects it means. A breadth-first walk over the parts pickling takes
-(``ir/pickled_parts.py``, without asking objects to reduce themselves) finds the shortest chain to each.
+(``pickled_parts.py``, without asking objects to reduce themselves) finds the shortest chain to each.
 It stops at the objects it looks for (what they hold is theirs: a Condition's lock, an object inside
 a shared one) and at ``LIMIT`` objects, so a payload holding a large model graph costs milliseconds.
 """
@@ -18,14 +18,14 @@ from typing import Any
 
 from cloudpickle import cloudpickle as _cp
 
-from ..ir.pickled_parts import LEAVES, parts
+from .pickled_parts import LEAVES, parts
 
 LIMIT = 20_000  # objects walked from one model's callables
 MAX_DEPTH = 32
 
 
 @dataclasses.dataclass(frozen=True)
-class Reached:
+class ChainsFound:
     chains: dict[int, str]
     """id of each target found -> the chain to it."""
     complete: bool
@@ -39,7 +39,7 @@ def _leaf(obj: Any) -> bool:
     return isinstance(obj, types.ModuleType) and _cp._should_pickle_by_reference(obj)
 
 
-def walk(roots: Sequence[tuple[str, Any]], targets: Collection[int]) -> Reached:
+def walk(roots: Sequence[tuple[str, Any]], targets: Collection[int]) -> ChainsFound:
     """The shortest chain from the ``(label, callable)`` roots to each object whose id is in ``targets``."""
     remaining = set(targets)
     chains: dict[int, str] = {}
@@ -64,7 +64,7 @@ def walk(roots: Sequence[tuple[str, Any]], targets: Collection[int]) -> Reached:
         for name, part in parts(obj, reduce=False):
             if id(part) not in seen and not _leaf(part):
                 pending.append((f"{chain} -> {name}", part, depth + 1))
-    return Reached(chains, complete)
+    return ChainsFound(chains, complete)
 
 
 def not_traced(where: str) -> str:

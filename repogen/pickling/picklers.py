@@ -4,7 +4,7 @@ Out of the box cloudpickle (3.1.2) pickles code objects as bytecode of the build
 a fresh uuid4 for every class pickled by value, serializes set constants in string-hash order
 (which follows PYTHONHASHSEED) and embeds absolute source paths (``co_filename``, ``__file__``).
 :class:`PortablePickler` replaces each code object by a reference into a shipped source file (see
-``sources.py``), so the server's Python compiles it; both picklers pin tracker ids, sort set
+``shipped_sources.py``), so the server's Python compiles it; both picklers pin tracker ids, sort set
 constants and make paths relative to the user's project (or to the ``sys.path`` entry a module
 came from). :class:`DeterministicPickler` alone is ``--pin-python``: bytecode of this Python.
 """
@@ -29,9 +29,9 @@ from cloudpickle import cloudpickle as _cp
 from ..runtime import portable
 from ..runtime.user_metrics import Metric
 from . import cuda_tensors
-from .classes import reduce_class
+from .classes_by_value import reduce_class
 from .live_objects import Tracker
-from .sources import SourceFile, SourceTable, imported_modules
+from .shipped_sources import SourceFile, SourceTable, imported_modules
 
 # Protocol 4: numpy 2 arrays pickled with protocol 5 do not load under numpy 1.26.
 PROTOCOL = 4
@@ -252,7 +252,7 @@ def dumps(
     """Pickle ``obj``: portable when given the build's ``sources``, else bytecode of this Python (pinned).
 
     Source paths under ``roots`` (then ``sys.path``) are stored relative to them. ``owners``: the CUDA tensors
-    only one of a model's per-instance callables holds (``emit.cuda_tensors``).
+    only one of a model's per-instance callables holds (``cuda_tensors.py``).
     """
     buffer = io.BytesIO()
     active = pickler(buffer, roots, replace, sources, owners)

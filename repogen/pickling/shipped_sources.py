@@ -18,9 +18,8 @@ import os
 import re
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from ..errors import NoSourceError
 from ..hashing import sha256_bytes
@@ -156,13 +155,3 @@ class SourceTable:
             number += 1
             unique = f"{stem}.{number}.py"
         return unique
-
-
-def ship(sources: Sequence[SourceFile]) -> tuple[dict[str, bytes], dict[str, dict[str, Any]]]:
-    """The files to write into the version directory, and the ``sources`` entry of ``model.json``."""
-    files = {s.path: s.data for s in sources if not s.vendored}
-    listed: dict[str, dict[str, Any]] = {
-        s.key: {"file": s.path, "sha256": s.sha256, **({"future": list(s.future)} if s.future else {})}
-        for s in sorted(sources, key=lambda s: s.key)
-    }
-    return files, listed

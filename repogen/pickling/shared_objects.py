@@ -11,7 +11,7 @@ cannot travel at all (``live_objects``), and the fix is not to make it anew but 
 
 What the models hold is what their pickling saw (``live_objects.Tracker``: instances of the user's
 classes and the objects made anew), so nothing is walked twice for models that share nothing; only
-the shared objects' chains are looked up (``reach``), and only the outermost shared object is named.
+the shared objects' chains are looked up (``attribute_chains``), and only the outermost shared object is named.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..errors import BuildError, RepogenWarning
-from . import reach
-from .diagnose import describe
+from . import attribute_chains
 from .live_objects import refused
+from .unpicklable import describe
 
 
 class Unit(Protocol):
-    """What one payload pickles (``payloads.PayloadUnit``): its key and the callables to walk from."""
+    """What one payload pickles (``repogen.emit.payloads.PayloadUnit``): its key and the callables to walk from."""
 
     @property
     def key(self) -> tuple[str, int]: ...
@@ -88,9 +88,10 @@ def find_shared(groups: Groups, held: Held, fused: Mapping[str, Sequence[str]]) 
     for name, units in groups:
         mine = [key for key, models in shared.items() if name in models]
         for unit in units if mine else ():
-            found = reach.walk(unit.callables, mine)
+            found = attribute_chains.walk(unit.callables, mine)
+            missing = "" if found.complete else attribute_chains.not_traced(unit.callables[0][0])
             for key in mine:
-                chain = found.chains.get(key) or ("" if found.complete else reach.not_traced(unit.callables[0][0]))
+                chain = found.chains.get(key) or missing
                 if chain and (name, key) not in chains:
                     chains[name, key] = chain
     return tuple(
@@ -113,7 +114,7 @@ def refuse_shared_thread(culprit: Any, model: str, groups: Groups) -> None:
     at: list[tuple[str, str]] = []
     for name, units in groups:
         for unit in units:
-            chain = reach.walk(unit.callables, [id(culprit)]).chains.get(id(culprit))
+            chain = attribute_chains.walk(unit.callables, [id(culprit)]).chains.get(id(culprit))
             if chain is not None and name not in (m for m, _ in at):
                 at.append((name, chain))
     if len(at) < 2 or model not in (m for m, _ in at):

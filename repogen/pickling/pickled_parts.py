@@ -4,8 +4,8 @@ cloudpickle pickles a function with the globals its code uses, its closure varia
 a method with its function and ``self``; a class pickled by value with its attributes; an instance with its
 ``__dict__`` and ``__slots__`` (or what ``__reduce_ex__`` gives). Walking those parts, labelled as the user
 would name them (``attribute 'streamer'``), answers where inside a callable something lives: the part that
-cannot be pickled (``emit/diagnose.py``), an object made anew or shared (``emit/reach.py``), CUDA tensors
-(``ir/devices.py``).
+cannot be pickled (``unpicklable.py``), an object made anew or shared (``attribute_chains.py``), CUDA tensors
+(``cuda_scan.py``).
 """
 
 from __future__ import annotations
