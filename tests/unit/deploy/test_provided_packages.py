@@ -4,7 +4,7 @@ A PyTorch build (``torch==2.13.0+cpu``) installs from PyTorch's index for its la
 ``--index-url``/``--find-links`` replace every source repogen would add, a local label nobody publishes
 is refused at deploy; a CUDA build for another major than the target's fails (deploy, validate, build),
 a CPU build on a ``KIND_GPU`` model warns, and the builder's pip finds a PyTorch build on PyTorch's
-index. Played end to end on Docker in tests/integration/test_provided_image.py.
+index. Played end to end on Docker in tests/containers/test_provided_image.py.
 """
 
 from __future__ import annotations
