@@ -53,7 +53,7 @@ FULL_PAIRING ?= 2.51.0+3.10
 SMOKE_PAIRINGS ?= 2.39.0+3.10 2.41.0+3.10 2.51.0+3.12
 # The smoke subset is the tests marked `smoke` (pytestmark in each file); SMOKE_ARGS narrows or replaces it.
 SMOKE_ARGS ?= -m smoke
-# After the full run, a smoke pairing with the full pairing's Python changes only the release: test_portability
+# After the full run, a smoke pairing with the full pairing's Python changes only the release: test_portability_served
 # serves there the 3.13 build alone, the full run having served every builder's on that Python (~1 min each).
 SAME_PYTHON_ARGS ?= -k "not built-by or built-by-3.13"
 FULL_PYTHON := $(lastword $(subst +, ,$(FULL_PAIRING)))
@@ -89,7 +89,7 @@ test-releases: check-pythons
 unit: install frameworks
 	$(PY) -m pytest -q -m "not integration"
 
-# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/test_runtime_frameworks.py),
+# torch's CPU build in .venv, for the unit tests of the runtime's framework paths (tests/unit/runtime/test_frameworks.py),
 # and transformers with pillow for PyTriton's Hugging Face examples (tests/integration/test_pytriton_hf_examples.py).
 # 2.13.0 is the CPU build these machines keep on disk (PIP_FIND_LINKS); elsewhere pip downloads that release.
 TORCH ?= torch==2.13.0
@@ -138,7 +138,7 @@ demo: install
 proto: install
 	$(PY) -m repogen.triton.proto.generate
 
-# Regenerate the golden repositories that tests/unit/test_golden.py compares builds against: every
+# Regenerate the golden repositories that tests/unit/golden/test_golden.py compares builds against: every
 # tests/golden/<family>/expected from its app.py (FAMILIES="bls tensors" for some), and the hashes of
 # the vendored code, recorded once in tests/golden/_vendored.json (tests/golden/README.md).
 FAMILIES ?=

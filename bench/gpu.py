@@ -7,7 +7,7 @@ GPU model (``GpuTokens``: decoupled, 64 tokens a request). Each generated model 
 same work written as NVIDIA's own PyTorch handler writes it (each request's tensors moved on their own, each
 output slice sent with ``pb_utils.Tensor.from_dlpack``), and ``<Model>BP``, as a careful hand writes it (host
 join into pinned memory, one non-blocking copy in, one copy per output out into pinned memory, one wait, numpy
-views). Both twins get the generated model's own config (only the name differs); tests/unit/test_gpu_twins.py
+views). Both twins get the generated model's own config (only the name differs); tests/unit/bench/test_gpu_twins.py
 holds all three to the same answers. Also measured: ``TwoStepGpu``/``TwoStepHost`` at c=1, and, for reference,
 ``GpuNumpy`` (numpy in and out) against ``GpuNumpyHW`` at c=8.
 

@@ -27,8 +27,8 @@ What is counted, and how (docs/benchmarks.md, "GPU: the Python work of one execu
   the server did after ``execute`` (``LoadGPUBuffers`` round trips, its blocking copies).
 
 Each point is the median of ``--executes`` counted executes after warm-ups; the runtime asks no request whether it
-was cancelled (its threshold raised, as bench/callgrind.py's ``Quiet`` copies do: under valgrind every execute is
-slow enough to ask). Needs valgrind and a C compiler with Python's headers.
+was cancelled (its threshold raised, as repogen/testing/callgrind.py's ``Quiet`` copies do: under valgrind every
+execute is slow enough to ask). Needs valgrind and a C compiler with Python's headers.
 
     python bench/gpu_work.py [--out bench/results/gpu-work.json] [--requests 1 8 32]
     python bench/gpu_work.py --table-of bench/results/gpu-work.json     # Markdown for docs/benchmarks.md

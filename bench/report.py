@@ -140,7 +140,7 @@ def waiting_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
             "Stub instructions per request (callgrind, one request at a time, every thread of the stub process).",
             "Under valgrind each request waits long enough for the generated model to ask `is_cancelled()` before its",
             "callable runs, which at full speed and load it does not; the last row of a group counts it without those",
-            "checks (`bench/callgrind.py`, `quiet_copy`).",
+            "checks (`repogen/testing/callgrind.py`, `quiet_copy`).",
             "",
             "| request | implementation | stub instructions per request | / hand-written |",
             "|---|---|---|---|",

@@ -62,7 +62,7 @@ class OutputPlan:
         An ndarray of the declared dtype, C-contiguous, with a batch axis, of ``rows`` rows (when given),
         and, for a strict model, the declared rank and every fixed dimension. The ``execute`` that
         emit/model_source.py writes inline checks exactly this, so a change to one is a change to the other
-        (tested in tests/unit/test_fast_lane.py); fused.py asks it of each step's outputs. Anything else takes
+        (tested in tests/unit/emit/test_fast_lane.py); fused.py asks it of each step's outputs. Anything else takes
         the general path.
         """
         if type(value) is not np.ndarray or value.dtype != self.dtype or not value.flags.c_contiguous:

@@ -8,7 +8,7 @@ callable, its request builder, its responses and failures are the non-decoupled 
 
 Two ways in: ``execute``, for any batch of requests, and ``serve_one``, the usual stream's own (one request
 that has not waited, ``TritonPythonModel.lean_stream``), which skips what that stream does not need. Both end
-in the same stream loop and answer alike (tests/unit/test_lean_stream.py).
+in the same stream loop and answer alike (tests/unit/runtime/test_lean_stream.py).
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def serve_one(model: Any, request: Any) -> None:
     (``TritonPythonModel.lean_stream``). A plain generator is streamed at once; any other result takes
     ``execute``'s way from there. Written out because what a stream does before its first response is what
     its reader waits for: the general way (``execute``, ``Watch``, ``_request``) cost a 20-token stream 20 k
-    more stub instructions (callgrind, bench/analysis.md). tests/unit/test_lean_stream.py holds the two ways
+    more stub instructions (callgrind, bench/analysis.md). tests/unit/runtime/test_lean_stream.py holds the two ways
     to one answer.
     """
     sender = request.get_response_sender()
@@ -181,7 +181,7 @@ def _stream_one(
     A step of the one declared output as an array that ``OutputPlan.accepts`` goes out as it is, as
     ``model.response`` would send it, and any other takes that. For a plan with no shape to check (not
     strict), ``accepts`` is an ndarray of its very dtype, with a dimension, C-contiguous: written out too,
-    and asked only where that fails (tests/unit/test_fast_lane.py holds both paths to one answer).
+    and asked only where that fails (tests/unit/emit/test_fast_lane.py holds both paths to one answer).
     """
     send, response = sender.send, model.responses
     name, accepts, dtype = model.stream_lane

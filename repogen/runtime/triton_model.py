@@ -12,7 +12,8 @@ fast path is a small public surface: ``batch_call``, ``infer_func``, ``output_pl
 ``last_execute``, ``ask_after``, ``checked_results``, ``batch_results``, ``output_pairs``, ``finish_batch``,
 ``finish_fused``, ``response``, ``responses``, ``failure``, ``failures`` and ``failed_together``. Generated files use
 nothing else of it, so the rest can change without a template changing (tested in
-tests/unit/test_fast_path_surface.py). Whether an output takes the fast lane is ``OutputPlan.accepts``, one rule.
+tests/unit/architecture/test_fast_path_surface.py). Whether an output takes the fast lane is
+``OutputPlan.accepts``, one rule.
 """
 
 from __future__ import annotations

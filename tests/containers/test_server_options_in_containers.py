@@ -4,7 +4,7 @@
 recorded: identical requests reach the callable once, with Triton counting the cache hits, and the two instances
 needing the one ``slot`` never execute at once. The README's used-by line (``tritonserver --model-repository=/models``
 and nothing more) serves the same repository without them: each model logs the flag it lacks, and the instances run
-together (the control). tests/integration/test_server_options.py serves it without a container.
+together (the control). tests/integration/test_server_options_served.py serves it without a container.
 """
 
 from __future__ import annotations

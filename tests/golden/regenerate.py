@@ -7,7 +7,7 @@ Each family directory holds an ``app.py`` and ``expected/``, the repository it b
 vendored code (``<model>/<version>/repogen/`` and ``cloudpickle/``). Each model carries the part of
 that code it reaches (``repogen/emit/vendoring.py``; its manifest in ``expected/`` lists which files),
 each file the same in every model, so each is recorded once, by sha256, in ``_vendored.json``.
-``tests/unit/test_golden.py`` imports this module, so the test and ``make golden`` build the same way; only
+``tests/unit/golden/test_golden.py`` imports this module, so the test and ``make golden`` build the same way; only
 ``make golden`` writes a golden (:func:`repogen.testing.golden.update_golden`), the test only compares.
 """
 

@@ -1,7 +1,7 @@
 """Every build the GPU suite makes, into one directory: what the CPU rehearsal (``make gpu-rehearsal``) checks
 before the suite stops at its GPU check. cupy's app is built only where cupy imports, as the suite serves it; an
 app that makes its models on a GPU at import (``MADE_ON_GPU``) only where torch sees one (the CPU side of what it
-does is tests/unit/test_made_on_gpu.py).
+does is tests/unit/ir/test_made_on_gpu.py).
 
     python tests/gpu/builds.py OUT
 """
@@ -26,7 +26,7 @@ def main(out: Path) -> int:
             continue
         if app in MADE_ON_GPU and not _cuda():
             print(f"{app}: not built, it moves its models to \"cuda\" at import and torch sees no GPU here (the suite "
-                  "builds it on the GPU machine; tests/unit/test_made_on_gpu.py holds the CPU side)")  # fmt: skip
+                  "builds it on the GPU machine; tests/unit/ir/test_made_on_gpu.py holds the CPU side)")  # fmt: skip
             continue
         start = time.monotonic()
         done = build(app, out / f"{number}-{Path(app.split(':')[0]).stem}", ROOT)

@@ -1,4 +1,4 @@
-"""What tests/integration/test_faults.py needs beside a server: continuous load, tmpfs mounts, a small /dev/shm.
+"""What tests/integration/test_faults_served.py needs beside a server: continuous load, tmpfs mounts, a small /dev/shm.
 
 * :class:`Load`: clients sending without pause (alternating HTTP and gRPC), every answer checked,
   each request counted as answered right, answered wrong, failed (an error response) or lost (no

@@ -2,7 +2,7 @@
 
 A build made by the Python that serves it is the NGC workflow the Dockerfile of ``repogen deploy``
 follows (build inside the container); other builders against other servers are
-tests/integration/test_portability.py's subject.
+tests/integration/test_portability_served.py's subject.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cancellation import READ, TOKENS, _read_then_cancel, _report
+from test_cancellation_served import READ, TOKENS, _read_then_cancel, _report
 
 pytestmark = pytest.mark.integration
 

@@ -178,7 +178,8 @@ def _kill_during(phase: str, output: Path, generation: int) -> None:
 
 @pytest.mark.integration
 def test_repository_survives_sigkilled_builds_and_serves(serve, cli_build, tmp_path, monkeypatch):
-    monkeypatch.setenv("INTEGRITY_MODELS", str(SERVED_MODELS))  # 30-model kill trials: tests/unit/test_atomic_build.py
+    # 30-model kill trials: tests/unit/ondisk/test_atomic_build.py
+    monkeypatch.setenv("INTEGRITY_MODELS", str(SERVED_MODELS))
     output = tmp_path / "repo"
     cli_build("tests/apps/integrity/many.py:models", output)  # generation 1
     # Killed before the swap: generation 1 stays. Killed right after it: generation 4 is in place and

@@ -1,6 +1,6 @@
 """docs/operating.md, run as a reader runs it: every shell block's commands, each with the output the page shows
 after it (the page's ```text blocks), on the real server; the page's Python blocks are excerpts of the app served
-here (tests/unit/test_readme_snippets.py checks that). Paths and ports are this run's; nothing else is changed."""
+here (tests/unit/docs/test_readme_snippets.py checks that). Paths and ports are this run's; nothing else is changed."""
 
 from __future__ import annotations
 

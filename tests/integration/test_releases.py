@@ -6,7 +6,7 @@ Python 3.12 (``REPOGEN_TRITON_RELEASE``, ``REPOGEN_SERVER_PYTHON``). Measured:
 * All three Python backends have ``InferenceRequest.parameters()`` and forward the headers that
   match ``--http/grpc-header-forward-pattern`` (2.39.0 included), so int, bool and string
   parameters reach ``request.parameters`` everywhere. A backend without ``parameters()`` would
-  still get a clear ``InferenceError`` (tests/unit/test_runtime_request.py).
+  still get a clear ``InferenceError`` (tests/unit/runtime/test_request.py).
 * The 2.39.0 and 2.41.0 frontends refuse FP64 request parameters (``temperature=0.5``) with
   their own message before any model runs; 2.51.0 passes them to the callable.
 * 2.39.0 and 2.41.0 pass an empty batch on to the model (see test_bad_traffic.py).

@@ -14,7 +14,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.smoke]  # also on every pairi
 def server(serve, cli_build, tmp_path_factory):
     repo = tmp_path_factory.mktemp("features") / "repo"
     cli_build("tests/apps/features/app.py:models", repo)
-    # Doomed (PyTritonUnrecoverableError) stops the whole server: tests/integration/test_faults.py serves it alone.
+    # Doomed (PyTritonUnrecoverableError) stops the whole server: tests/integration/test_faults_served.py serves it
+    # alone.
     return serve(repo, extra_args=("--exit-timeout-secs=3",))
 
 

@@ -1,5 +1,5 @@
 """Models whose inputs the `repogen serve` banner must write out in full: fixed-size, variable and BYTES inputs,
-batched (a leading batch dimension) and not (test_banner_examples.py)."""
+batched (a leading batch dimension) and not (test_banner_examples_served.py)."""
 
 import numpy as np
 

@@ -1,5 +1,5 @@
 """BLS calls that carry what a request can: a sequence, parameters, a version, a timeout; and the called model's
-error codes (tests/integration/test_bls_options.py).
+error codes (tests/integration/test_bls_options_served.py).
 
 ``Counter`` is a stateful sequence model (running sums by correlation id); ``Driver`` (async) and ``DriverSync``
 each take five values and a sequence id and walk ``Counter`` through a five-request sequence, returning its running

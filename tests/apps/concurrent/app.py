@@ -1,4 +1,5 @@
-"""Async callables that wait: each model counts what it saw in its own stub, for tests/integration/test_concurrency.py.
+"""Async callables that wait: each model counts what it saw in its own stub, for
+tests/integration/test_concurrency_served.py.
 
 ``Gather`` is the proof that needs no clock: each call waits until ``n`` calls are in flight on its instance at once
 and fails after ``PATIENCE_S`` otherwise, so a server that runs one call at a time answers every request with that

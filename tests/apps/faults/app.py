@@ -1,4 +1,4 @@
-"""Models that misbehave on purpose, for tests/integration/test_faults.py.
+"""Models that misbehave on purpose, for tests/integration/test_faults_served.py.
 
 * ``models``: callables that break the contract (a row too many, ``SystemExit`` and friends, a
   string for a float output) beside ``Victim``, whose stub the tests SIGKILL, and ``Big``, whose

@@ -8,7 +8,7 @@ input in host memory (``handed_on_cpu``: ``is_cpu()`` of the backend's tensor, b
 ``MadeOnGpu``: a model made on a GPU at bind time (docs/gpu.md), bound to a KIND_CPU instance: its tensors travel
 as host copies and the runtime rebuilds them on the instance's CPU, in the server. Where torch sees no GPU (the CPU
 rehearsal) the build is told its weights are CUDA tensors (``repogen.pickling.cuda_scan.on_cuda``, the seam
-tests/unit/test_made_on_gpu.py uses): the server's side is the same.
+tests/unit/ir/test_made_on_gpu.py uses): the server's side is the same.
 """
 
 import array_api_strict as xp

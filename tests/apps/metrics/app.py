@@ -1,4 +1,4 @@
-"""Metrics of the callables' own (tests/integration/test_user_metrics.py): a counter with a label, a gauge and a
+"""Metrics of the callables' own (tests/integration/test_user_metrics_served.py): a counter with a label, a gauge and a
 histogram, declared once here and updated from two models.
 
 ``Counted`` (a class, so that its instances can prove how their stubs ended) counts rows and characters into

@@ -1,4 +1,4 @@
-"""Outputs a client did not ask for (tests/integration/test_requested_outputs.py).
+"""Outputs a client did not ask for (tests/integration/test_requested_outputs_served.py).
 
 ``Three`` returns all three of its outputs whatever was asked, with ``square`` as an object numpy must convert
 (``__array__``), and counts those conversions: an output nobody asked for must never be converted. ``x = -1`` reports

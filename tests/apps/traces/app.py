@@ -1,4 +1,5 @@
-"""Traces across models (tests/integration/test_traces.py): an ensemble, a BLS pipeline, and callables' own spans.
+"""Traces across models (tests/integration/test_tracing_served.py): an ensemble, a BLS pipeline, and callables' own
+spans.
 
 ``Pipeline`` is an ensemble of ``Double`` then ``Inc``; ``Caller`` serves each request under a span of its own
 (``traced_span``, PyTriton 0.7's), inside which it calls ``Double`` through BLS, then ``Inc`` from a ``@batch``

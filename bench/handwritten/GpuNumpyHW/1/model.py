@@ -8,7 +8,7 @@ import triton_python_backend_utils as pb_utils
 class TritonPythonModel:
     def initialize(self, args):
         kind, device_id = args["model_instance_kind"], args["model_instance_device_id"]
-        self.device = "cuda:" + device_id if kind == "GPU" else "cpu"  # "cpu": tests/unit/test_gpu_twins.py
+        self.device = "cuda:" + device_id if kind == "GPU" else "cpu"  # "cpu": tests/unit/bench/test_gpu_twins.py
         torch.manual_seed(0)
         self.net = torch.nn.Linear(256, 256).to(self.device).eval()
 

@@ -1,0 +1,151 @@
+"""Each model version carries the runtime modules its model can reach (repogen/emit/vendoring.py), and loads from them.
+
+A numpy ``@batch`` model's version directory once held the whole runtime and cloudpickle (340 KiB in 44 files at
+072046a): every model of a repository, copied file by file wherever it travels. Now it holds what its model.py
+imports, what its payload names and what its features use; each build below is loaded from its own files alone
+(repogen/testing/carried.py), so a module left out that a model needs fails here, not in the server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from repogen import Counter, ModelConfig, Repository, Tensor, batch, build_app, build_repository, factory
+from repogen.emit import vendoring
+from repogen.packages import PackageOptions
+from repogen.testing.carried import load_problems
+
+HERE = (str(Path(__file__).parent),)
+QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "quickstart" / "app.py"
+X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
+Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
+BATCHED = ModelConfig(max_batch_size=8)
+EVERY_MODEL = {"__init__", "triton_model", "payload", "records", "tensors", "conversion", "context", "errors"}
+OPTIONAL = set(vendoring.OPTIONAL)
+_CALLS = Counter("vendoring_calls", "calls of _counts")
+
+
+@batch
+def _double(x):
+    return {"y": np.multiply(x, 2)}  # np: a module the payload names (the runtime's subimport, not cloudpickle's)
+
+
+def _countdown(requests):
+    for step in range(2):
+        yield [{"y": np.full(1, step, dtype=np.float32)} for _ in requests]
+
+
+class _Counter:  # pickled by value: cloudpickle's class helpers travel with it
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @batch
+    def __call__(self, x):
+        self.calls += 1
+        return {"y": x}
+
+    def is_ready(self) -> bool:
+        return True
+
+
+async def _waits(requests):  # async: served concurrently (runtime/concurrency.py)
+    return [{"y": r["x"]} for r in requests]
+
+
+def _counts(requests):  # holds a metric: runtime/user_metrics.py binds it at load
+    _CALLS.inc()
+    return [{"y": r["x"]} for r in requests]
+
+
+def _uses_repogen(requests):
+    import repogen  # the whole runtime: its lazy names reach any module
+
+    return [{"y": np.asarray(repogen.__name__ and r["x"])} for r in requests]
+
+
+def _built(tmp_path: Path, repo: Repository) -> Path:
+    out = tmp_path / "repo"
+    build_repository(repo, out, roots=HERE, packages=PackageOptions(mode="record"))
+    return out
+
+
+def _carried(version_dir: Path) -> set[str]:
+    return {p.stem for p in (version_dir / "repogen" / "runtime").glob("*.py")}
+
+
+def _content_kib(version_dir: Path) -> float:
+    return sum(p.stat().st_size for p in version_dir.rglob("*") if p.is_file()) / 1024
+
+
+def test_a_numpy_batch_models_version_holds_under_190_kib_and_loads_from_it(tmp_path: Path) -> None:
+    """The README's quickstart: AddSub (no module global) and Shout (``np`` in its body). 148 KiB before main's
+    operations (issues 58, 59: tracing.py, server_flags.py, requested.py and the error codes every model carries),
+    184 KiB after; issue 60's goal is under 150 (tracing and server_flags carried only where needed)."""
+    out = tmp_path / "repo"
+    build_app(f"{QUICKSTART}:models", out, packages=PackageOptions(mode="record"))
+    for model in ("AddSub", "Shout"):
+        version = out / model / "1"
+        assert _content_kib(version) < 190, sorted((p.stat().st_size, p.name) for p in version.rglob("*.py"))
+        assert not (version / "cloudpickle").exists()
+        carried = _carried(version)
+        assert EVERY_MODEL | {"request_decorators", "portable"} <= carried
+        assert not carried & (OPTIONAL | {"bls", "decorators", "batch_decorators", "onnx_session", "devices"})
+    assert load_problems(out) == {}
+
+
+@pytest.mark.filterwarnings("ignore::repogen.emit.release_rules.ReleaseRuleWarning")  # Counter's is_ready, from 26.03
+def test_each_feature_brings_its_modules_and_only_its_models_carry_them(tmp_path: Path) -> None:
+    repo = Repository()
+    repo.bind("Double", infer_func=_double, inputs=X, outputs=Y, config=BATCHED)
+    repo.bind("Stream", infer_func=_countdown, inputs=X, outputs=Y, config=ModelConfig(decoupled=True))
+    repo.bind("Counter", infer_func=_Counter, inputs=X, outputs=Y, config=BATCHED)
+    repo.bind("Made", infer_func=factory(lambda context: _double), inputs=X, outputs=Y, config=BATCHED)
+    repo.bind("Whole", infer_func=_uses_repogen, inputs=X, outputs=Y)
+    repo.bind("Waits", infer_func=_waits, inputs=X, outputs=Y)
+    repo.bind("Counts", infer_func=_counts, inputs=X, outputs=Y)
+    out = _built(tmp_path, repo)
+    names = ("Double", "Stream", "Counter", "Made", "Whole", "Waits", "Counts")
+    carried = {name: _carried(out / name / "1") for name in names}
+    assert carried["Double"] & OPTIONAL == set()
+    assert carried["Stream"] & OPTIONAL == {"decoupled"}
+    assert carried["Counter"] & OPTIONAL == {"readiness"}  # it defines is_ready
+    serving = {"concurrency", "decoupled", "streams"}  # concurrency.py imports the other two
+    assert carried["Made"] & OPTIONAL == {"readiness", *serving}  # what a factory makes may define is_ready, be async
+    assert carried["Waits"] & OPTIONAL == serving
+    assert carried["Counts"] & OPTIONAL == {"user_metrics"}
+    assert carried["Whole"] == set(vendoring.runtime_modules())
+    assert [name for name in carried if (out / name / "1" / "cloudpickle").is_dir()] == ["Counter"]
+    assert load_problems(out) == {}
+
+
+def test_a_model_on_another_frameworks_tensors_carries_them(tmp_path: Path) -> None:
+    pytest.importorskip("torch")  # `make frameworks`
+    repo = Repository()
+    config = ModelConfig(max_batch_size=8, tensors="torch")
+    repo.bind("Torch", infer_func=_double, inputs=X, outputs=Y, config=config)
+    out = _built(tmp_path, repo)
+    assert {"frameworks", "transfers"} <= _carried(out / "Torch" / "1")
+    assert (out / "Torch" / "1" / "cloudpickle").is_dir()  # third-party code may import it (joblib's loky does)
+    assert load_problems(out) == {}
+
+
+def test_every_import_inside_a_runtime_function_is_optional_or_carried_by_every_model() -> None:
+    """The runtime's lazy imports are its optional parts: each is in vendoring.OPTIONAL (and the build decides who
+    carries it) or is a module every model carries anyway."""
+    modules = vendoring.runtime_modules()
+    assert set(modules) >= OPTIONAL
+    every_model = vendoring.reached({"__init__", "triton_model"})
+    assert every_model >= EVERY_MODEL
+    lazy = {module: vendoring.imported_lazily(module) - every_model - OPTIONAL for module in modules}
+    assert {module: found for module, found in lazy.items() if found} == {}
+    assert not OPTIONAL & every_model, "an optional module that every model reaches anyway is not optional"
+
+
+def test_pickled_globals_are_read_from_the_opcodes() -> None:
+    import pickle
+
+    data = pickle.dumps([np.float32, Path, {"again": np.float32}], protocol=4)
+    assert {("numpy", "float32"), ("pathlib", "Path")} <= vendoring.pickle_globals(data)
