@@ -17,7 +17,7 @@ would be most of its directory. So a version carries
 
 A payload that refers to ``repogen`` or ``repogen.runtime`` itself (``import repogen`` in the user's code) may reach
 any of it through the runtime's lazy names, and carries the whole runtime; one that imports a runtime module by
-name (``from repogen.runtime.cancellation import stream_cancelled`` in a function) carries that module.
+name (``from repogen.runtime.stream_cancellation import stream_cancelled`` in a function) carries that module.
 ``tests/unit/test_vendoring.py`` checks that every import inside a function of the runtime is listed here or is
 carried by every model.
 """

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import streams
 from .call_options import CallOptions
-from .cancellation import cancel_stream, forget_stream, stream_token
+from .stream_cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING

@@ -33,7 +33,8 @@ from typing import Any
 import triton_python_backend_utils as pb_utils
 
 from . import streams
-from .cancellation import Watch, cancelled_response, serving_stream, stream_done
+from .cancellation import Watch, cancelled_response
+from .stream_cancellation import serving_stream, stream_done
 from .decoupled import asking
 from .errors import InferenceError
 from .failures import log, results_count_message
