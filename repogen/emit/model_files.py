@@ -150,7 +150,9 @@ def version_files(
         **{f"{base}/{path}": data for path, data in payload.shipped.items()},
         f"{base}/repogen/__init__.py": render("repogen_init.py.tmpl", repogen_version=__version__),
     }
-    carried = vendored_files(model, version.infer_funcs, metadata, source, payload.data, payload.imports)
+    carried = vendored_files(
+        model, version.infer_funcs, metadata, source, payload.data, payload.imports, payload.shipped.values()
+    )
     for path, data in carried.items():
         files[f"{base}/{path}"] = data
     return files

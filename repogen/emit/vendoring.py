@@ -17,7 +17,7 @@ would be most of its directory. So a version carries
 
 A payload that refers to ``repogen`` or ``repogen.runtime`` itself (``import repogen`` in the user's code) may reach
 any of it through the runtime's lazy names, and carries the whole runtime; one that imports a runtime module by
-name (``from repogen.runtime.cancellation import stream_cancelled`` in a function) carries that module.
+name (``from repogen.runtime.stream_cancellation import stream_cancelled`` in a function) carries that module.
 ``tests/unit/emit/test_vendoring.py`` checks that every import inside a function of the runtime is listed here or is
 carried by every model.
 """
@@ -50,9 +50,16 @@ OPTIONAL = {
     "streams": "a payload holding clients of decoupled models (bls.py, which its pickle names, imports it)",
     "concurrency": "a model whose callable may be async (the build found one: max_concurrency, or a factory)",
     "user_metrics": "a model whose payload declares metrics (model.json's metrics; Counter, Gauge, Histogram)",
+    "tracing": "a model whose code can open spans of its own: its payload or shipped sources name traced_span, or it "
+    "ships package trees (bls.py and concurrency.py, which carry BLS calls' traces, import it as they load)",
+    "server_flags": "a model that depends on a tritonserver option: the response cache, the rate limiter, a GPU "
+    "instance's CUDA pool (its first instance logs each one its server was started without)",
 }
 """The runtime's optional modules, each with the models that carry it."""
 
+_SPANS = b"traced_span"
+"""The name a model's code opens spans by (``request.traced_span``, ``repogen.traced_span``): in its payload (a
+pickled reference, pinned bytecode's names) or its shipped sources, the model carries runtime/tracing.py."""
 _STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
 _PUTS = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"}
 _GETS = {"GET", "BINGET", "LONG_BINGET"}
@@ -65,11 +72,12 @@ def vendored_files(
     source: bytes,
     payload: bytes,
     imports: Iterable[str] = (),
+    sources: Iterable[bytes] = (),
 ) -> dict[str, bytes]:
     """The vendored files of one version directory (paths relative to it): what ``model.py`` (``source``) imports,
     what the pickled ``payload`` names or its code ``imports``, and what ``model`` uses (``funcs``: the version's
-    callables, ``metadata``: its ``model.json``), closed over their imports; cloudpickle where the payload names it
-    or has requirements."""
+    callables, ``metadata``: its ``model.json``, ``sources``: the code it ships), closed over their imports;
+    cloudpickle where the payload names it or has requirements."""
     named = pickle_globals(payload)
     files = {path: data for path, data in runtime_files() if path.startswith("runtime/")}
     modules = {*(module for module, _ in named), *imports}
@@ -77,6 +85,8 @@ def vendored_files(
         carried = set(runtime_modules())
     else:
         roots = {"__init__", *model_imports(source), *optional_modules(model, funcs, metadata)}
+        if metadata.get(Metadata.PACKAGES) or any(_SPANS in code for code in (payload, *sources)):
+            roots.add("tracing")
         roots |= {module.split(".")[2] for module in modules if module.startswith(f"{RUNTIME}.")}
         carried = reached(roots)
     found = {f"repogen/{path}": data for path, data in files.items() if path.removeprefix("runtime/")[:-3] in carried}
@@ -103,6 +113,8 @@ def optional_modules(model: ModelSpec, funcs: Sequence[Any], metadata: Mapping[s
         found.add("concurrency")
     if metadata.get(Metadata.METRICS):
         found.add("user_metrics")
+    if model.response_cache or model.on_gpu or any(group.rate_limiter for group in model.instance_groups):
+        found.add("server_flags")  # what repogen.triton.server_options records a model needing
     return found
 
 

@@ -8,7 +8,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports it; __all__ is made below)
-    from .cancellation import stream_cancelled as stream_cancelled
     from .context import TensorSpec as TensorSpec
     from .context import TritonContext as TritonContext
     from .context import TritonModelConfig as TritonModelConfig
@@ -34,6 +33,7 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .instance import ModelContext as ModelContext
     from .instance import factory as factory
     from .request import Request as Request
+    from .stream_cancellation import stream_cancelled as stream_cancelled
     from .tracing import traced_span as traced_span
     from .user_metrics import Counter as Counter
     from .user_metrics import Gauge as Gauge
@@ -49,7 +49,7 @@ _HOMES = {
     "InferenceError": "errors", "InvalidArgumentError": "errors", "ModelCallError": "errors", "NotFoundError": "errors",
     "ModelCallTimeout": "errors", "PyTritonBadParameterError": "errors", "PyTritonError": "errors",
     "PyTritonUnrecoverableError": "errors", "UnavailableError": "errors",
-    "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "cancellation",
+    "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "stream_cancellation",
     "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics", "traced_span": "tracing",
 }  # fmt: skip
 

@@ -28,13 +28,13 @@ import numpy as np
 
 from . import streams
 from .call_options import CallOptions
-from .cancellation import cancel_stream, forget_stream, stream_token
 from .context import find_context
 from .conversion import to_bytes_array
 from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .records import NUMPY
+from .stream_cancellation import cancel_stream, forget_stream, stream_token
 from .tensors import backend_tensor
 from .tracing import request_trace
 
@@ -168,7 +168,7 @@ class ModelClient:
         """Each response of a decoupled model as it arrives; the empty final response is skipped.
 
         A caller that stops early (its own request cancelled, or it broke out of the loop) cancels the
-        stream (runtime/cancellation.py says how on each release). The response iterator is then drained to
+        stream (runtime/stream_cancellation.py says how on each release). The response iterator is then drained to
         its end and retired (``streams.retire``), never simply dropped: the stub's own thread could then free
         its responses without the GIL, which kills the stub on Python 3.12 (:mod:`repogen.runtime.streams`).
         With a timeout, a stream that has not ended by then is cancelled, drained in the background, and

@@ -7,103 +7,23 @@ runs when it may have waited (``TritonPythonModel.queued_long``), and at a strea
 or once a while (``Watch.step``). Where a release has no ``is_cancelled`` the answer is always False: nothing
 is ever cancelled there, and nothing breaks.
 
-A BLS stream is a request this stub made, not one it serves, so its callee cannot learn through Triton
-that the caller went away before python_backend r25.04 (NGC 25.04), whose response iterators have
-``cancel()``. For older releases a stream between two repogen models carries a token in its request id
-(``repogen-stream-...``); the caller cancels it by creating a file of that name in the temporary
-directory both stubs share (they are children of one server), and the callee looks for it where it would
-ask ``is_cancelled()``. The caller removes the file once the callee has ended the stream.
+A BLS stream between two repogen models carries a token in its request id; the callee's side of it is here
+(:func:`is_cancelled`), the caller's and a streaming callable's flags are in runtime/stream_cancellation.py, carried
+by the models that stream.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import itertools
 import os
 import tempfile
 import time
 from typing import Any
 
-__all__ = [
-    "SLOW_STEP_S",
-    "STREAM_POLL_S",
-    "TOKEN_PREFIX",
-    "Watch",
-    "cancel_stream",
-    "cancelled_response",
-    "forget_stream",
-    "is_cancelled",
-    "serving_stream",
-    "stream_cancelled",
-    "stream_done",
-    "stream_token",
-    "token_path",
-]
+__all__ = ["SLOW_STEP_S", "STREAM_POLL_S", "TOKEN_PREFIX", "Watch", "cancelled_response", "is_cancelled", "token_path"]
 
 TOKEN_PREFIX = "repogen-stream-"
 SLOW_STEP_S = 0.001  # a stream step that took this long is followed by asking (Watch.step)
 STREAM_POLL_S = 0.005  # faster steps are asked about this often
-_tokens = itertools.count(1)
-# Random per process: a token file left by a stub killed mid-drain must not cancel a later process's stream
-# that reuses its pid (containers restart with the same pids).
-_PROCESS = f"{os.getpid()}-{os.urandom(4).hex()}"
-
-
-class StreamCancelled:
-    """What :func:`stream_cancelled` returns: true once the stream it was made in was cancelled by its readers.
-
-    Called with any arguments it answers the same, so it is a stopping criterion as Hugging Face's ``generate``
-    takes one (``stopping_criteria=[stream_cancelled()]``): the thread that makes the tokens stops at its next one
-    after the stream's generator was closed for a cancellation, instead of making all of them for nobody.
-    """
-
-    __slots__ = ("cancelled",)
-
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def __call__(self, *args: Any, **kwargs: Any) -> bool:
-        return self.cancelled
-
-    def __bool__(self) -> bool:
-        return self.cancelled
-
-    def __repr__(self) -> str:
-        return f"<stream_cancelled: {self.cancelled}>"
-
-
-# The flags made in the stream being served: a context variable, since concurrent async streams
-# (runtime/concurrency.py) each run in a task of their own, with a context of their own.
-_serving: contextvars.ContextVar[list[StreamCancelled] | None] = contextvars.ContextVar("repogen_stream", default=None)
-
-
-def stream_cancelled() -> StreamCancelled:
-    """A flag that turns true when the stream being served now is cancelled (its readers left), for the threads a
-    streaming callable starts: the generator itself is closed at its next ``yield``, but a thread it handed the work
-    to (``executor.submit(model.generate, ...)``) goes on unless it asks. Made outside a stream (a model that does
-    not stream, a class's ``__init__``), it never turns true. Not in PyTriton."""
-    flag = StreamCancelled()
-    serving = _serving.get()
-    if serving is not None:
-        serving.append(flag)
-    return flag
-
-
-def serving_stream() -> list[StreamCancelled]:
-    """Start collecting the flags a stream's body makes (the runtime, before it iterates a stream's generator)."""
-    flags: list[StreamCancelled] = []
-    _serving.set(flags)
-    return flags
-
-
-def stream_done(flags: list[StreamCancelled], cancelled: bool) -> None:
-    """The stream ended; ``cancelled``: because its readers left, which its flags now say."""
-    if cancelled:
-        for flag in flags:
-            flag.cancelled = True
-    if _serving.get() is flags:
-        _serving.set(None)
 
 
 def is_cancelled(request: Any) -> bool:
@@ -128,35 +48,8 @@ def cancelled_response(pb_utils: Any, model: str) -> Any:
     return pb_utils.InferenceResponse(output_tensors=[], error=error)
 
 
-def stream_token() -> str:
-    """A request id for one BLS stream this process makes: unique on this host while the stream lives."""
-    return f"{TOKEN_PREFIX}{_PROCESS}-{next(_tokens)}"
-
-
 def token_path(token: str) -> str:
     return os.path.join(tempfile.gettempdir(), token)
-
-
-def cancel_stream(responses: Any, token: str) -> None:
-    """Ask the callee of a BLS stream to stop: through Triton where the release can, else through the token."""
-    cancel = getattr(responses, "cancel", None)
-    if cancel is not None:
-        try:
-            cancel()
-            return
-        except Exception:  # a release whose cancel() refuses this iterator: the token still works
-            pass
-    try:
-        with open(token_path(token), "x"):
-            pass
-    except OSError:  # already there, or no writable temporary directory: the stream then runs to its end
-        pass
-
-
-def forget_stream(token: str) -> None:
-    """Remove a cancelled stream's token once its callee has ended the stream."""
-    with contextlib.suppress(OSError):  # never created (cancelled through Triton), or gone already
-        os.unlink(token_path(token))
 
 
 def _caller_token(request: Any) -> str | None:

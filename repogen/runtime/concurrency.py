@@ -33,12 +33,13 @@ from typing import Any
 import triton_python_backend_utils as pb_utils
 
 from . import streams
-from .cancellation import Watch, cancelled_response, serving_stream, stream_done
+from .cancellation import Watch, cancelled_response
 from .decoupled import asking
 from .errors import InferenceError
 from .failures import log, results_count_message
 from .instance import DEFAULT_MAX_CONCURRENCY, is_async
 from .request import EmptyBatchError
+from .stream_cancellation import serving_stream, stream_done
 from .tracing import serving
 
 __all__ = ["CANCEL_POLL_S", "DEFAULT_MAX_CONCURRENCY", "ConcurrentCalls", "is_async", "release_problem", "start"]

@@ -23,10 +23,11 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from . import requested
-from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled, serving_stream, stream_done
+from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled
 from .errors import InferenceError
 from .failures import results_count_message
 from .request import EmptyBatchError, Request
+from .stream_cancellation import serving_stream, stream_done
 
 __all__ = ["execute", "lane", "serve_one"]
 

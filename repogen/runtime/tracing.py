@@ -124,9 +124,24 @@ _settings: TraceSettings | None = None
 
 
 def configure(server_argv: Sequence[str] | None) -> TraceSettings:
-    """Read where spans go from the server's command line (``runtime.triton_model`` at load)."""
+    """Read where spans go from the server's command line ``server_argv``."""
     global _settings
     _settings = TraceSettings(server_argv)
+    return _settings
+
+
+def settings() -> TraceSettings:
+    """Where spans go: read from the server's command line when a traced request first opens a span.
+
+    Read here, not at load, so that only a model that can open spans carries this module (emit/vendoring.py);
+    outside a backend stub (``repogen.local``, a fused step run in-process) there is no server, and no span.
+    """
+    if _settings is None:
+        from .stub import parse, read_argv
+
+        stub = parse(read_argv())
+        configure(read_argv(f"/proc/{stub.server_pid}/cmdline") if stub is not None else None)
+    assert _settings is not None
     return _settings
 
 
@@ -138,7 +153,7 @@ def traced_span(request: Any, span_name: str, **attributes: Any) -> Iterator[Non
     ``attributes`` become the span's, as strings, numbers or booleans. An exception leaving the block marks the
     span as an error, and goes on."""
     parent = _span.get() or _parent_of(request if request is not None else served_request())
-    if parent is None or _settings is None or not _settings.opentelemetry:
+    if parent is None or not settings().opentelemetry:
         yield
         return
     trace_id, parent_id = parent
@@ -258,6 +273,5 @@ def _exporter() -> _Exporter:
     if _exporter_of is None:
         with _exporter_lock:
             if _exporter_of is None:
-                assert _settings is not None
-                _exporter_of = _Exporter(_settings)
+                _exporter_of = _Exporter(settings())
     return _exporter_of

@@ -34,17 +34,8 @@ from .context import TritonContext, bind_context, instance_index
 from .conversion import OutputPlan
 from .decorator_base import then
 from .dtypes import BF16
-from .errors import (
-    CLIENT_FAULTS,
-    InferenceError,
-    PayloadError,
-    error_code,
-)
-from .failures import (
-    error_message,
-    log,
-    results_count_message,
-)
+from .errors import CLIENT_FAULTS, InferenceError, PayloadError, error_code
+from .failures import error_message, log, results_count_message
 from .instance import instantiate, is_async, lingering_message, lingering_threads
 from .internals import report_load
 from .metrics import FailureCounter
@@ -53,10 +44,8 @@ from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .responses import Responses
-from .server_flags import report_missing
 from .stub import numpy_problem, parse, read_argv
 from .tensors import Placement
-from .tracing import configure as configure_tracing
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
 CANCEL_CHECK_AFTER_S = 0.01
@@ -108,7 +97,6 @@ class TritonPythonModel(Responses):
         argv = read_argv()
         self._stub = parse(argv)  # after configure, which resets it
         server_argv = read_argv(f"/proc/{self._stub.server_pid}/cmdline") if self._stub is not None else None
-        configure_tracing(server_argv)  # where a callable's own spans go (traced_span)
         if self._departure is not None and self._stub is not None:  # the pool the server was started with
             from .transfers import pool_bytes
 
@@ -119,7 +107,13 @@ class TritonPythonModel(Responses):
         if self.readiness is not None:  # the stub looks for is_ready once, after initialize (r26.03+)
             self.is_ready = self.readiness
         if server_argv is not None and TritonContext.from_args(args).instance_index == 0:  # once per model
-            report_missing(pb_utils, log, self._model, args, server_argv)
+            try:  # carried where the model depends on server flags (emit/vendoring.py); the others need none
+                from .server_flags import report_missing
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{__package__}.server_flags":
+                    raise
+            else:
+                report_missing(pb_utils, log, self._model, args, server_argv)
 
     @property
     def model_name(self) -> str:

@@ -24,8 +24,10 @@ and main (2.73.0dev):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from .releases import Release, get_release
+if TYPE_CHECKING:
+    from .releases import Release
 
 __all__ = [
     "APIS",
@@ -97,6 +99,8 @@ def restricts_grpc(version: tuple[int, ...]) -> bool:
 
 def first_http_release() -> Release:
     """The release that first restricts HTTP APIs: tritonserver 2.40.0 (NGC 23.11)."""
+    from .releases import get_release  # the release table, only here: `repogen infer` needs none of it
+
     return get_release(".".join(str(part) for part in _HTTP_FROM))
 
 

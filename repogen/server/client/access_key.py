@@ -13,7 +13,6 @@ import contextlib
 import inspect
 import json
 import os
-import secrets
 import stat
 import tempfile
 from collections.abc import Callable, Sequence
@@ -45,6 +44,8 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 def new_token() -> str:
     """A random key (256 bits, URL-safe), as PyTriton 0.7 makes one."""
+    import secrets  # only where a key is made: `repogen infer` sends one and never makes one (~5 ms, with hmac)
+
     return secrets.token_urlsafe(32)
 
 

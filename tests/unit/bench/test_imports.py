@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 ELSEWHERE = {"chart": "matplotlib", "onnx_ceiling": "onnxruntime", "pytriton_app": "pytriton"}
 _PROBE = """
 import importlib, sys

@@ -15,7 +15,7 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.local import backend_shim
-from repogen.runtime import cancellation
+from repogen.runtime import cancellation, stream_cancellation
 from repogen.runtime.request import Request
 
 TOKENS = 200
@@ -125,13 +125,13 @@ def test_a_release_without_cancellation_never_cancels():
 
 def test_a_bls_stream_token_cancels_its_callee_where_triton_cannot(tmp_path, monkeypatch):
     monkeypatch.setattr(cancellation.tempfile, "gettempdir", lambda: str(tmp_path))
-    token = cancellation.stream_token()
+    token = stream_cancellation.stream_token()
     callee = _Cancellable(False, token)
     assert not cancellation.is_cancelled(callee)
-    cancellation.cancel_stream(object(), token)  # an iterator without cancel(): python_backend before r25.04
+    stream_cancellation.cancel_stream(object(), token)  # an iterator without cancel(): python_backend before r25.04
     assert cancellation.is_cancelled(callee)
     assert not cancellation.is_cancelled(_Cancellable(False, "someone-else"))
-    cancellation.forget_stream(token)
+    stream_cancellation.forget_stream(token)
     assert not cancellation.is_cancelled(callee)
     assert list(tmp_path.iterdir()) == []
 
@@ -146,7 +146,7 @@ def test_a_bls_stream_is_cancelled_through_triton_where_the_release_can(tmp_path
             self.cancelled = True
 
     responses = Iterator()
-    cancellation.cancel_stream(responses, cancellation.stream_token())
+    stream_cancellation.cancel_stream(responses, stream_cancellation.stream_token())
     assert responses.cancelled
     assert list(tmp_path.iterdir()) == []
 

@@ -1,0 +1,110 @@
+"""A stream's cancellation at both ends: the flags a streaming callable's threads read, and the token a BLS caller
+cancels its stream by (runtime/cancellation.py reads requests; this module is carried only by the models that
+stream: decoupled, async or holding BLS clients).
+
+A BLS stream is a request this stub made, not one it serves, so its callee cannot learn through Triton
+that the caller went away before python_backend r25.04 (NGC 25.04), whose response iterators have
+``cancel()``. For older releases a stream between two repogen models carries a token in its request id
+(``repogen-stream-...``); the caller cancels it by creating a file of that name in the temporary
+directory both stubs share (they are children of one server), and the callee looks for it where it would
+ask ``is_cancelled()``. The caller removes the file once the callee has ended the stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import itertools
+import os
+from typing import Any
+
+from .cancellation import TOKEN_PREFIX, token_path
+
+__all__ = ["StreamCancelled", "cancel_stream", "forget_stream", "serving_stream", "stream_cancelled", "stream_done",
+           "stream_token"]  # fmt: skip
+
+_tokens = itertools.count(1)
+# Random per process: a token file left by a stub killed mid-drain must not cancel a later process's stream
+# that reuses its pid (containers restart with the same pids).
+_PROCESS = f"{os.getpid()}-{os.urandom(4).hex()}"
+# The flags made in the stream being served: a context variable, since concurrent async streams
+# (runtime/concurrency.py) each run in a task of their own, with a context of their own.
+_serving: contextvars.ContextVar[list[StreamCancelled] | None] = contextvars.ContextVar("repogen_stream", default=None)
+
+
+class StreamCancelled:
+    """What :func:`stream_cancelled` returns: true once the stream it was made in was cancelled by its readers.
+
+    Called with any arguments it answers the same, so it is a stopping criterion as Hugging Face's ``generate``
+    takes one (``stopping_criteria=[stream_cancelled()]``): the thread that makes the tokens stops at its next one
+    after the stream's generator was closed for a cancellation, instead of making all of them for nobody.
+    """
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def __call__(self, *args: Any, **kwargs: Any) -> bool:
+        return self.cancelled
+
+    def __bool__(self) -> bool:
+        return self.cancelled
+
+    def __repr__(self) -> str:
+        return f"<stream_cancelled: {self.cancelled}>"
+
+
+def stream_cancelled() -> StreamCancelled:
+    """A flag that turns true when the stream being served now is cancelled (its readers left), for the threads a
+    streaming callable starts: the generator itself is closed at its next ``yield``, but a thread it handed the work
+    to (``executor.submit(model.generate, ...)``) goes on unless it asks. Made outside a stream (a model that does
+    not stream, a class's ``__init__``), it never turns true. Not in PyTriton."""
+    flag = StreamCancelled()
+    serving = _serving.get()
+    if serving is not None:
+        serving.append(flag)
+    return flag
+
+
+def serving_stream() -> list[StreamCancelled]:
+    """Start collecting the flags a stream's body makes (the runtime, before it iterates a stream's generator)."""
+    flags: list[StreamCancelled] = []
+    _serving.set(flags)
+    return flags
+
+
+def stream_done(flags: list[StreamCancelled], cancelled: bool) -> None:
+    """The stream ended; ``cancelled``: because its readers left, which its flags now say."""
+    if cancelled:
+        for flag in flags:
+            flag.cancelled = True
+    if _serving.get() is flags:
+        _serving.set(None)
+
+
+def stream_token() -> str:
+    """A request id for one BLS stream this process makes: unique on this host while the stream lives."""
+    return f"{TOKEN_PREFIX}{_PROCESS}-{next(_tokens)}"
+
+
+def cancel_stream(responses: Any, token: str) -> None:
+    """Ask the callee of a BLS stream to stop: through Triton where the release can, else through the token."""
+    cancel = getattr(responses, "cancel", None)
+    if cancel is not None:
+        try:
+            cancel()
+            return
+        except Exception:  # a release whose cancel() refuses this iterator: the token still works
+            pass
+    try:
+        with open(token_path(token), "x"):
+            pass
+    except OSError:  # already there, or no writable temporary directory: the stream then runs to its end
+        pass
+
+
+def forget_stream(token: str) -> None:
+    """Remove a cancelled stream's token once its callee has ended the stream."""
+    with contextlib.suppress(OSError):  # never created (cancelled through Triton), or gone already
+        os.unlink(token_path(token))
