@@ -33,10 +33,14 @@ from .transfers import ALIGN, Staging
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 
+_Placed = tuple[list[tuple[int, ...]], list[Any], list[tuple[str, np.ndarray]]]
+"""A batch's outputs in page-locked memory: their shapes, the framework's tensors, numpy's arrays by name."""
+
+
 class Output:
     """What the lane checks of one declared output, precomputed: its name, dtypes, and strict shape."""
 
-    __slots__ = ("name", "dtype", "element", "rank", "fixed")
+    __slots__ = ("name", "dtype", "element", "rank", "fixed", "exact")
 
     def __init__(self, name: str, dtype: np.dtype, element: Any, rank: int | None, fixed: tuple[tuple[int, int], ...]):
         self.name = name
@@ -44,6 +48,8 @@ class Output:
         self.element = element  # the framework's dtype object
         self.rank = rank  # None: any rank of one axis or more (not strict)
         self.fixed = fixed  # (axis, size) of each fixed dimension, strict only
+        self.exact = rank is not None and len(fixed) == rank - 1
+        """Whether every dimension after the batch's is fixed (strict): the batch's rows give the shape."""
 
 
 class BatchLane:
@@ -70,6 +76,14 @@ class BatchLane:
         self.synchronize = framework.synchronize
         self.into = Staging(framework)
         self.out = Staging(framework)
+        self.declared = len(outputs) if len(outputs) > 1 else 0
+        """How many outputs a client may ask for fewer of (0 for one output: its client gets that one)."""
+        self.exact = all(output.exact for output in outputs)
+        """Whether the outputs' shapes follow from the batch's rows alone: their page-locked views are kept by rows."""
+        self.kept: dict[int, _Placed] = {}
+        self.kept_for: np.ndarray | None = None  # the memory they view
+        self.one = next(iter(inputs)) if len(inputs) == 1 else None
+        """The name of a model's one input (its batch taken without a dict of inputs); None for several."""
 
     def serve(self, model: Any, requests: Sequence[Any], pb_utils: Any) -> list[Any] | None:
         """The batch's responses, or None where it is not this lane's (nothing was done: the general path serves it).
@@ -78,15 +92,17 @@ class BatchLane:
         (one response object per request), its ``finish_batch`` takes outputs this lane does not send from where the
         callable left them.
         """
-        parts = self._parts(requests)
+        if not requests or (self.declared and self._fewer(requests)):
+            return None
+        one = self.one
+        parts = self._parts(requests) if one is None else self._parts_one(one, requests)
         if parts is None:
             return None
-        inputs, sizes = parts
-        count = len(requests)
+        found, sizes = parts
         try:
-            staged = self._arrive(inputs)
+            staged = self._arrive(found) if one is None else self._arrive_one(one, found)  # type: ignore[arg-type]
         except Exception as exc:  # page-locked memory or the copy refused (out of memory): the batch's answer
-            return model.failures(exc, count)  # type: ignore[no-any-return]
+            return model.failures(exc, len(requests))  # type: ignore[no-any-return]
         if staged is None:
             return None
         try:
@@ -95,23 +111,36 @@ class BatchLane:
             self._settle()  # in a shared batch: each request served again alone)
             return model.failed_together(exc, list(requests))  # type: ignore[no-any-return]
         try:
-            hosts = self._depart(result, sum(sizes))
+            hosts = self._depart(result, sizes[0] if len(sizes) == 1 else sum(sizes))
         except Exception as exc:  # as above
             self._settle()
-            return model.failures(exc, count)  # type: ignore[no-any-return]
+            return model.failures(exc, len(requests))  # type: ignore[no-any-return]
         if hosts is None:
             self._settle()
             return model.finish_batch(result, sizes, list(requests))  # type: ignore[no-any-return]
         return _responses(pb_utils, hosts, sizes)
 
+    def _fewer(self, requests: Sequence[Any]) -> bool:
+        """Whether a client asked for only some of the outputs (runtime/requested.py: the general path sends those;
+        Triton hands every declared name where the client named none)."""
+        declared = self.declared
+        for request in requests:
+            read = getattr(request, "requested_output_names", None)  # none before r23.09, or a stand-in's
+            try:
+                asked = len(read()) if read is not None else 0
+            except Exception:  # as runtime/requested.py: every output
+                asked = 0
+            if 0 < asked < declared:
+                return True
+        return False
+
     def _parts(self, requests: Sequence[Any]) -> tuple[dict[str, list[np.ndarray]], list[int]] | None:
         """Each declared input's arrays, request by request, and each request's rows; None for a request that does
-        not hold exactly the declared inputs (an optional one left out), an empty batch (the general path says), or
-        one whose client asked for only some of the outputs (runtime/requested.py: the general path sends those)."""
+        not hold exactly the declared inputs (an optional one left out)."""
         inputs = self.inputs
-        if len(self.outputs) > 1 and any(_asks_some(request, len(self.outputs)) for request in requests):
-            return None
-        parts: dict[str, list[np.ndarray]] = {name: [] for name in inputs}
+        parts: dict[str, list[np.ndarray]] = {}
+        for name in inputs:
+            parts[name] = []
         sizes = []
         for request in requests:
             tensors = request.inputs()
@@ -139,6 +168,28 @@ class BatchLane:
                 return None  # an input twice, another missing
         return parts, sizes
 
+    def _parts_one(self, name: str, requests: Sequence[Any]) -> tuple[list[np.ndarray], list[int]] | None:
+        """``_parts`` of a model of one input: its arrays, each request's rows."""
+        rank = self.inputs[name]
+        arrays = []
+        sizes = []
+        for request in requests:
+            tensors = request.inputs()
+            if len(tensors) != 1:
+                return None
+            tensor = tensors[0]
+            if tensor.name() != name:
+                return None
+            try:
+                array = tensor.as_numpy()
+            except Exception:  # as in _parts
+                return None
+            if array.ndim < rank:
+                return None
+            arrays.append(array)
+            sizes.append(array.shape[0])
+        return arrays, sizes
+
     def _arrive(self, parts: dict[str, list[np.ndarray]]) -> dict[str, Any] | None:
         """The inputs joined into page-locked memory and copied to the device in one copy; one tensor each there."""
         layout = []
@@ -156,21 +207,40 @@ class BatchLane:
         if into.pending is not None or into.array is None or into.array.nbytes < size:
             into.take(size)
         views = into.views
-        device = self.device
         for _, arrays, offset, shape, dtype in layout:
             view = views.get((offset, dtype, shape)) or into.typed(offset, dtype, shape)
             try:
-                if len(arrays) == 1:
-                    view[1][...] = arrays[0]
-                else:
-                    _concatenate(arrays, out=view[1])
+                _concatenate(arrays, out=view[1])
             except (ValueError, TypeError):  # rows of another shape or dtype: @batch's own error names them
                 return None
-            if len(layout) == 1:  # one input: its typed bytes cross as they are
-                return {layout[0][0]: view[0].to(device, non_blocking=True)}
         typed = self.framework.typed
-        copied = into.tensor[:size].to(device, non_blocking=True)
+        copied = into.tensor[:size].to(self.device, non_blocking=True)
         return {name: typed(copied, offset, dtype, shape) for name, _, offset, shape, dtype in layout}
+
+    def _arrive_one(self, name: str, arrays: list[np.ndarray]) -> dict[str, Any] | None:
+        """``_arrive`` of a model of one input: its rows at the memory's start, typed bytes crossing as they are."""
+        first = arrays[0]
+        if len(arrays) == 1:
+            shape, nbytes = first.shape, first.nbytes
+        else:
+            rows = nbytes = 0
+            for array in arrays:
+                rows += array.shape[0]
+                nbytes += array.nbytes
+            shape = (rows, *first.shape[1:])
+        into = self.into
+        if into.pending is not None or into.array is None or into.array.nbytes < nbytes:
+            into.take(nbytes)
+        dtype = first.dtype
+        view = into.views.get((0, dtype, shape)) or into.typed(0, dtype, shape)
+        try:
+            if len(arrays) == 1:
+                view[1][...] = first
+            else:
+                _concatenate(arrays, out=view[1])
+        except (ValueError, TypeError):  # rows of another shape or dtype: @batch's own error names them
+            return None
+        return {name: view[0].to(self.device, non_blocking=True)}
 
     def _depart(self, result: Any, rows: int) -> list[tuple[str, np.ndarray]] | None:
         """Each declared output copied into page-locked memory without waiting, then the batch's one wait: numpy views
@@ -179,41 +249,63 @@ class BatchLane:
         outputs = self.outputs
         if type(result) is not dict or len(result) != len(outputs):
             return None
-        layout = []
-        size = 0
+        out = self.out
+        kept = self.kept.get(rows) if self.kept_for is out.array else None
+        shapes = kept[0] if kept is not None else None
+        values: list[Any] = []
         for output in outputs:
             value = result.get(output.name)
             if not isinstance(value, self.tensor_type) or value.dtype != output.element:
                 return None
-            shape = value.shape
-            if not shape or shape[0] != rows or (output.rank is not None and len(shape) != output.rank):
-                return None
-            for axis, size_there in output.fixed:
-                if shape[axis] != size_there:
+            if shapes is not None:
+                if value.shape != shapes[len(values)]:
                     return None
+            elif not _fits(value.shape, output, rows):
+                return None
             if value.get_device() != self.index:
                 return None
-            offset = -(-size // ALIGN) * ALIGN
-            size = offset + output.dtype.itemsize * prod(shape)
-            layout.append((output, value, shape, offset))
-        out = self.out
-        if out.pending is not None or out.array is None or out.array.nbytes < size:
-            out.take(size)
-        views = out.views
-        hosts = []
+            values.append(value)
+        if kept is None or out.pending is not None:
+            kept = self._placed(values, rows)
+        _, pinneds, hosts = kept
         recording = self.grad_enabled()
         if recording:  # an output that keeps a graph is copied without adding to it (it would grow every batch)
             self.set_grad_enabled(False)
         try:
-            for output, value, shape, offset in layout:
-                pinned, host = views.get((offset, output.dtype, shape)) or out.typed(offset, output.dtype, shape)
+            for pinned, value in zip(pinneds, values):  # noqa: B905 - one per output, both (strict= parses a keyword)
                 pinned.copy_(value, True)  # non_blocking, given by position: torch parses it faster
-                hosts.append((output.name, host))
             self.synchronize(self.device)
         finally:
             if recording:
                 self.set_grad_enabled(True)
         return hosts
+
+    def _placed(self, values: list[Any], rows: int) -> _Placed:
+        """The outputs' shapes, their page-locked views (the framework's tensors; numpy's arrays by name), the memory
+        free to be written; kept by ``rows`` where the shapes follow from them (``exact``) while the memory stays."""
+        out = self.out
+        if out.pending is not None:
+            out.take(0)
+        layout = []
+        size = 0
+        for output, value in zip(self.outputs, values, strict=True):
+            offset = -(-size // ALIGN) * ALIGN
+            shape = tuple(value.shape)
+            size = offset + output.dtype.itemsize * prod(shape)
+            layout.append((offset, output.dtype, shape))
+        if out.array is None or out.array.nbytes < size:
+            out.take(size)
+        views = [out.views.get(key) or out.typed(*key) for key in layout]
+        placed = (
+            [shape for _, _, shape in layout],
+            [pinned for pinned, _ in views],
+            [(output.name, host) for output, (_, host) in zip(self.outputs, views, strict=True)],
+        )
+        if self.exact:
+            if self.kept_for is not out.array:
+                self.kept, self.kept_for = {}, out.array
+            self.kept[rows] = placed
+        return placed
 
     def _settle(self) -> None:
         """The staged inputs' copy finished before the memory is written again, where the batch ended otherwise than
@@ -221,24 +313,24 @@ class BatchLane:
         self.into.pending = self.framework.marker(self.device)
 
 
-def _asks_some(request: Any, declared: int) -> bool:
-    """Whether ``request``'s client asked for fewer than the ``declared`` outputs (Triton hands every one where it
-    named none; a request without ``requested_output_names``, before r23.09 or a stand-in, asks for all)."""
-    read = getattr(request, "requested_output_names", None)
-    if read is None:
+def _fits(shape: Any, output: Output, rows: int) -> bool:
+    """Whether ``shape`` has ``rows`` rows, and ``output``'s rank and fixed dimensions where it declares some."""
+    if not shape or shape[0] != rows:
         return False
-    try:
-        names = read()
-    except Exception:  # as runtime/requested.py: every output
+    if output.rank is not None and len(shape) != output.rank:
         return False
-    return bool(names) and len(names) < declared
+    return all(shape[axis] == size for axis, size in output.fixed)
 
 
 def _responses(pb_utils: Any, hosts: list[tuple[str, np.ndarray]], sizes: list[int]) -> list[Any]:
-    """Each request's response: numpy views of its rows of each output."""
+    """Each request's response: numpy views of its rows of each output (the response's tensors given by position:
+    pybind11 looks no keyword up)."""
     tensor, response = pb_utils.Tensor, pb_utils.InferenceResponse
     if len(sizes) == 1:
-        return [response(output_tensors=[tensor(name, host) for name, host in hosts])]
+        tensors = []
+        for name, host in hosts:
+            tensors.append(tensor(name, host))
+        return [response(tensors)]
     responses: list[Any] = []
     answer = responses.append
     start = 0
@@ -247,7 +339,7 @@ def _responses(pb_utils: Any, hosts: list[tuple[str, np.ndarray]], sizes: list[i
         tensors = []
         for name, host in hosts:
             tensors.append(tensor(name, host[start:end]))
-        answer(response(output_tensors=tensors))
+        answer(response(tensors))
         start = end
     return responses
 

@@ -230,6 +230,12 @@ class TritonPythonModel(Responses):
                 log("log_warn", f"model '{self._model}': {problem}")
 
     def execute(self, requests: list[Any]) -> list[Any] | None:
+        lane = self._lane
+        if lane is not None and self._executing is None and self.stopped is None:  # runtime/gpu_batch.py's batch
+            now = time.perf_counter()  # queued_long's rule, written out
+            if now - self.last_execute < self.ask_after:
+                self.last_execute = now
+                return lane.serve(self, requests, pb_utils) or self._execute(requests, False, lane=False)
         if self.stopped is not None:
             return self._refuse(requests)
         waited = self.queued_long()
@@ -269,14 +275,14 @@ class TritonPythonModel(Responses):
         served = iter((self._execute(kept) if kept else None) or [])
         return [next(served) if live else cancelled_response(pb_utils, self._model) for live in watch.live]
 
-    def _execute(self, requests: list[Any], waited: bool = True) -> list[Any] | None:
+    def _execute(self, requests: list[Any], waited: bool = True, lane: bool = True) -> list[Any] | None:
         if self._executing is not None:  # in flight until answered: BLS streams drained meanwhile use it (streams.py)
             self._executing(requests[0])
         try:
             if self._decoupled:
                 self._decoupled_path.execute(self, requests, waited)
                 return None
-            if self._lane is not None:  # a GPU instance's batch, straight through (runtime/gpu_batch.py)
+            if lane and self._lane is not None:  # a GPU instance's batch, straight through (runtime/gpu_batch.py)
                 answers = self._lane.serve(self, requests, pb_utils)
                 if answers is not None:
                     return answers
