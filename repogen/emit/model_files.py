@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
-from ..runtime.records import CONFIG_FILE, GPU, METADATA_FILE, MODEL_FILE, NUMPY, PAYLOAD_FILE, Metadata, dumps
+from ..runtime.contract import CONFIG_FILE, GPU, METADATA_FILE, MODEL_FILE, NUMPY, PAYLOAD_FILE, Metadata, dumps
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py

@@ -25,7 +25,7 @@ from ..hashing import sha256_bytes
 from ..ir import devices
 from ..ir.spec import ClientSpec
 from ..runtime.bls import ModelClient
-from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
+from ..runtime.contract import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import diagnose, pickling, reach, requirements, sources

@@ -18,8 +18,7 @@ import types
 from typing import Any
 
 from ..errors import BuildError
-from ..runtime.dtypes import BF16
-from ..runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
+from ..runtime.contract import BF16, FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
 from .spec import EnsembleSpec, InstanceGroupSpec, IOSpec, ModelSpec, NetworkSpec, PlacementSpec
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

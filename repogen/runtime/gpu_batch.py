@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import BF16, STRING
+from .contract import BF16, STRING
 from .frameworks import Framework, device_index
 from .transfers import ALIGN, Staging
 

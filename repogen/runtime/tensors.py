@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .dtypes import BF16, STRING
+from .contract import BF16, NUMPY, STRING
 from .errors import InferenceError
-from .records import NUMPY
 
 if TYPE_CHECKING:
     from .frameworks import Framework

@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from .contract import CUDA_POOL_DEFAULT, POOL_FLAG
 from .frameworks import framework_of, on_cpu
-from .records import POOL_FLAG
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
-CUDA_POOL_DEFAULT = 64 << 20
 """tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), shared with the backend stubs since
 python_backend r23.11: GPU tensors between the server and a stub pass through it; past it, a CUDA IPC handle per
 buffer (the server logs "will use CUDA IPC")."""

@@ -30,9 +30,9 @@ import triton_python_backend_utils as pb_utils
 
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
+from .contract import BF16, GPU, HOST, NUMPY, Metadata, inputs_on_cpu, parse, read_argv
 from .conversion import OutputPlan
 from .decorator_base import then
-from .dtypes import BF16
 from .errors import (
     CLIENT_FAULTS,
     InferenceError,
@@ -48,12 +48,11 @@ from .instance import instantiate, is_async, lingering_message, lingering_thread
 from .internals import report_load
 from .metrics import FailureCounter
 from .payload import load_payload, loading_on
-from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .responses import Responses
 from .server_flags import report_missing
-from .stub import numpy_problem, parse, read_argv
+from .stub import numpy_problem
 from .tensors import Placement
 from .tracing import configure as configure_tracing
 

@@ -21,7 +21,8 @@ import pytest
 from repogen import ModelConfig, Repository, SequenceBatcher, Tensor, batch, build_repository, factory
 from repogen.errors import BuildError
 from repogen.local import backend_shim
-from repogen.runtime.instance import DEFAULT_MAX_CONCURRENCY, is_async
+from repogen.runtime.contract import DEFAULT_MAX_CONCURRENCY
+from repogen.runtime.instance import is_async
 
 pb = backend_shim.install()
 

@@ -15,7 +15,7 @@ from torch_cpu import torch
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
-from repogen.runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS
+from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
 from repogen.testing.emulated_gpu import emulated
 
 F32 = np.float32

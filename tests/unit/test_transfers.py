@@ -19,7 +19,7 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime import bls
-from repogen.runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS
+from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
 from repogen.testing.emulated_gpu import EmulatedTensor, emulated
 
 F32 = np.float32
@@ -278,7 +278,8 @@ def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(gpu
 
 
 def test_the_pool_is_read_from_the_servers_command_line():
-    from repogen.runtime.transfers import CUDA_POOL_DEFAULT, pool_bytes
+    from repogen.runtime.contract import CUDA_POOL_DEFAULT
+    from repogen.runtime.transfers import pool_bytes
 
     assert pool_bytes(None, 0) == CUDA_POOL_DEFAULT
     argv = ["tritonserver", "--cuda-memory-pool-byte-size=0:268435456", "--cuda-memory-pool-byte-size", "1:512"]
