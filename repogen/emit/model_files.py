@@ -134,8 +134,8 @@ def version_files(
         metadata[Metadata.TENSORS] = model.placement.tensors
     if model.max_concurrency is not None:
         metadata[Metadata.CONCURRENCY] = model.max_concurrency
-    if model.placement.outputs_to == GPU and model.on_gpu:
-        metadata[Metadata.OUTPUTS] = GPU
+    if model.placement.output_memory == GPU and model.on_gpu:
+        metadata[Metadata.OUTPUT_MEMORY] = GPU
     if model.made_on_gpu:
         metadata[MADE_ON_GPU] = [
             {"callable": m.callable, "at": m.at, "devices": list(m.devices), "runs": m.runs} for m in model.made_on_gpu

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..runtime.contract import GPU, HOST
 from . import dlpack
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
@@ -152,7 +153,7 @@ def _gpu() -> GpuRuntime:
     return GPU_RUNTIME
 
 
-def deliver(responses: list[Any], to_gpu: bool = False) -> list[Any]:
+def deliver(responses: list[Any], output_memory: str = HOST) -> list[Any]:
     """What the server does with a batch's responses once ``execute`` returned: GPU outputs fetched from the stub in
     one ``LoadGPUBuffers`` round trip, each copied (blocking) to host memory for a network reader, or, for a reader
     on a GPU, into the CUDA pool (past it, handed over by CUDA IPC, uncached)."""
@@ -163,7 +164,7 @@ def deliver(responses: list[Any], to_gpu: bool = False) -> list[Any]:
     COUNTS["LoadGPUBuffers"] += 1
     pooled = 0
     for tensor in on_gpu:
-        if not to_gpu:
+        if output_memory != GPU:
             COUNTS["blocking d2h copies"] += 1
             tensor._array = gpu.to_host(tensor._array)
             continue

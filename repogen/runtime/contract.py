@@ -45,7 +45,8 @@ METADATA_FORMAT = 2  # the model.json this runtime reads
 MANIFEST_FORMAT = 1
 
 NUMPY = "numpy"  # what a callable takes unless ModelConfig(tensors=...) names a framework (model.json's "tensors")
-# Where a model's GPU outputs go (ModelConfig(output_memory=...), settled by the build from who reads them):
+# Where a model's GPU outputs go: ModelConfig(output_memory=...), settled by the build from who reads them, model.json's
+# "output_memory", the runtime's output_memory (one name from the DSL to runtime/transfers.py):
 # host memory, once per batch, for network clients; left on the GPU, as capsules, for a reader there.
 HOST, GPU = "host", "gpu"
 
@@ -125,7 +126,7 @@ class Metadata:
     METRICS = "metrics"  # the declarations of the user's metrics the callables hold (runtime/user_metrics.py)
     MODEL = "model"
     PACKAGES = "packages"  # tag -> shipped tree: digest, lock, files, size, bytecode
-    OUTPUTS = "outputs"  # "gpu" where a GPU instance's outputs stay on the GPU for their readers (else host memory)
+    OUTPUT_MEMORY = "output_memory"  # "gpu" where a GPU instance's GPU outputs stay there for their readers (else host)
     PAYLOAD = "payload"  # {"file", "sha256"}
     PORTABLE = "portable"
     PYTHONS = "pythons"

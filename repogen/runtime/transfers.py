@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .contract import CUDA_POOL_DEFAULT, POOL_FLAG
+from .contract import CUDA_POOL_DEFAULT, GPU, POOL_FLAG
 from .frameworks import framework_of, on_cpu
 
 ALIGN = 256
@@ -147,14 +147,14 @@ class Departure:
         self,
         pb_utils: Any,
         model: str,
-        to_gpu: bool,
+        output_memory: str,
         pool: int,
         arrival: Arrival | None,
         warn: Callable[[str], None],
     ):
         self.pb_utils = pb_utils
         self.model = model
-        self.to_gpu = to_gpu
+        self.output_memory = output_memory  # GPU: capsules for readers there; HOST: host memory
         self.pool = pool
         self.arrival = arrival
         self.warn = warn
@@ -186,9 +186,9 @@ class Departure:
             return results
         results = list(results)
         sizes = sum(framework.address(value)[2] for _, _, value, framework in found)
-        if self.to_gpu and sizes > self.pool:
+        if self.output_memory == GPU and sizes > self.pool:
             self._warn_pool(sizes)
-        if self.to_gpu and sizes <= self.pool:
+        if self.output_memory == GPU and sizes <= self.pool:
             self._capsules(found, converted)
         else:
             self._to_host(found, converted)

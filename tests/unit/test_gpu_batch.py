@@ -35,8 +35,8 @@ def _model(repo: Repository, name: str, tmp_path: Any, lane: bool = True) -> Any
     spec = lower(repo).model(name)
     args = initialize_args(spec, name, tmp_path) | {"model_instance_kind": "GPU"}
     model = TritonPythonModel()
-    outputs_to = spec.placement.outputs_to
-    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
+    output_memory = spec.placement.output_memory or "host"
+    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, output_memory)
     if not lane:
         model._lane = None
     return model

@@ -55,8 +55,8 @@ def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int
     args["model_instance_kind"] = kind
     args["model_instance_device_id"] = str(device)
     model = TritonPythonModel()
-    outputs_to = spec.placement.outputs_to
-    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
+    output_memory = spec.placement.output_memory or "host"
+    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, output_memory)
     if not lane:
         model._lane = None
     return model
@@ -83,9 +83,9 @@ def _values(response: Any) -> dict[str, Any]:
     return found
 
 
-def _answers(responses: list[Any], to_gpu: bool = False) -> list[dict[str, Any]]:
+def _answers(responses: list[Any], output_memory: str = "host") -> list[dict[str, Any]]:
     """The batch's answers as its reader takes them, once the server fetched what is on the GPU (``deliver``)."""
-    return [_values(r) for r in pb.deliver(responses, to_gpu)]
+    return [_values(r) for r in pb.deliver(responses, output_memory)]
 
 
 def _expected(count: int) -> list[dict[str, Any]]:
@@ -292,9 +292,11 @@ def test_the_pool_is_read_from_the_servers_command_line():
 # -- who reads, who produces: decided by the build --------------------------------------------------------------------
 
 
-def _placements(repo: Repository) -> dict[str, tuple[str, str | None]]:
+def _placements(repo: Repository) -> dict[str, tuple[str | None, str | None]]:
     spec = lower(repo)
-    return {m.name: (m.placement.outputs_to, dict(m.parameters).get(FORCE_CPU_ONLY_INPUT_TENSORS)) for m in spec.models}
+    return {
+        m.name: (m.placement.output_memory, dict(m.parameters).get(FORCE_CPU_ONLY_INPUT_TENSORS)) for m in spec.models
+    }
 
 
 def test_the_build_sends_outputs_where_their_readers_take_them():
