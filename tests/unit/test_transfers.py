@@ -195,6 +195,31 @@ def test_an_ensemble_step_takes_gpu_inputs_as_they_are(count, gpu, tmp_path):
     assert crossings(gpu) == {"h2d": 0, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
+@pytest.mark.parametrize("output_memory", ["gpu", "host", None])
+def test_output_memory_travels_from_the_config_through_model_json_to_the_runtime(output_memory, gpu, tmp_path):
+    """The one hop the tests above skip (they hand ``configure`` the IR's value): the build records where a GPU
+    instance's outputs go in model.json, and the runtime loaded from the built files sends them there."""
+    import json
+
+    from repogen.build import build_repository
+    from repogen.packages.options import PackageOptions
+
+    repo = Repository()  # a lambda: pytest rewrites the asserts of _torch_model's function, which a build refuses
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch", output_memory=output_memory)
+    repo.bind("M", batch(lambda a, b: {"y": a * 2, "z": a + b}), inputs=AB, outputs=YZ, config=config)
+    built = build_repository(repo, tmp_path / "repo", packages=PackageOptions(mode="record"))
+    meta = json.loads((tmp_path / "repo" / "M" / "1" / "model.json").read_text())
+    assert meta.get("output_memory") == ("gpu" if output_memory == "gpu" else None)  # written only where not host
+    model = TritonPythonModel()
+    args = initialize_args(built.spec.model("M"), "M", tmp_path / "repo" / "M")
+    args["model_instance_kind"] = "GPU"
+    model.initialize(args)
+    clear(gpu)
+    assert _answers(model.execute(_requests(2)), meta.get("output_memory", "host")) == _expected(2)
+    capsules = 4 if output_memory == "gpu" else 0
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2 - capsules // 2, "d2d": 0, "sync": 1, "capsule": capsules}
+
+
 @pytest.mark.parametrize("count", BATCHES)
 def test_a_fused_pipeline_crosses_once_each_way(count, gpu, tmp_path):
     from repogen.build import build_repository
