@@ -94,7 +94,7 @@ def _run_locally(repository: Any) -> Any:
 
 
 def _serve(triton: Any) -> Any:
-    from .launch import launch
+    from .build_and_serve import launch
 
     return launch(triton)
 

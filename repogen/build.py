@@ -14,7 +14,9 @@ from .emit.assemble import emit_repository
 from .emit.model_files import configs as emit_configs
 from .emit.payloads import MadeAnew, PayloadPlan
 from .emit.plan import Progress, plan_payloads
-from .errors import RepogenWarning
+from .errors import ContainersLeftOutWarning as ContainersLeftOutWarning  # their home; imported from here too
+from .errors import LargePackagesWarning as LargePackagesWarning
+from .errors import SharedObjectWarning
 from .hashing import Files
 from .ir import RepositorySpec, lower
 from .ir.versions import merged_versions
@@ -23,8 +25,8 @@ from .ondisk.merge import merge_versions, versions_on_disk
 from .ondisk.writer import WritePlan, locked
 from .packages import PackageOptions, Packager
 from .pickling import cuda_scan, picklers
-from .pickling.shared_objects import Shared, SharedObjectWarning
-from .runtime.records import SIGNATURE_FILE
+from .pickling.shared_objects import Shared
+from .runtime.contract import SIGNATURE_FILE
 from .server.provision.install import default_cache_dir
 from .server.provision.pythons import find_python
 from .signing import SignWith, library, sign_repository
@@ -47,14 +49,6 @@ class BuildResult:
     """(model, what) for each live object the server makes anew (a lock, an empty queue, an idle executor)."""
     shared: tuple[Shared, ...] = ()
     """Objects several models hold: each model gets its own copy in the server (one ``SharedObjectWarning`` each)."""
-
-
-class ContainersLeftOutWarning(RepogenWarning):
-    """A default build targets fewer containers than every one from 23.10: its packages cannot reach the others."""
-
-
-class LargePackagesWarning(RepogenWarning):
-    """The shipped packages pass ``LARGE_PACKAGES`` bytes for a container Python (torch with its CUDA libraries)."""
 
 
 LARGE_PACKAGES = 10**9

@@ -21,7 +21,7 @@ import click
 
 from . import commands
 from .errors import RepogenError, RepogenWarning, UsageError
-from .relaunch import restart_with_fixed_seed
+from .fixed_seed import restart_with_fixed_seed
 from .version import __version__
 
 
@@ -103,7 +103,7 @@ _STOPPED_BY_CTRL_C = ("infer", "serve", "tune")
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "build":
-        restart_with_fixed_seed()  # builds must not depend on string hashing (repogen.relaunch)
+        restart_with_fixed_seed()  # builds must not depend on string hashing (repogen.fixed_seed)
     if len(sys.argv) > 1 and sys.argv[1] in _STOPPED_BY_CTRL_C and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         # Started with SIGINT ignored (`cmd &` in a script, some CI runners), Python raises no KeyboardInterrupt,
         # and the processes these commands start inherit the ignore: serve's build phase and tune would then

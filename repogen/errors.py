@@ -6,7 +6,8 @@ with the error's ``exit_code`` (1); a :class:`UsageError` (options that contradi
 an option cannot take) becomes click's usage error there, with the command's usage line and exit
 status 2, as click's own are. The runtime vendored into every model has its own errors (``repogen.runtime.errors``):
 it imports nothing of repogen's. The modules that raise these re-export the ones callers catch
-(``repogen.server.provision.install.ServerInstallError``), so either import works.
+(``repogen.server.provision.install.ServerInstallError``), so either import works. repogen's warnings are here
+too, under :class:`RepogenWarning` (``repogen.build.LargePackagesWarning`` and the like import from here).
 """
 
 from __future__ import annotations
@@ -77,6 +78,23 @@ class RepogenWarning(UserWarning):
 
 class ReleaseAssumedWarning(RepogenWarning):
     """A Triton release newer than repogen's table: its facts are assumed to be the newest row's."""
+
+
+class ReleaseRuleWarning(RepogenWarning):
+    """Something of the build that some targeted (or later) releases treat differently (repogen.emit.release_rules)."""
+
+
+class ContainersLeftOutWarning(RepogenWarning):
+    """A default build targets fewer containers than every one from 23.10: its packages cannot reach the others."""
+
+
+class LargePackagesWarning(RepogenWarning):
+    """The shipped packages pass ``repogen.build.LARGE_PACKAGES`` bytes for a container Python (torch with its CUDA
+    libraries)."""
+
+
+class SharedObjectWarning(RepogenWarning):
+    """Two bound models hold one object: in the server each gets its own copy, and neither sees the other's changes."""
 
 
 class RepositoryError(RepogenError):

@@ -26,7 +26,7 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from .runtime.records import CONFIG_FILE, METADATA_FILE, Metadata, is_version_name
+from .runtime.contract import CONFIG_FILE, METADATA_FILE, Metadata, is_version_name
 from .triton.proto import model_config_pb2 as mc
 from .version import __version__
 

@@ -22,7 +22,7 @@ from ..emit.templates import render
 from ..errors import DeployError, UsageError
 from ..ondisk.reader import BuiltRepository
 from ..packages.indexes import PackageIndexes, unindexed
-from ..runtime.records import METADATA_FILE
+from ..runtime.contract import METADATA_FILE
 from ..triton.endpoints import DEFAULT_PORTS, HTTP_PORT
 from ..triton.releases import Release
 from ..triton.shm import SHM_PER_INSTANCE, shm_size_bytes

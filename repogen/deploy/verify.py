@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DeployError
-from ..runtime.records import SIGNATURE_FILE
+from ..runtime.contract import SIGNATURE_FILE
 from .build_context import context_path
 
 if TYPE_CHECKING:

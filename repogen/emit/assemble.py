@@ -17,7 +17,7 @@ from .. import sbom
 from ..hashing import Entry, digest
 from ..ir.sites import declared_at
 from ..ir.spec import EnsembleSpec, RepositorySpec
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, SBOM_FILE, Manifest, dumps
+from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, MANIFEST_FORMAT, METADATA_FILE, SBOM_FILE, Manifest, dumps
 from ..triton.server_options import server_record
 from ..version import __version__
 from .fused_model import emit_fused

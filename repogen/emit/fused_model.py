@@ -15,8 +15,7 @@ from google.protobuf import json_format
 
 from ..hashing import Entry
 from ..ir.spec import ClientSpec, FusedSpec
-from ..runtime.fused import STEPS_DIR  # <fused>/<version>/steps/<model>/<version>/files/...
-from ..runtime.records import NUMPY, Metadata
+from ..runtime.contract import NUMPY, STEPS_DIR, Metadata
 from .fused_model_source import fused_model_py
 from .model_config import model_config
 from .model_files import model_files, shipped, version_files

@@ -11,7 +11,7 @@ against the step's declared outputs, the answer sent. A check that fails hands t
 from __future__ import annotations
 
 from ..ir.spec import FusedSpec
-from ..runtime.fused import read_again
+from ..runtime.contract import read_again
 from .model_source import INDENT, InputCode, OutputCode, call_arguments, header, model_py, read_inputs, writes_out
 from .templates import render
 

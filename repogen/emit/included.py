@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import IncludedSpec
-from ..runtime.records import CONFIG_FILE
+from ..runtime.contract import CONFIG_FILE
 from ..triton import fields
 from ..triton.targets import TARGETS, Targets
 

@@ -7,14 +7,13 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import BuildError
+from ..errors import BuildError, ReleaseRuleWarning
 from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
 from ..triton import python_backend
 from ..triton.releases import get_release
 from ..triton.targets import Targets
 from .payloads import Payload, said
-from .release_rules import ReleaseRuleWarning
 
 __all__ = ["check_metrics"]
 

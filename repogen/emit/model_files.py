@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import BuildError
 from ..hashing import Entry, FileCopy
 from ..ir.spec import EnsembleSpec, ModelSpec, NetworkSpec, RepositorySpec, VersionSpec
-from ..runtime.records import CONFIG_FILE, GPU, METADATA_FILE, MODEL_FILE, NUMPY, PAYLOAD_FILE, Metadata, dumps
+from ..runtime.contract import CONFIG_FILE, GPU, METADATA_FILE, MODEL_FILE, NUMPY, PAYLOAD_FILE, Metadata, dumps
 from ..version import __version__
 from .model_config import ensemble_config, label_file, model_config, to_text
 from .model_source import model_py
@@ -135,8 +135,8 @@ def version_files(
         metadata[Metadata.TENSORS] = model.placement.tensors
     if model.max_concurrency is not None:
         metadata[Metadata.CONCURRENCY] = model.max_concurrency
-    if model.placement.outputs_to == GPU and model.on_gpu:
-        metadata[Metadata.OUTPUTS] = GPU
+    if model.placement.output_memory == GPU and model.on_gpu:
+        metadata[Metadata.OUTPUT_MEMORY] = GPU
     if model.made_on_gpu:
         metadata[MADE_ON_GPU] = [
             {"callable": m.callable, "at": m.at, "devices": list(m.devices), "runs": m.runs} for m in model.made_on_gpu

@@ -27,7 +27,7 @@ from ..pickling import attribute_chains, cuda_scan, picklers, unpicklable
 from ..pickling.live_objects import NotMadeAnew, refused
 from ..pickling.shipped_sources import SourceFile, SourceTable
 from ..runtime.bls import ModelClient
-from ..runtime.records import METADATA_FORMAT, PAYLOAD_FILE, Metadata
+from ..runtime.contract import METADATA_FORMAT, PAYLOAD_FILE, Metadata
 from ..triton.targets import TARGETS, Targets
 from ..version import __version__
 from . import requirements

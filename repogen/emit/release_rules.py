@@ -15,19 +15,15 @@ import inspect
 import warnings
 from collections.abc import Iterator
 
-from ..errors import BuildError, RepogenWarning
+from ..errors import BuildError, ReleaseRuleWarning
 from ..ir.sites import declared_at
 from ..ir.spec import RepositorySpec
-from ..runtime.dtypes import BF16
+from ..runtime.contract import BF16
 from ..triton import python_backend
 from ..triton.releases import Release, get_release
 from ..triton.targets import Targets
 
 __all__ = ["ReleaseRuleWarning", "check_release_rules"]
-
-
-class ReleaseRuleWarning(RepogenWarning):
-    """Something of the build that some targeted (or later) releases treat differently."""
 
 
 def _readiness_owners(spec: RepositorySpec) -> Iterator[tuple[str, str]]:

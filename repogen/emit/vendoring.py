@@ -31,9 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..ir.spec import ModelSpec
-from ..runtime.dtypes import BF16
+from ..runtime.contract import BF16, NUMPY, Metadata, inputs_on_cpu
 from ..runtime.instance import factory
-from ..runtime.records import NUMPY, Metadata, inputs_on_cpu
 from .templates import cloudpickle_files, runtime_files
 
 RUNTIME = "repogen.runtime"

@@ -14,7 +14,8 @@ from typing import Any
 
 from ..dsl.config import ModelConfig, SequenceBatcher
 from ..errors import BuildError
-from ..runtime.instance import DEFAULT_MAX_CONCURRENCY, factory, is_async
+from ..runtime.contract import DEFAULT_MAX_CONCURRENCY
+from ..runtime.instance import factory, is_async
 
 __all__ = ["has_async_callable", "lower_concurrency"]
 

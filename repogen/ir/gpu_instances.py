@@ -4,7 +4,7 @@ PyTriton's ``multi_instance_resnet50_pytorch`` (and the binding example in its d
 ``bind`` and moves it to the GPU there: ``model.half().to(device)``, one callable per device,
 ``devices=["cuda", "cpu"]``. PyTriton then runs each callable in its one process, where its tensors are.
 In a static repository each instance unpickles the payload, and the runtime rebuilds each CUDA tensor on
-that instance's device (``repogen/runtime/devices.py``). So the instances must be where the tensors were
+that instance's device (``repogen/runtime/rebuilt_tensors.py``). So the instances must be where the tensors were
 meant to be: without ``instance_groups``, a callable holding CUDA tensors gets a ``KIND_GPU`` instance on the
 GPU the build made them on (``gpus=[<index>]``, so that a device its code names, ``"cuda:0"``, is the
 instance's own), one that holds none a ``KIND_CPU`` one, one group per callable in the callables' order (the

@@ -16,7 +16,7 @@ from google.protobuf import text_format
 
 from ..dsl.repository import IncludedDefinition
 from ..errors import BuildError
-from ..runtime.records import CONFIG_FILE, is_version_name
+from ..runtime.contract import CONFIG_FILE, is_version_name
 from ..triton import fields
 from ..triton.proto import model_config_pb2 as mc
 from .spec import IncludedSpec, IOSpec

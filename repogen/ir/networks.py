@@ -16,7 +16,8 @@ from pathlib import Path
 from ..dsl.config import ModelConfig
 from ..dsl.repository import ONNX_BACKENDS, NetworkDefinition
 from ..errors import BuildError, GraphMismatchError
-from ..runtime.onnx_session import GRAPH_FILE, OnnxSession
+from ..runtime.contract import GRAPH_FILE
+from ..runtime.onnx_session import OnnxSession
 from ..triton.dtypes import NUMPY_DTYPES
 from ..triton.onnx_graph import Graph, GraphTensor, read_graph
 from .config import lower_config

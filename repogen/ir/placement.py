@@ -4,7 +4,7 @@ parameter, lowered once.
 A model whose callable takes a framework's tensors lets Triton leave its inputs where they were made
 (FORCE_CPU_ONLY_INPUT_TENSORS "no", unless the user set the parameter) where a GPU producer exists, so that a GPU
 tensor from an ensemble step or a BLS caller arrives without a copy; a GPU instance's outputs go where their
-readers take them. Emit writes the parameter and records ``outputs_to``, the runtime reads the placement from the
+readers take them. Emit writes the parameter and records ``output_memory``, the runtime reads the placement from the
 model's record, and the generated straight-line ``execute`` serves only models that take numpy arrays from host
 memory.
 """
@@ -18,8 +18,7 @@ import types
 from typing import Any
 
 from ..errors import BuildError
-from ..runtime.dtypes import BF16
-from ..runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
+from ..runtime.contract import BF16, FORCE_CPU_ONLY_INPUT_TENSORS, GPU, HOST, NUMPY
 from .spec import EnsembleSpec, InstanceGroupSpec, IOSpec, ModelSpec, NetworkSpec, PlacementSpec
 
 _MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -63,7 +62,6 @@ def lower_placement(
     placement = PlacementSpec(
         tensors=framework,
         inputs_anywhere=given == "no",
-        outputs_to=output_memory or HOST,
         output_memory=output_memory,
         inputs_given=given is not None,
     )
@@ -75,7 +73,7 @@ def settle_transfers(
 ) -> list[ModelSpec]:
     """Each model's transfers, decided from the repository it is built into (runtime/transfers.py).
 
-    Its GPU outputs stay on the GPU (``outputs_to="gpu"``) where a reader there takes them: a Triton-scheduled
+    Its GPU outputs stay on the GPU (``output_memory="gpu"``) where a reader there takes them: a Triton-scheduled
     ensemble step or a BLS caller that takes a framework's tensors on a GPU instance (or an exported network on
     one); everywhere else they go to host memory once a batch, as a network client reads them. A model taking a
     framework's tensors lets Triton leave its inputs on a GPU (FORCE_CPU_ONLY_INPUT_TENSORS "no") only where a
@@ -109,12 +107,12 @@ def settle_transfers(
 
 def _settled(model: ModelSpec, gpu_reader: bool, gpu_producer: bool) -> ModelSpec:
     placement, parameters = model.placement, model.parameters
-    outputs_to = placement.output_memory or (GPU if gpu_reader else HOST)
+    output_memory = placement.output_memory or (GPU if gpu_reader else HOST)
     anywhere = placement.inputs_anywhere
     if not placement.inputs_given and placement.tensors != NUMPY and gpu_producer:
         parameters = tuple(sorted((*parameters, (FORCE_CPU_ONLY_INPUT_TENSORS, "no"))))
         anywhere = True
-    placement = dataclasses.replace(placement, outputs_to=outputs_to, inputs_anywhere=anywhere)
+    placement = dataclasses.replace(placement, output_memory=output_memory, inputs_anywhere=anywhere)
     return dataclasses.replace(model, placement=placement, parameters=parameters)
 
 

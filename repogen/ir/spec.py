@@ -36,10 +36,10 @@ class PlacementSpec:
 
     tensors: str = "numpy"
     inputs_anywhere: bool = False
-    outputs_to: str = "host"
-    """Where a GPU instance's GPU outputs go: ``host`` (copied once a batch, for network readers) or ``gpu``."""
     output_memory: str | None = None
-    """What the user said of ``outputs_to`` (``ModelConfig(output_memory=...)``); None: the build decides."""
+    """Where a GPU instance's GPU outputs go: ``host`` (copied once a batch, for network readers) or ``gpu`` (left
+    there, for readers on a GPU). ``ModelConfig(output_memory=...)`` as the user gave it, None where the build decides,
+    until ``ir.placement.settle_transfers`` settles it (None, read as ``host``, where it never runs)."""
     inputs_given: bool = False
     """Whether the user set FORCE_CPU_ONLY_INPUT_TENSORS: the build then leaves it as it is."""
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..runtime.contract import GPU, HOST
 from . import dlpack
 
 TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
@@ -152,15 +153,16 @@ def _gpu() -> GpuRuntime:
     return GPU_RUNTIME
 
 
-def deliver(responses: list[Any], to_gpu: bool | list[bool] = False) -> list[Any]:
+def deliver(responses: list[Any], output_memory: str | list[str] = HOST) -> list[Any]:
     """What the server does with a batch's responses once ``execute`` returned: GPU outputs fetched from the stub in
     one ``LoadGPUBuffers`` round trip, each copied (blocking) to host memory for a network reader, or, for a reader
-    on a GPU, into the CUDA pool (past it, handed over by CUDA IPC, uncached). ``to_gpu``: the readers' memory, one
-    for the batch or per response (a batch the dynamic batcher merged from a GPU BLS caller and network clients)."""
-    readers = to_gpu if isinstance(to_gpu, list) else [to_gpu] * len(responses)
+    on a GPU, into the CUDA pool (past it, handed over by CUDA IPC, uncached). ``output_memory``: the readers' memory
+    (HOST or GPU), one for the batch or per response (a batch the dynamic batcher merged from a GPU BLS caller and
+    network clients)."""
+    readers = output_memory if isinstance(output_memory, list) else [output_memory] * len(responses)
     on_gpu = [
-        (t, gpu_reader)
-        for r, gpu_reader in zip(responses, readers, strict=True)
+        (t, reader_memory)
+        for r, reader_memory in zip(responses, readers, strict=True)
         if r is not None and not r.has_error()
         for t in r._tensors
         if not t.is_cpu()
@@ -170,8 +172,8 @@ def deliver(responses: list[Any], to_gpu: bool | list[bool] = False) -> list[Any
     gpu = _gpu()
     COUNTS["LoadGPUBuffers"] += 1
     pooled = 0
-    for tensor, gpu_reader in on_gpu:
-        if not gpu_reader:
+    for tensor, reader_memory in on_gpu:
+        if reader_memory != GPU:
             COUNTS["blocking d2h copies"] += 1
             tensor._array = gpu.to_host(tensor._array)
             continue

@@ -14,7 +14,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from ..errors import RepositoryError
-from ..runtime.records import CONFIG_FILE, SBOM_FILE, Manifest
+from ..runtime.contract import CONFIG_FILE, SBOM_FILE, Manifest
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import ServerSettings, server_options
 from .compatibility import serves
@@ -288,7 +288,7 @@ def read_sbom(repository: str | Path) -> tuple[bytes, bool]:
     one made now from its records (model.json, configs, files), as a build would have written it."""
     from .. import sbom
     from ..hashing import sha256_file
-    from ..runtime.records import CONFIG_FILE, METADATA_FILE
+    from ..runtime.contract import CONFIG_FILE, METADATA_FILE
     from .reader import files, require_directory
 
     root = require_directory(repository)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import RepositoryError
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, is_version_name
+from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, is_version_name
 from .integrity import is_signature
 from .reader import files, read_manifest, sha256
 

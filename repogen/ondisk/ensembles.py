@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from ..ir.spec import EnsembleSpec, IOSpec, StepSpec
 from ..ir.wiring import Interface, wiring_problems
-from ..runtime.records import CONFIG_FILE
+from ..runtime.contract import CONFIG_FILE
 from ..triton.proto import model_config_pb2 as mc
 from .problems import Problem
 from .reader import ModelDir

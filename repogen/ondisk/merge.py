@@ -25,8 +25,7 @@ from google.protobuf import text_format
 from .. import sbom
 from ..errors import BuildError
 from ..hashing import Entry, Files, digest, sha256_file
-from ..runtime.packages import tree_differences
-from ..runtime.records import (
+from ..runtime.contract import (
     CONFIG_FILE,
     MANIFEST_FILE,
     METADATA_FILE,
@@ -35,6 +34,7 @@ from ..runtime.records import (
     Manifest,
     dumps,
     is_version_name,
+    tree_differences,
 )
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import ServerSettings, server_record

@@ -21,9 +21,16 @@ from google.protobuf import text_format
 from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
-from ..runtime.packages import PACKAGES_DIR
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, is_version_name
-from ..triton.devices import gpu_shortfall
+from ..runtime.contract import (
+    CONFIG_FILE,
+    MANIFEST_FILE,
+    METADATA_FILE,
+    PACKAGES_DIR,
+    Manifest,
+    Metadata,
+    is_version_name,
+)
+from ..triton.gpus import gpu_shortfall
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import (
     POOL_FLAG,
@@ -298,7 +305,7 @@ class BuiltRepository:
 
     def gpu_server_args(self) -> list[str]:
         """tritonserver's arguments for the GPU path: a CUDA memory pool per GPU the models use where their tensors
-        outgrow the default 64 MB (:func:`repogen.triton.devices.cuda_pool_args`); none without GPU models."""
+        outgrow the default 64 MB (:func:`repogen.triton.gpus.cuda_pool_args`); none without GPU models."""
         return [o.arg for o in self.server_options if o.flag == POOL_FLAG]
 
     @property

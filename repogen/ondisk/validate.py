@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RepositoryError
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, MODEL_FILE
+from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, MODEL_FILE
 from ..triton import fields
-from ..triton.devices import gpu_shortfall
+from ..triton.gpus import gpu_shortfall
 from ..triton.releases import NEWEST, Release, first_with_python, get_release
 from . import compatibility
 from .ensembles import check_ensemble

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ..errors import BuildError
 from ..hashing import Files
-from ..runtime.records import MANIFEST_FILE
+from ..runtime.contract import MANIFEST_FILE
 from .copying import copy_in
 from .integrity import unlisted_files
 

@@ -4,7 +4,7 @@ Why hard links: every model version gets a complete tree of its own (a model dir
 alone, or localized by the server from object storage, still has everything), while N models that
 need the same packages cost one copy on disk and in a tar archive, which stores a hard link once.
 The files are the wheel cache's own (read-only), so a rebuild with unchanged dependencies writes
-nothing but links. A tree's digest (``runtime.packages.digest_of``) is computed from the cache's
+nothing but links. A tree's digest (``runtime.contract.digest_of``) is computed from the cache's
 index, never by reading the files again.
 """
 
@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BuildError, UnreachableContainersError
-from ..runtime.packages import LISTING_SUFFIX, PACKAGES_DIR, digest_of
-from ..runtime.records import dumps
+from ..runtime.contract import LISTING_SUFFIX, PACKAGES_DIR, digest_of, dumps
 from ..triton.releases import RELEASES, Release, newest_with_cuda
 from ..triton.targets import Targets
 from . import metadata, resolve, wheels

@@ -10,7 +10,7 @@ No file of a tree is empty: object stores copy a repository file by file and KSe
 downloads skip zero-byte objects, and a package tree holds hundreds of empty modules
 (``joblib/externals/__init__.py``). An empty Python source gets :data:`EMPTY_SOURCE`, a comment that
 compiles to the same module; any other empty file stays empty and the runtime accepts its absence
-(:func:`repogen.runtime.packages.tree_differences`). ``.2``: trees unpacked before that are not reused.
+(:func:`repogen.runtime.contract.tree_differences`). ``.2``: trees unpacked before that are not reused.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from ..errors import BuildError
 from ..hashing import sha256_file
-from ..runtime.packages import abi_tag
+from ..runtime.contract import abi_tag
 from .resolve import Pin
 from .wheel_targets import WheelTarget
 

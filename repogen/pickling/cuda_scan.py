@@ -131,8 +131,8 @@ def _parts(obj: Any, module: Any) -> Parts:
 def owners(callables: Sequence[tuple[str, Any]]) -> dict[int, tuple[int, int]]:
     """For a model whose callables are one per instance (``infer_func=[f, g]``): id of each CUDA tensor only one
     callable holds -> (its position, the number of callables). Each instance unpickles them all but serves one, so
-    the others' tensors need not take its GPU's memory (``runtime/devices.py``). Empty where a walk stopped short:
-    a tensor it missed might be another callable's too."""
+    the others' tensors need not take its GPU's memory (``runtime/rebuilt_tensors.py``). Empty where a walk stopped
+    short: a tensor it missed might be another callable's too."""
     held: list[set[int]] = []
     for label, root in callables:
         ids: set[int] = set()

@@ -4,7 +4,7 @@ A model made on a GPU at bind time (``model.half().to("cuda")``, PyTriton's ``mu
 holds CUDA tensors. torch pickles one with the device it is on, so it would come back on the build's GPU in
 every instance, whatever GPU Triton gave the instance, and not at all on a ``KIND_CPU`` one without CUDA. Each
 is pickled instead as ``rebuild_tensor(<its host copy>, <a Parameter?>, <requires_grad>)`` of the vendored
-runtime (``repogen/runtime/devices.py``), which puts it on ``cuda:<model_instance_device_id>`` on a
+runtime (``repogen/runtime/rebuilt_tensors.py``), which puts it on ``cuda:<model_instance_device_id>`` on a
 ``KIND_GPU`` instance and on the CPU on a ``KIND_CPU`` one; its dtype, shape and values are the tensor's.
 
 Pickle's memo keeps one tensor held in two places (tied weights: one ``Parameter`` in two modules) one
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..runtime.devices import rebuild_tensor
+from ..runtime.rebuilt_tensors import rebuild_tensor
 from . import cuda_scan
 
 

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from ..errors import BuildError, RepogenWarning
+from ..errors import BuildError
 from . import attribute_chains
 from .live_objects import refused
 from .unpicklable import describe
@@ -44,10 +44,6 @@ FIX = (
     "if they must share it, bind one model that does both (an optional input can say which), or "
     "keep the shared state outside the server (a file, a database, another service)"
 )
-
-
-class SharedObjectWarning(RepogenWarning):
-    """Two bound models hold one object: in the server each gets its own copy, and neither sees the other's changes."""
 
 
 @dataclasses.dataclass(frozen=True)

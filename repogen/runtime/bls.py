@@ -29,11 +29,10 @@ import numpy as np
 from . import streams
 from .call_options import CallOptions
 from .context import find_context
+from .contract import BY_ENUM, NUMPY, NUMPY_DTYPES, STRING
 from .conversion import to_bytes_array
-from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
-from .records import NUMPY
 from .stream_cancellation import cancel_stream, forget_stream, stream_token
 from .tensors import backend_tensor
 from .tracing import request_trace

@@ -34,10 +34,11 @@ import triton_python_backend_utils as pb_utils
 
 from . import streams
 from .cancellation import Watch, cancelled_response
+from .contract import DEFAULT_MAX_CONCURRENCY
 from .decoupled import asking
 from .errors import InferenceError
 from .failures import log, results_count_message
-from .instance import DEFAULT_MAX_CONCURRENCY, is_async
+from .instance import is_async
 from .request import EmptyBatchError
 from .stream_cancellation import serving_stream, stream_done
 from .tracing import serving

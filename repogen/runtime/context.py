@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import BY_ENUM, NUMPY_DTYPES
+from .contract import BY_ENUM, NUMPY_DTYPES
 
 CONTEXT_ATTRIBUTE = "__triton_context__"  # PyTriton's attribute name, so hand-set contexts work too
 

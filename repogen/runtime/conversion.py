@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .dtypes import BY_ENUM, NUMPY_DTYPES, STRING
+from .contract import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
 from .tensors import framework_of, made_ready
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import element_name
+from .contract import element_name
 
 # DLPack's device types (dlpack.h) whose memory host code can read; kDLCUDA (2), device memory, is not one
 KDL_CPU, KDL_CUDA_HOST = 1, 3

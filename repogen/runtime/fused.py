@@ -21,13 +21,11 @@ from typing import Any
 
 import numpy as np
 
+from .contract import NUMPY, STEPS_DIR, read_again
 from .decorator_base import request_size
 from .errors import CLIENT_FAULTS, error_code
-from .records import NUMPY
 from .request import Request, StepFailure
 from .tensors import copied
-
-STEPS_DIR = "steps"
 
 
 class _Step:
@@ -121,18 +119,6 @@ class _Step:
             return {plan.name: plan.convert(value) for plan, value in self.model.output_pairs(result)}
         except BaseException as exc:  # as the step's own response would fail
             return StepFailure(exc)
-
-
-def read_again(inputs: list[list[tuple[str, str]]], outputs: list[str]) -> list[frozenset[str]]:
-    """Per step (its ``(input, ensemble tensor)`` pairs, in order), the tensors it reads that a later
-    step or the answer (``outputs``) reads again: the step gets its own copy of those. One rule for
-    the runtime and for the fused ``model.py`` emit writes out."""
-    read_later = set(outputs)
-    shared = []
-    for pairs in reversed(inputs):
-        shared.append(frozenset(tensor for _, tensor in pairs if tensor in read_later))
-        read_later.update(tensor for _, tensor in pairs)
-    return shared[::-1]
 
 
 def _copy(value: Any, shared: bool) -> Any:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import BF16, STRING
+from .contract import BF16, GPU, STRING
 from .frameworks import Framework, device_index
 from .transfers import ALIGN, Staging
 
@@ -352,14 +352,14 @@ def batch_lane(
     data_types: dict[str, str],
     plans: Sequence[Any],
     host_inputs: bool,
-    to_gpu: bool,
+    output_memory: str,
 ) -> BatchLane | None:
     """The lane of a model's instance, where it takes one: a torch model on a GPU under a plain ``@batch`` (``call``,
     the function under it), whose inputs all come in host memory (``host_inputs``) and whose outputs' readers take
-    host memory (not ``to_gpu``), every input and output of a dtype numpy holds (``plans``: its OutputPlans)."""
+    host memory (``output_memory``), every input and output of a dtype numpy holds (``plans``: its OutputPlans)."""
     if framework is None or framework.name != "torch" or not device.startswith("cuda") or call is None:
         return None
-    if not host_inputs or to_gpu or not ranks or any(t in _NOT_NUMERIC for t in data_types.values()):
+    if not host_inputs or output_memory == GPU or not ranks or any(t in _NOT_NUMERIC for t in data_types.values()):
         return None
     outputs = []
     for plan in plans:

@@ -12,8 +12,6 @@ from .context import TritonContext
 
 # The context a class model's constructor receives is the one ``@triton_context`` injects.
 ModelContext = TritonContext
-DEFAULT_MAX_CONCURRENCY = 64
-"""Requests one instance of an async callable has in flight at once unless ``ModelConfig(max_concurrency=...)``."""
 
 
 class factory:  # noqa: N801 - used as a decorator

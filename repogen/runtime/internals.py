@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .context import TritonContext
+from .contract import STUB_NAME, Stub, parse
 from .payload import config_drift
 from .portable import code_index
-from .stub import STUB_NAME, Stub, parse, shm_report
+from .stub import shm_report
 
 # What the stub's command line is on python_backend r23.10 to r26.x (stub_launcher.cc).
 STUB_LAYOUT = f"{STUB_NAME} <model.py> <shm region> <bytes> <growth bytes> <server pid> ..."

@@ -23,7 +23,8 @@ import contextlib
 import ctypes
 from typing import Any
 
-FAILURE_METRIC = "repogen_inference_request_failure"
+from .contract import FAILURE_METRIC
+
 FAILURE_HELP = "Number of failed inference requests: the model's callable raised, or its result was refused"
 UNCOUNTED = f"failed requests are not counted in {FAILURE_METRIC}"
 STILL = "; error responses still reach the clients, and tritonserver's own statistics count what they count"

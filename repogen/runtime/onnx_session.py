@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
+from .contract import GRAPH_FILE
 from .onnx_options import session_options
 from .request import StepFailure
 
-GRAPH_FILE = "model.onnx"
 # numpy >= 1.25: concatenate's C implementation, without the __array_function__ dispatch in front of it
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 

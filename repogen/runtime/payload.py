@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from .contract import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
+from .contract import METADATA_FORMAT as FORMAT
 from .errors import PayloadError
 from .portable import PayloadUnpickler, Sources
-from .records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, verified_bytes
-from .records import METADATA_FORMAT as FORMAT
 
 OLDEST_PYTHON = (3, 10)  # the Python of NGC 23.10, the oldest release repogen builds for
 OLDEST_NUMPY = (1, 26)
@@ -37,7 +37,8 @@ OLDEST_NUMPY = (1, 26)
 class Load:
     """The payload being unpickled in this process: the device its tensors made on a GPU land on (``cpu`` outside a
     load), the model it serves (for messages), the instance's index (which of ``infer_func=[f, g]`` it serves), and
-    whether torch was pointed at that GPU during it (runtime/devices.py, carried by payloads holding such tensors)."""
+    whether torch was pointed at that GPU during it (runtime/rebuilt_tensors.py, carried by payloads holding such
+    tensors)."""
 
     def __init__(self, device: str = "cpu", model: str = "", instance: int | None = None):
         self.device = device

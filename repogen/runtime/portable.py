@@ -22,8 +22,8 @@ import types
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
+from .contract import verified_bytes
 from .errors import PayloadError
-from .records import verified_bytes
 
 CODE_REFERENCE = "code"  # first item of a persistent id that names a code object
 INLINED = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>"})

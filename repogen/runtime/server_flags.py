@@ -8,8 +8,7 @@ first instance reads its server's command line (``/proc/<server pid>/cmdline``, 
 per flag it lacks, and sets ``repogen_server_option_missing{model, option}`` to 1 on the metrics endpoint, where
 ``repogen status`` finds it on any machine.
 
-The flags' names are defined here (the CUDA pool's in runtime/transfers.py), the runtime being their first reader;
-``repogen.triton`` imports them.
+The flags' names are the contract's (runtime/contract.py), which ``repogen.triton`` imports too.
 """
 
 from __future__ import annotations
@@ -19,28 +18,20 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from .records import MANIFEST_FILE, POOL_FLAG, Manifest
+from .contract import (
+    CACHE_FLAG,
+    MANIFEST_FILE,
+    MISSING_METRIC,
+    OLD_CACHE_FLAG,
+    POOL_FLAG,
+    RATE_LIMIT_FLAG,
+    RATE_LIMIT_MODE,
+    RESOURCE_FLAG,
+    Manifest,
+    flag_values,
+)
 
-CACHE_FLAG = "--cache-config"
-OLD_CACHE_FLAG = "--response-cache-byte-size"
-"""tritonserver's former spelling (deprecated since 23.03, still read): a local cache; refused beside CACHE_FLAG."""
-RATE_LIMIT_FLAG = "--rate-limit"
-RATE_LIMIT_MODE = "execution_count"
-RESOURCE_FLAG = "--rate-limit-resource"
-MISSING_METRIC = "repogen_server_option_missing"
 MISSING_HELP = "1 where a model depends on a tritonserver option its server was started without"
-
-
-def flag_values(argv: Sequence[str] | None, flag: str) -> list[str]:
-    """Every value ``argv`` gives ``flag``, as ``--flag=value`` or ``--flag value``, in order."""
-    found = []
-    args = list(argv or ())
-    for index, arg in enumerate(args):
-        if arg.startswith(flag + "="):
-            found.append(arg[len(flag) + 1 :])
-        elif arg == flag and index + 1 < len(args):
-            found.append(args[index + 1])
-    return found
 
 
 def satisfied(argv: Sequence[str] | None, flag: str, value: str) -> bool:
@@ -58,16 +49,6 @@ def satisfied(argv: Sequence[str] | None, flag: str, value: str) -> bool:
         key = value.split(":")[0].lower()
         return any(v.split(":")[0].lower() == key for v in given)
     return bool(given)
-
-
-def given_by(argv: Sequence[str] | None, flag: str, value: str) -> bool:
-    """Whether ``argv`` says something of what ``flag=value`` is about (the flag; for a repeatable one, the same
-    resource or device), so that a tool adding the option leaves the user's own choice alone."""
-    given = flag_values(argv, flag)
-    if flag in (RESOURCE_FLAG, POOL_FLAG):
-        key = value.split(":")[0].lower()
-        return any(v.split(":")[0].lower() == key for v in given)
-    return bool(given) or flag == CACHE_FLAG and bool(flag_values(argv, OLD_CACHE_FLAG))
 
 
 def config_needs(config: dict[str, Any]) -> list[tuple[str, str, str]]:

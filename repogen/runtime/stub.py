@@ -12,21 +12,19 @@ tritonserver starts one ``triton_python_backend_stub`` per model instance as
   ``/dev/shm``. Triton's own errors name only the region's key, so the runtime logs which model owns
   which key, and warns when ``/dev/shm`` is too small for large tensors.
 
-Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is signalled. Inside one
-whose command line is laid out otherwise, ``runtime.internals`` warns when the model loads.
+Its command line's layout is the contract's (runtime/contract.py: :class:`Stub`, :func:`current`), which the
+server tools read too. Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is
+signalled. Inside one whose command line is laid out otherwise, ``runtime.internals`` warns when the model loads.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import signal
 import threading
 from collections.abc import Callable
 
-SHM_DIR = "/dev/shm"
-SERVER_NAME = "tritonserver"
-STUB_NAME = "triton_python_backend_stub"
+from .contract import SHM_DIR, STUB_NAME, Stub
+
 # The error responses of an unrecoverable error leave before the server is told to stop (it drains
 # requests in flight anyway; the delay keeps the order obvious in the log).
 UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
@@ -37,62 +35,6 @@ SHM_ADVICE = (
     "raise the server's /dev/shm: `docker run --shm-size=...`, on Kubernetes the sizeLimit of the memory-backed "
     "emptyDir mounted at /dev/shm (`repogen deploy --shm-size`)"
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Stub:
-    """The stub's shared-memory region and the pid of the tritonserver that started it."""
-
-    region: str
-    region_bytes: int
-    growth_bytes: int
-    server_pid: int
-
-    @property
-    def region_path(self) -> str:
-        return os.path.join(SHM_DIR, self.region)
-
-    def server_alive(self) -> bool:
-        """Whether ``server_pid`` is a running tritonserver (never signal a pid that was reused)."""
-        try:
-            with open(f"/proc/{self.server_pid}/comm", encoding="utf-8") as fh:
-                return fh.read().strip() == SERVER_NAME
-        except OSError:
-            return False
-
-    def stop_server(self) -> bool:
-        """SIGTERM the server: it stops taking requests, drains those in flight, unloads, exits."""
-        if not self.server_alive():
-            return False
-        try:
-            os.kill(self.server_pid, signal.SIGTERM)
-        except OSError:
-            return False
-        return True
-
-
-def current(cmdline: str = "/proc/self/cmdline") -> Stub | None:
-    """This process's stub arguments, or None where this is not a backend stub."""
-    return parse(read_argv(cmdline))
-
-
-def read_argv(cmdline: str = "/proc/self/cmdline") -> list[str] | None:
-    """A process's command line, None where it cannot be read."""
-    try:
-        with open(cmdline, "rb") as fh:
-            return fh.read().decode("utf-8", "replace").rstrip("\0").split("\0")
-    except OSError:
-        return None
-
-
-def parse(argv: list[str] | None) -> Stub | None:
-    """The stub's arguments from its command line, None where it is not laid out as python_backend r23.10+ lays it."""
-    if argv is None or len(argv) < 6 or not argv[0].endswith(STUB_NAME):
-        return None
-    region, sizes = argv[2], argv[3:6]
-    if not region or "/" in region or not all(s.isdigit() for s in sizes):
-        return None
-    return Stub(region, int(sizes[0]), int(sizes[1]), int(sizes[2]))
 
 
 def stop_server(stub: Stub | None, model: str, stopped: str, log: Callable[[str, str], None], why: str | None) -> None:

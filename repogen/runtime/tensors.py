@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .dtypes import BF16, STRING
+from .contract import BF16, NUMPY, STRING
 from .errors import InferenceError
-from .records import NUMPY
 
 if TYPE_CHECKING:
     from .frameworks import Framework
@@ -146,14 +145,16 @@ class Placement:
 
             self.arrival = Arrival(self.framework, device)
 
-    def departure(self, pb_utils: Any, model: str, to_gpu: bool, log: Callable[[str, str], None]) -> Departure | None:
+    def departure(
+        self, pb_utils: Any, model: str, output_memory: str, log: Callable[[str, str], None]
+    ) -> Departure | None:
         """How a GPU instance's outputs leave, a batch at a time (None elsewhere: whatever it returns is sent as is)."""
         if not self.device.startswith("cuda"):
             return None
         from .transfers import CUDA_POOL_DEFAULT, Departure
 
         warn = lambda line: log("log_warn", line)  # noqa: E731
-        return Departure(pb_utils, model, to_gpu, CUDA_POOL_DEFAULT, self.arrival, warn)
+        return Departure(pb_utils, model, output_memory, CUDA_POOL_DEFAULT, self.arrival, warn)
 
     def reader(self, model: str, data_types: dict[str, str]) -> Callable[[Any], Any]:
         """How each input tensor of a request is read (``data_types``: input name -> Triton data type)."""

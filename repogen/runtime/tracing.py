@@ -137,7 +137,7 @@ def settings() -> TraceSettings:
     outside a backend stub (``repogen.local``, a fused step run in-process) there is no server, and no span.
     """
     if _settings is None:
-        from .stub import parse, read_argv
+        from .contract import parse, read_argv
 
         stub = parse(read_argv())
         configure(read_argv(f"/proc/{stub.server_pid}/cmdline") if stub is not None else None)

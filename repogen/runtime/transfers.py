@@ -27,12 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from .contract import CUDA_POOL_DEFAULT, GPU, POOL_FLAG
 from .frameworks import framework_of, on_cpu
-from .records import POOL_FLAG
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
-CUDA_POOL_DEFAULT = 64 << 20
 """tritonserver's CUDA memory pool per GPU (``--cuda-memory-pool-byte-size``), shared with the backend stubs since
 python_backend r23.11: GPU tensors between the server and a stub pass through it; past it, a CUDA IPC handle per
 buffer (the server logs "will use CUDA IPC")."""
@@ -148,14 +147,14 @@ class Departure:
         self,
         pb_utils: Any,
         model: str,
-        to_gpu: bool,
+        output_memory: str,
         pool: int,
         arrival: Arrival | None,
         warn: Callable[[str], None],
     ):
         self.pb_utils = pb_utils
         self.model = model
-        self.to_gpu = to_gpu
+        self.output_memory = output_memory  # GPU: capsules for readers there; HOST: host memory
         self.pool = pool
         self.arrival = arrival
         self.warn = warn
@@ -187,9 +186,9 @@ class Departure:
             return results
         results = list(results)
         sizes = sum(framework.address(value)[2] for _, _, value, framework in found)
-        if self.to_gpu and sizes > self.pool:
+        if self.output_memory == GPU and sizes > self.pool:
             self._warn_pool(sizes)
-        if self.to_gpu and sizes <= self.pool:
+        if self.output_memory == GPU and sizes <= self.pool:
             self._capsules(found, converted)
         else:
             self._to_host(found, converted)

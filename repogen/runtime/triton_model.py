@@ -31,20 +31,19 @@ import triton_python_backend_utils as pb_utils
 
 from .cancellation import Watch, cancelled_response
 from .context import TritonContext, bind_context, instance_index
+from .contract import BF16, HOST, NUMPY, Metadata, inputs_on_cpu, parse, read_argv
 from .conversion import OutputPlan
 from .decorator_base import then
-from .dtypes import BF16
 from .errors import CLIENT_FAULTS, InferenceError, PayloadError, error_code
 from .failures import error_message, log, results_count_message
 from .instance import instantiate, is_async, lingering_message, lingering_threads
 from .internals import report_load
 from .metrics import FailureCounter
 from .payload import load_payload, loading_on
-from .records import GPU, HOST, NUMPY, Metadata, inputs_on_cpu
 from .request import EmptyBatchError, Request, batched_input_ranks
 from .request_decorators import specializable, split_outputs
 from .responses import Responses
-from .stub import numpy_problem, parse, read_argv
+from .stub import numpy_problem
 from .tensors import Placement
 
 # Requests are asked whether they were cancelled when they may have waited this long (queued_long).
@@ -82,9 +81,9 @@ class TritonPythonModel(Responses):
             outputs = [t["name"] for t in json.loads(args["model_config"]).get("output", [])]
             imports = meta.get(Metadata.REQUIREMENTS) or ()
             funcs = [FusedPipeline.create(args, payload["fused"], outputs, TritonPythonModel, imports)]
-        tensors = meta.get(Metadata.TENSORS, NUMPY)
-        strict = bool(meta.get(Metadata.STRICT, False))
-        self.configure(args, funcs, strict, tensors, meta.get(Metadata.REQUIREMENTS), meta.get(Metadata.OUTPUTS, HOST))
+        tensors, strict = meta.get(Metadata.TENSORS, NUMPY), bool(meta.get(Metadata.STRICT, False))
+        requirements, output_memory = meta.get(Metadata.REQUIREMENTS), meta.get(Metadata.OUTPUT_MEMORY, HOST)
+        self.configure(args, funcs, strict, tensors, requirements, output_memory)
         if streaming:  # the general execute records the request in flight that runtime.streams needs
             from .streams import executing
 
@@ -126,13 +125,13 @@ class TritonPythonModel(Responses):
         strict: bool,
         tensors: str = NUMPY,
         imports: Any = None,
-        outputs_to: str = HOST,
+        output_memory: str = HOST,
     ) -> None:
         """Set up this instance from Triton's arguments; ``repogen.local`` calls it without a payload file.
 
         ``tensors`` is what the callable takes (``numpy``, ``torch``, ...); ``imports``, the modules the build
         recorded the payload importing, say which frameworks to point at the instance's GPU before the user's
-        class or factory is constructed; ``outputs_to`` (``host`` or ``gpu``), where its GPU outputs' readers take
+        class or factory is constructed; ``output_memory`` (``host`` or ``gpu``), where its GPU outputs' readers take
         them (runtime/transfers.py).
         """
         self._model = args["model_name"]
@@ -159,14 +158,14 @@ class TritonPythonModel(Responses):
             for t in config.get("output", [])
         ]
         self._arrival = self.placement.arrival
-        self._departure = self.placement.departure(pb_utils, self._model, outputs_to == GPU, log)
+        self._departure = self.placement.departure(pb_utils, self._model, output_memory, log)
         batch_call = specializable(self.infer_func) if batched and not self._decoupled else None
         self._lane: Any = None
         if self.placement.framework is not None and batch_call is not None:
             from .gpu_batch import batch_lane  # carried with frameworks.py (emit/vendoring.OPTIONAL)
 
             self._lane = batch_lane(self.placement.framework, context.device, batch_call, self._ranks, data_types,
-                                    self.output_plans, inputs_on_cpu(parameters), outputs_to == GPU)  # fmt: skip
+                                    self.output_plans, inputs_on_cpu(parameters), output_memory)  # fmt: skip
         self._declared = frozenset(plan.name for plan in self.output_plans)
         self._order = tuple(plan.name for plan in self.output_plans)
         self.stream_lane = self._decoupled_path.lane(self.output_plans) if self._decoupled else None

@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import SigningError
-from ..runtime.records import SIGNATURE_FILE
+from ..runtime.contract import SIGNATURE_FILE
 
 EXTRA = "signing"
 INSTALL = "pip install 'triton-repogen[signing]'"

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import SigningError, VerificationError
-from ..runtime.records import CONFIG_FILE, SIGNATURE_FILE
+from ..runtime.contract import CONFIG_FILE, SIGNATURE_FILE
 from .oms import BadSignature, SignWith, VerifyWith, hash_files, sign_directory, signed_files
 
 Kind = Literal["changed", "missing", "added", "invalid"]

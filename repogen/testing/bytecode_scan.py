@@ -16,7 +16,7 @@ import pickletools
 from pathlib import Path
 from typing import Any
 
-from repogen.runtime.records import METADATA_FILE
+from repogen.runtime.contract import METADATA_FILE
 
 __all__ = ["bytecode_in_pickle", "bytecode_in_repository"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from repogen.runtime.stub import current
+from repogen.runtime.contract import current
 
 __all__ = ["CAP_SYSLOG", "CRASHED", "died_of_a_signal", "kernel_clock", "segfaults", "stubs_of"]
 

@@ -55,7 +55,7 @@ from ..ondisk.diff import (
     update_expected,
 )
 from ..ondisk.reader import files, parse_config
-from ..runtime.records import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
+from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, SBOM_FILE
 
 #: Per-file cap on diff lines in the assertion message: the summary names every file anyway.
 MAX_DIFF_LINES = 60

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repogen.triton.devices import visible_gpus as gpu_names
+from repogen.triton.gpus import visible_gpus as gpu_names
 from repogen.triton.releases import newest_with_cuda
 
 __all__ = [

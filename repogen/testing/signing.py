@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..ondisk.integrity import is_signature
-from ..runtime.records import CONFIG_FILE, MODEL_FILE, PAYLOAD_FILE, SIGNATURE_FILE
+from ..runtime.contract import CONFIG_FILE, MODEL_FILE, PAYLOAD_FILE, SIGNATURE_FILE
 
 __all__ = ["TAMPERS", "KeyPair", "Tamper", "copy_repository", "ec_key", "swap_signatures", "upstream_verify"]
 

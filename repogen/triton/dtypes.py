@@ -1,6 +1,6 @@
 """Triton's data types as the compiler reads them: enum names (``TYPE_FP32``), wire names (``FP32``), numpy.
 
-The table itself is :mod:`repogen.runtime.dtypes` (vendored into every model, which imports only numpy);
+The table itself is :mod:`repogen.runtime.contract` (vendored into every model, which imports only numpy);
 this module derives every direction the compiler needs from it and reads the dtypes users write.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BuildError
-from ..runtime.dtypes import BF16, BY_ENUM, NUMPY_DTYPES, STRING, TABLE, element_name
+from ..runtime.contract import BF16, BY_ENUM, NUMPY_DTYPES, STRING, TABLE, element_name
 
 __all__ = ["BF16", "NUMPY_DTYPES", "STRING", "SUPPORTED", "enum_name", "numpy_dtype", "triton_data_type", "wire_name"]
 

@@ -11,7 +11,7 @@ field needs which flag, for the build (which records them in the manifest), ``re
   Triton makes available, per device, the most any instance asks for. With one, a resource left out counts 0 and
   its models fail to load, so all are listed; the server lower-cases the names it reads there
   (src/command_line_parser.cc), while a config's are matched as written (core's rate_limiter.cc).
-* KIND_GPU models whose tensors outgrow the CUDA pool: ``--cuda-memory-pool-byte-size`` (repogen.triton.devices).
+* KIND_GPU models whose tensors outgrow the CUDA pool: ``--cuda-memory-pool-byte-size`` (repogen.triton.gpus).
 """
 
 from __future__ import annotations
@@ -23,10 +23,17 @@ from typing import Any
 
 from google.protobuf import text_format
 
-from ..runtime.dtypes import element_bytes
-from ..runtime.records import CONFIG_FILE, Manifest
-from ..runtime.server_flags import CACHE_FLAG, POOL_FLAG, RATE_LIMIT_FLAG, RATE_LIMIT_MODE, RESOURCE_FLAG
-from .devices import cuda_pool_args
+from ..runtime.contract import (
+    CACHE_FLAG,
+    CONFIG_FILE,
+    POOL_FLAG,
+    RATE_LIMIT_FLAG,
+    RATE_LIMIT_MODE,
+    RESOURCE_FLAG,
+    Manifest,
+    element_bytes,
+)
+from .gpus import cuda_pool_args
 from .proto import model_config_pb2 as mc
 
 __all__ = [

@@ -22,7 +22,7 @@ from google.protobuf import json_format
 
 from ..errors import InferError, TuneError
 from ..ondisk.reader import ModelDir, model_dirs, parse_config
-from ..runtime.records import Metadata
+from ..runtime.contract import Metadata
 from ..server.client.access_key import Access
 from ..server.client.perf import header_values, input_data
 from ..server.provision.install import ServerInstall, VenvInfo

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 from serve_cli import ServeProcess, cli_env, group_pids
 
-from repogen.runtime.stub import current
+from repogen.runtime.contract import current
 from repogen.testing.pytest_plugin import TritonInstallation
 from repogen.triton.releases import version_tuple
 

@@ -24,7 +24,7 @@ import pytest
 from serve_cli import ServeProcess, cli_env, repogen
 
 from repogen.errors import SigningError
-from repogen.runtime.records import SIGNATURE_FILE
+from repogen.runtime.contract import SIGNATURE_FILE
 from repogen.signing import SignWith, VerifyWith, verify_repository
 from repogen.testing.client import PROTOCOLS, infer
 from repogen.testing.signing import TAMPERS, KeyPair, copy_repository, ec_key, upstream_verify

@@ -12,8 +12,7 @@ import re
 import urllib.request
 from typing import Any
 
-from ...runtime.metrics import FAILURE_METRIC
-from ...runtime.server_flags import MISSING_METRIC
+from ...runtime.contract import FAILURE_METRIC, MISSING_METRIC
 from ...triton.known_issues import error_responses_count_as_success
 
 __all__ = ["fetch_metrics", "missing_options", "repogen_failures", "served_counts"]

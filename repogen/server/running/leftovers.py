@@ -22,7 +22,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from repogen.runtime.stub import Stub, current
+from repogen.runtime.contract import Stub, current
 
 __all__ = ["SWEEP_LOCK", "Leftover", "end_leftover_stubs", "leftover_stubs"]
 

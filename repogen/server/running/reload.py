@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RepogenError
+from ...fixed_seed import pinned_environment, repogen_command
 from ...hashing import sha256_file
 from ...ondisk.reader import files as repository_files
 from ...ondisk.reader import model_dirs, read_manifest
-from ...relaunch import pinned_environment, repogen_command
 from ..client.states import reason_line
 from .server_process import ServerProcess
 

@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, BinaryIO, TypeVar
 
 from repogen.errors import TritonServerError
-from repogen.runtime.stub import current
+from repogen.runtime.contract import current
 from repogen.server.client.access_key import Access, KeyedClient
 from repogen.server.running.leftovers import Leftover, end_leftover_stubs
 from repogen.triton.endpoints import METRICS_PATH

@@ -74,7 +74,7 @@ def test_declaring_models_loads_no_runner_and_the_runners_are_set_however_the_ds
         "import sys; import repogen.dsl.repository as r; from repogen.dsl import runners; "
         "assert runners.local_runner() and runners.server_runner(); "
         "assert 'numpy' not in sys.modules or 'repogen.dsl.config' in sys.modules; "
-        "assert not any(m in sys.modules for m in ('repogen.local', 'repogen.launch', 'repogen.build'))"
+        "assert not any(m in sys.modules for m in ('repogen.local', 'repogen.build_and_serve', 'repogen.build'))"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from repogen.errors import BuildError
-from repogen.runtime.dtypes import NUMPY_DTYPES
-from repogen.runtime.records import is_version_name
+from repogen.runtime.contract import NUMPY_DTYPES, is_version_name
 from repogen.server.client.infer import InferError, to_array
 from repogen.triton.dtypes import enum_name, numpy_dtype, triton_data_type, wire_name
 

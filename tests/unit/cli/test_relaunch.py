@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import repogen
-from repogen.relaunch import interpreter_flags, repogen_command
+from repogen.fixed_seed import interpreter_flags, repogen_command
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "repogen"
 
@@ -71,5 +71,5 @@ def test_the_command_repeats_the_flags_and_names_this_package() -> None:
     command = repogen_command("build", "x.py:models")
     assert command[0] == sys.executable and command[-2:] == ["build", "x.py:models"]
     assert command[1 : 1 + len(interpreter_flags())] == interpreter_flags()
-    assert command[-3] == str(Path(repogen.__file__).resolve().with_name("relaunched.py"))
+    assert command[-3] == str(Path(repogen.__file__).resolve().with_name("fixed_seed_cli.py"))
     assert "-m" not in command and "-c" not in command

@@ -22,10 +22,10 @@ from repogen import (
     TritonSecurityConfig,
     build_app,
 )
+from repogen.build_and_serve import serve_options
 from repogen.dsl import runners
 from repogen.errors import UsageError
 from repogen.ir.lower import lower
-from repogen.launch import serve_options
 from repogen.server.running.serve_options import EXIT_TIMEOUT
 from repogen.triton.restricted_apis import DEFAULT_RESTRICTED
 

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from repogen import ModelConfig, Repository, Tensor, VersionPolicy
-from repogen.build import ContainersLeftOutWarning, build_repository
-from repogen.errors import BuildError, UnreachableContainersError
+from repogen.build import build_repository
+from repogen.errors import BuildError, ContainersLeftOutWarning, UnreachableContainersError
 from repogen.ir import lower
 from repogen.ir.versions import merged_versions
 from repogen.packages import resolve

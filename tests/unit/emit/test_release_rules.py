@@ -12,8 +12,7 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor, batch
 from repogen.build import build_repository
-from repogen.emit.release_rules import ReleaseRuleWarning
-from repogen.errors import BuildError
+from repogen.errors import BuildError, ReleaseRuleWarning
 from repogen.local import backend_shim
 from repogen.ondisk.validate import validate_repository
 from repogen.packages.options import PackageOptions

@@ -17,9 +17,8 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor
 from repogen.build import build_repository
-from repogen.errors import BuildError
+from repogen.errors import BuildError, SharedObjectWarning
 from repogen.pickling import attribute_chains as reach
-from repogen.pickling.shared_objects import SharedObjectWarning
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 BATCHED = ModelConfig(max_batch_size=8)

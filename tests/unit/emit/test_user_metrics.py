@@ -12,8 +12,7 @@ import pytest
 
 from repogen import Counter, Gauge, Histogram, ModelConfig, Repository, Tensor, batch, build_app
 from repogen.build import build_repository
-from repogen.emit.release_rules import ReleaseRuleWarning
-from repogen.errors import BuildError
+from repogen.errors import BuildError, ReleaseRuleWarning
 from repogen.triton.releases import get_release
 
 ROOT = Path(__file__).resolve().parents[3]

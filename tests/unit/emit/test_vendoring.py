@@ -23,7 +23,7 @@ QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "quickstart" / "
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
 BATCHED = ModelConfig(max_batch_size=8)
-EVERY_MODEL = {"__init__", "triton_model", "payload", "records", "tensors", "conversion", "context", "errors"}
+EVERY_MODEL = {"__init__", "triton_model", "payload", "contract", "tensors", "conversion", "context", "errors"}
 OPTIONAL = set(vendoring.OPTIONAL)
 _CALLS = Counter("vendoring_calls", "calls of _counts")
 

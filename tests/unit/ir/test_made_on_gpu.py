@@ -34,10 +34,9 @@ from repogen.ondisk.describe import MADE_ON_GPU as SHOWN_KEY
 from repogen.packages.options import PackageOptions
 from repogen.pickling import cuda_scan as devices
 from repogen.pickling import picklers as pickling
-from repogen.runtime import devices as runtime_devices
 from repogen.runtime import frameworks as runtime_frameworks
 from repogen.runtime import payload as runtime_payload
-from repogen.runtime import triton_model
+from repogen.runtime import rebuilt_tensors, triton_model
 from repogen.runtime.context import TritonContext, instance_index
 from repogen.runtime.payload import load_payload
 
@@ -347,7 +346,7 @@ def test_a_gpu_instance_whose_torch_cannot_reach_its_gpu_fails_to_load_saying_wh
         "the server's torch needs CUDA and the GPU room for the model's weights, or give the model a KIND_CPU "
         "instance_group"
     )
-    assert runtime_devices.loading_device() == "cpu"
+    assert rebuilt_tensors.loading_device() == "cpu"
 
 
 def test_tied_weights_stay_one_tensor(cuda):
@@ -362,8 +361,8 @@ def test_tied_weights_stay_one_tensor(cuda):
 def test_host_tensors_pickle_as_torch_pickles_them(cuda):
     plain = torch.ones(2)
     assert pickling.dumps(plain).data == pickling.dumps(plain).data
-    assert b"repogen.runtime.devices" not in pickling.dumps(plain).data
-    assert b"repogen.runtime.devices" in pickling.dumps(cuda.mark(torch.ones(2))).data
+    assert b"repogen.runtime.rebuilt_tensors" not in pickling.dumps(plain).data
+    assert b"repogen.runtime.rebuilt_tensors" in pickling.dumps(cuda.mark(torch.ones(2))).data
 
 
 def _served_apart(callables: list[Any], device: str, instance: int) -> list[Any]:
@@ -442,7 +441,7 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
         served[kind] = model.infer_func
     assert served["GPU"]._device == "cuda" and served["GPU"]._model.weight.device.type == "meta"
     assert served["CPU"]._device == "cpu" and served["CPU"]._model.weight.device.type == "cpu"
-    assert runtime_devices.loading_device() == "cpu"  # reset once the payload is loaded
+    assert rebuilt_tensors.loading_device() == "cpu"  # reset once the payload is loaded
     assert loads == [("meta", "Linear", 0), ("cpu", "Linear", 1)]  # each instance's device and index
     with runtime_payload.loading_on("cpu", "Linear", 1):  # what the CPU instance unpickled: no GPU model weights
         _, payload = load_payload(str(tmp_path / "repo" / "Linear" / "1"), "Linear")

@@ -16,8 +16,8 @@ from repogen.errors import ServeError
 from repogen.ondisk.reader import model_dirs
 from repogen.ondisk.validate import validate_repository
 from repogen.server.running import serving
-from repogen.triton import devices
-from repogen.triton.devices import GpuQueryError, gpu_shortfall, visible_gpus
+from repogen.triton import gpus
+from repogen.triton.gpus import GpuQueryError, gpu_shortfall, visible_gpus
 
 X = [Tensor(name="x", dtype=np.float32, shape=(-1,))]
 Y = [Tensor(name="y", dtype=np.float32, shape=(-1,))]
@@ -122,6 +122,6 @@ def test_a_broken_driver_is_an_error_not_a_machine_without_gpus(tmp_path, monkey
 
 def test_a_hung_driver_is_an_error(tmp_path, monkeypatch):
     _nvidia_smi(tmp_path, monkeypatch, "exec /bin/sleep 30")
-    monkeypatch.setattr(devices, "NVIDIA_SMI_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(gpus, "NVIDIA_SMI_TIMEOUT_S", 0.5)
     with pytest.raises(GpuQueryError, match=r"did not answer in 0.5 s: the NVIDIA driver is hung"):
         visible_gpus()

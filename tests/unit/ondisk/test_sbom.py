@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from repogen.build import build_app
 from repogen.cli import cli
 from repogen.ondisk.describe import read_sbom
-from repogen.runtime.records import SBOM_FILE
+from repogen.runtime.contract import SBOM_FILE
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Every golden repository's SBOM: ``<family>/expected/`` and a targeted family's ``expected-<release>/``.

@@ -34,7 +34,8 @@ from repogen import (
 )
 from repogen.errors import BuildError
 from repogen.local import backend_shim
-from repogen.runtime.instance import DEFAULT_MAX_CONCURRENCY, is_async
+from repogen.runtime.contract import DEFAULT_MAX_CONCURRENCY
+from repogen.runtime.instance import is_async
 
 pb = backend_shim.install()
 

@@ -21,7 +21,7 @@ import pytest
 from repogen import ModelConfig, PyTritonUnrecoverableError, Repository, Tensor, batch
 from repogen.errors import BuildError
 from repogen.ondisk import writer
-from repogen.runtime import stub
+from repogen.runtime import contract, stub
 from repogen.runtime.errors import ModelCallError
 from repogen.runtime.payload import config_drift
 
@@ -181,15 +181,15 @@ def test_stub_arguments_are_read_from_the_command_line(tmp_path):
     argv = ["/x/triton_python_backend_stub", "/m/1/model.py", "triton_python_backend_shm_region_7", "1048576",
             "2097152", "4242", "/x/python", "336", "M_0_0", "DEFAULT"]  # fmt: skip
     cmdline.write_bytes("\0".join(argv).encode() + b"\0")
-    assert stub.current(str(cmdline)) == stub.Stub("triton_python_backend_shm_region_7", 1048576, 2097152, 4242)
+    assert contract.current(str(cmdline)) == contract.Stub("triton_python_backend_shm_region_7", 1048576, 2097152, 4242)
     cmdline.write_bytes(b"python\0-m\0pytest\0")
-    assert stub.current(str(cmdline)) is None
-    assert stub.current(str(tmp_path / "absent")) is None
-    assert not stub.Stub("r", 1, 1, 2**22 + 1).stop_server()  # no such process: nothing is signalled
+    assert contract.current(str(cmdline)) is None
+    assert contract.current(str(tmp_path / "absent")) is None
+    assert not contract.Stub("r", 1, 1, 2**22 + 1).stop_server()  # no such process: nothing is signalled
 
 
 def test_shm_report_names_the_model_and_warns_only_when_little_is_free(monkeypatch):
-    region = stub.Stub("triton_python_backend_shm_region_7", 1 << 20, 1 << 20, 1)
+    region = contract.Stub("triton_python_backend_shm_region_7", 1 << 20, 1 << 20, 1)
     line, low = stub.shm_report("M", "M_0_0", region)
     assert line.startswith("model 'M' instance 'M_0_0' exchanges tensors through shared memory region ")
     assert not low  # this machine's /dev/shm is large

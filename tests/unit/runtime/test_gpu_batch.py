@@ -15,7 +15,7 @@ from torch_cpu import torch
 from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
-from repogen.runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS
+from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
 from repogen.testing.emulated_gpu import emulated
 
 F32 = np.float32
@@ -35,8 +35,8 @@ def _model(repo: Repository, name: str, tmp_path: Any, lane: bool = True) -> Any
     spec = lower(repo).model(name)
     args = initialize_args(spec, name, tmp_path) | {"model_instance_kind": "GPU"}
     model = TritonPythonModel()
-    outputs_to = spec.placement.outputs_to
-    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
+    output_memory = spec.placement.output_memory or "host"
+    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, output_memory)
     if not lane:
         model._lane = None
     return model

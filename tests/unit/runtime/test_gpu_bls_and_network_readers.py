@@ -1,6 +1,6 @@
 """One model read at once by a GPU BLS caller and by network clients (issue 57, item 6), on the emulated GPU.
 
-The build keeps the model's GPU outputs on the GPU (``outputs_to="gpu"``: a torch caller on a GPU instance reads
+The build keeps the model's GPU outputs on the GPU (``output_memory="gpu"``: a torch caller on a GPU instance reads
 it, docs/gpu.md), so every reader of a batch gets them there: the runtime hands each request's outputs as capsules
 after the batch's one wait, the BLS caller's tensors go into the CUDA pool, and the server copies the network
 clients' to host memory itself (one ``LoadGPUBuffers`` round trip for the batch, one blocking copy per output per
@@ -96,7 +96,7 @@ class _MergedBatch:
             def exec(self) -> Any:
                 mine = pb.InferenceRequest(inputs, "", requested_output_names)
                 responses = merged.callee.execute([mine, *merged.network])
-                pb.deliver(responses, [True] + [False] * len(merged.network))
+                pb.deliver(responses, ["gpu"] + ["host"] * len(merged.network))
                 merged.network_responses = responses[1:]
                 return responses[0]
 
@@ -105,8 +105,8 @@ class _MergedBatch:
 
 def test_a_model_read_by_a_gpu_bls_caller_and_network_clients_at_once(gpu, tmp_path, monkeypatch):
     built = build_repository(_repository(), tmp_path / "repo", packages=PackageOptions(mode="record"))
-    assert built.spec.model("Callee").placement.outputs_to == "gpu"  # the build's choice: a GPU reader takes them
-    assert built.spec.model("Caller").placement.outputs_to == "host"
+    assert built.spec.model("Callee").placement.output_memory == "gpu"  # the build's choice: a GPU reader takes them
+    assert built.spec.model("Caller").placement.output_memory == "host"
     callee = _instance(built, "Callee", tmp_path / "repo")
     caller = _instance(built, "Caller", tmp_path / "repo")
     merged = _MergedBatch(callee, [_network(i) for i in range(NETWORK)])

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from repogen.runtime import stub as stub_module
+from repogen.runtime.contract import Stub, parse, read_argv
 from repogen.runtime.internals import (
     CANNOT_STOP,
     code_layout_problem,
@@ -21,7 +22,6 @@ from repogen.runtime.internals import (
     stub_problem,
 )
 from repogen.runtime.metrics import FailureCounter
-from repogen.runtime.stub import Stub, parse, read_argv
 
 # What python_backend r23.10-r26.x starts (stub_launcher.cc): the server's pid is the sixth argument.
 REGION = "triton_python_backend_shm_region_9f1c2a7e-0b1d-4e5f-8a9b-0c1d2e3f4a5b"

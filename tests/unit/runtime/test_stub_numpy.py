@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from repogen.runtime.stub import STUB_NAME, numpy_problem
+from repogen.runtime.contract import STUB_NAME
+from repogen.runtime.stub import numpy_problem
 
 
 def _stub(tmp_path, content: bytes) -> str:

@@ -19,7 +19,7 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime import bls
-from repogen.runtime.records import FORCE_CPU_ONLY_INPUT_TENSORS
+from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
 from repogen.testing.emulated_gpu import EmulatedTensor, emulated
 
 F32 = np.float32
@@ -55,8 +55,8 @@ def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int
     args["model_instance_kind"] = kind
     args["model_instance_device_id"] = str(device)
     model = TritonPythonModel()
-    outputs_to = spec.placement.outputs_to
-    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, outputs_to)
+    output_memory = spec.placement.output_memory or "host"
+    model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, output_memory)
     if not lane:
         model._lane = None
     return model
@@ -83,9 +83,9 @@ def _values(response: Any) -> dict[str, Any]:
     return found
 
 
-def _answers(responses: list[Any], to_gpu: bool = False) -> list[dict[str, Any]]:
+def _answers(responses: list[Any], output_memory: str = "host") -> list[dict[str, Any]]:
     """The batch's answers as its reader takes them, once the server fetched what is on the GPU (``deliver``)."""
-    return [_values(r) for r in pb.deliver(responses, to_gpu)]
+    return [_values(r) for r in pb.deliver(responses, output_memory)]
 
 
 def _expected(count: int) -> list[dict[str, Any]]:
@@ -195,6 +195,31 @@ def test_an_ensemble_step_takes_gpu_inputs_as_they_are(count, gpu, tmp_path):
     assert crossings(gpu) == {"h2d": 0, "d2h": 2, "d2d": 0, "sync": 1, "capsule": 0}
 
 
+@pytest.mark.parametrize("output_memory", ["gpu", "host", None])
+def test_output_memory_travels_from_the_config_through_model_json_to_the_runtime(output_memory, gpu, tmp_path):
+    """The one hop the tests above skip (they hand ``configure`` the IR's value): the build records where a GPU
+    instance's outputs go in model.json, and the runtime loaded from the built files sends them there."""
+    import json
+
+    from repogen.build import build_repository
+    from repogen.packages.options import PackageOptions
+
+    repo = Repository()  # a lambda: pytest rewrites the asserts of _torch_model's function, which a build refuses
+    config = ModelConfig(max_batch_size=64, instance_groups=GPU_GROUP, tensors="torch", output_memory=output_memory)
+    repo.bind("M", batch(lambda a, b: {"y": a * 2, "z": a + b}), inputs=AB, outputs=YZ, config=config)
+    built = build_repository(repo, tmp_path / "repo", packages=PackageOptions(mode="record"))
+    meta = json.loads((tmp_path / "repo" / "M" / "1" / "model.json").read_text())
+    assert meta.get("output_memory") == ("gpu" if output_memory == "gpu" else None)  # written only where not host
+    model = TritonPythonModel()
+    args = initialize_args(built.spec.model("M"), "M", tmp_path / "repo" / "M")
+    args["model_instance_kind"] = "GPU"
+    model.initialize(args)
+    clear(gpu)
+    assert _answers(model.execute(_requests(2)), meta.get("output_memory", "host")) == _expected(2)
+    capsules = 4 if output_memory == "gpu" else 0
+    assert crossings(gpu) == {"h2d": 1, "d2h": 2 - capsules // 2, "d2d": 0, "sync": 1, "capsule": capsules}
+
+
 @pytest.mark.parametrize("count", BATCHES)
 def test_a_fused_pipeline_crosses_once_each_way(count, gpu, tmp_path):
     from repogen.build import build_repository
@@ -278,7 +303,8 @@ def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(gpu
 
 
 def test_the_pool_is_read_from_the_servers_command_line():
-    from repogen.runtime.transfers import CUDA_POOL_DEFAULT, pool_bytes
+    from repogen.runtime.contract import CUDA_POOL_DEFAULT
+    from repogen.runtime.transfers import pool_bytes
 
     assert pool_bytes(None, 0) == CUDA_POOL_DEFAULT
     argv = ["tritonserver", "--cuda-memory-pool-byte-size=0:268435456", "--cuda-memory-pool-byte-size", "1:512"]
@@ -291,9 +317,11 @@ def test_the_pool_is_read_from_the_servers_command_line():
 # -- who reads, who produces: decided by the build --------------------------------------------------------------------
 
 
-def _placements(repo: Repository) -> dict[str, tuple[str, str | None]]:
+def _placements(repo: Repository) -> dict[str, tuple[str | None, str | None]]:
     spec = lower(repo)
-    return {m.name: (m.placement.outputs_to, dict(m.parameters).get(FORCE_CPU_ONLY_INPUT_TENSORS)) for m in spec.models}
+    return {
+        m.name: (m.placement.output_memory, dict(m.parameters).get(FORCE_CPU_ONLY_INPUT_TENSORS)) for m in spec.models
+    }
 
 
 def test_the_build_sends_outputs_where_their_readers_take_them():

@@ -38,7 +38,7 @@ def _model(repo: Repository, name: str, tmp_path) -> Any:
     args["model_instance_kind"] = "GPU"
     model = TritonPythonModel()
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None,
-                    spec.placement.outputs_to)  # fmt: skip
+                    spec.placement.output_memory or "host")  # fmt: skip
     return model
 
 
@@ -51,10 +51,10 @@ def _expected(count: int) -> list[dict[str, Any]]:
     return [{"y": np.full((i + 1, 3), 2.0).tolist(), "z": np.full((i + 1, 3), 1.0 + i).tolist()} for i in range(count)]
 
 
-def _answers(responses: list[Any], to_gpu: bool = False) -> list[dict[str, Any]]:
+def _answers(responses: list[Any], output_memory: str = "host") -> list[dict[str, Any]]:
     """Each answer as its reader takes it, once the server fetched what is on a GPU."""
     found = []
-    for response in pb.deliver(responses, to_gpu):
+    for response in pb.deliver(responses, output_memory):
         assert not response.has_error(), response.error().message()
         found.append({t.name(): (t._array if isinstance(t._array, np.ndarray) else pb.GPU_RUNTIME.to_host(t._array))
                       .tolist() for t in response.output_tensors()})  # fmt: skip
@@ -88,7 +88,7 @@ def test_outputs_on_two_gpus_wait_on_each_in_device_order(count, memory, gpu, tm
     monkeypatch.setattr(frameworks.Torch, "synchronize",
                         lambda self, device: waited.append(str(device)) or synchronize(self, device))  # fmt: skip
     gpu.counts.clear()
-    assert _answers(model.execute(_requests(count)), to_gpu=memory == "gpu") == _expected(count)
+    assert _answers(model.execute(_requests(count)), output_memory=memory) == _expected(count)
     assert waited == ["cuda:0", "cuda:1"]  # one wait a device, in their order
     assert gpu.counts["sync"] == 2
 

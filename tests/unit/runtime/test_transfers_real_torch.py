@@ -39,7 +39,7 @@ def test_a_batchs_rows_of_one_tensor_leave_in_one_copy_each(posed: list[str], co
     y = torch.arange(count * 2 * 256, dtype=torch.float32).reshape(count * 2, 256)
     norm = y.norm(dim=1, keepdim=True)
     results = [{"y": y[2 * i : 2 * i + 2], "norm": norm[2 * i : 2 * i + 2]} for i in range(count)]
-    departure = Departure(None, "M", to_gpu=False, pool=0, arrival=None, warn=lambda line: None)
+    departure = Departure(None, "M", output_memory="host", pool=0, arrival=None, warn=lambda line: None)
     sent = departure.prepare(results, lambda result: dict(result))
     for i, outputs in enumerate(sent):
         assert type(outputs["y"]) is np.ndarray and type(outputs["norm"]) is np.ndarray
@@ -51,7 +51,7 @@ def test_a_batchs_rows_of_one_tensor_leave_in_one_copy_each(posed: list[str], co
 def test_tensors_of_their_own_leave_one_copy_each(posed: list[str]) -> None:
     """Outputs that do not lie one after another (an undecorated callable's): a copy each, one wait."""
     results = [{"y": torch.full((2, 3), float(i))} for i in range(3)]
-    departure = Departure(None, "M", to_gpu=False, pool=0, arrival=None, warn=lambda line: None)
+    departure = Departure(None, "M", output_memory="host", pool=0, arrival=None, warn=lambda line: None)
     sent = departure.prepare(results, lambda result: dict(result))
     assert [outputs["y"].tolist() for outputs in sent] == [[[float(i)] * 3] * 2 for i in range(3)]
     assert posed == ["cpu"]

@@ -6,7 +6,7 @@ reaches (measured: three seeds, three different ``model.pkl``). The seed is fixe
 start, so the CLI starts again under ``PYTHONHASHSEED=0``; ``serve --reload`` builds in a fresh process
 for a fresh import of the user's code. ``python -m repogen`` would put the working directory first on
 ``sys.path`` (a ``repogen/`` folder there would run instead) and drop ``-X``/``-W``/``-O``; the command
-here repeats the flags and runs ``relaunched.py``, which loads the package from this one's directory.
+here repeats the flags and runs ``fixed_seed_cli.py``, which loads the package from this one's directory.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def interpreter_flags() -> list[str]:
 
 def repogen_command(*args: str) -> list[str]:
     """``repogen ARGS`` run by this interpreter, with its flags, importing this repogen and no other."""
-    return [sys.executable, *interpreter_flags(), str(Path(__file__).resolve().with_name("relaunched.py")), *args]
+    return [sys.executable, *interpreter_flags(), str(Path(__file__).resolve().with_name("fixed_seed_cli.py")), *args]
 
 
 def seed_is_fixed() -> bool:

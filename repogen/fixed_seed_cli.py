@@ -1,4 +1,4 @@
-"""What :mod:`repogen.relaunch` runs as a script: this very repogen's CLI.
+"""What :mod:`repogen.fixed_seed` runs as a script: this very repogen's CLI.
 
 A script rather than ``-c``: Python 3.13 puts ``-c`` source in ``linecache`` as ``<string>``, the name of
 the code ``dataclasses`` generates, whose source the build would then look up and refuse. Run as a

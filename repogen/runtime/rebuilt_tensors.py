@@ -3,7 +3,7 @@
 PyTriton's ``multi_instance_resnet50_pytorch`` makes its model at bind time and moves it there:
 ``model.half().to("cuda")``. Pickled as torch pickles it, such a tensor would come back on the very GPU the
 build used (``cuda:0``) in every instance, and not at all on a server without one. The build pickles each
-CUDA tensor as its copy in host memory instead (``repogen/emit/cuda_tensors.py``), and :func:`rebuild_tensor`
+CUDA tensor as its copy in host memory instead (``repogen/pickling/cuda_tensors.py``), and :func:`rebuild_tensor`
 puts it where the instance that unpickles the payload runs: ``cuda:<model_instance_device_id>`` on a
 ``KIND_GPU`` instance, ``cpu`` on a ``KIND_CPU`` one. ``TritonPythonModel.initialize`` says which with
 ``payload.loading_on`` around unpickling (every model does: this module ships only with payloads that hold such
