@@ -134,16 +134,16 @@ def test_bls_carries_the_trace_of_the_request_being_served():
 def test_where_spans_go_is_read_off_the_servers_command_line_when_a_span_first_needs_it(monkeypatch):
     """runtime/tracing.py is carried only by models that can open spans, so it reads the server's --trace-config
     itself (the stub's command line names the server's pid) rather than being handed it at every model's load."""
-    from repogen.runtime import stub
+    from repogen.runtime import contract
 
     server = ["tritonserver", "--trace-config", "mode=opentelemetry", "--trace-config=opentelemetry,url=http://otel:1"]
     lines = {"/proc/self/cmdline": ["/opt/triton_python_backend_stub", "model.py", "region", "1", "2", "4242"],
              "/proc/4242/cmdline": server}  # fmt: skip
-    monkeypatch.setattr(stub, "read_argv", lambda cmdline="/proc/self/cmdline": lines.get(cmdline))
+    monkeypatch.setattr(contract, "read_argv", lambda cmdline="/proc/self/cmdline": lines.get(cmdline))
     monkeypatch.setattr(tracing, "_settings", None)
     assert (tracing.settings().opentelemetry, tracing.settings().url) == (True, "http://otel:1")
     monkeypatch.setattr(tracing, "_settings", None)
-    monkeypatch.setattr(stub, "read_argv", lambda cmdline="/proc/self/cmdline": None)  # outside a stub: no server
+    monkeypatch.setattr(contract, "read_argv", lambda cmdline="/proc/self/cmdline": None)  # outside a stub: no server
     assert tracing.settings().opentelemetry is False
     with traced_span(Request({}, source=_traced()), "inert"):  # a traced request, but no server exports spans
         pass
