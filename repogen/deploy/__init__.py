@@ -5,6 +5,7 @@ so nothing needs the user's source except the in-image build of a Dockerfile.
 """
 
 from ..errors import DeployError
-from .files import DeployOptions, DeployOutput, generate
+from .files import DeployOutput, generate
+from .options import DeployOptions
 
 __all__ = ["DeployError", "DeployOptions", "DeployOutput", "generate"]

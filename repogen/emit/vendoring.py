@@ -10,7 +10,8 @@ would be most of its directory. So a version carries
 * the :data:`OPTIONAL` modules its model uses: the runtime imports those only inside the functions that need them
   (a decoupled model's streams, a GPU instance's transfers), and the build knows from the model whether it does;
 * every module these import when they load (their imports at module level, ``TYPE_CHECKING`` aside), and
-  ``repogen/__init__.py``;
+  ``repogen/__init__.py``; the runtime package's own ``__init__.py`` without its lazy public names, which only a
+  payload referring to the package itself reaches (``runtime_init.py.tmpl``);
 * cloudpickle only where the payload names it (a class pickled by value) or imports anything beyond numpy (third-party
   code that imports cloudpickle when it is there, as joblib's loky does, finds it, as it always has: the packager
   counts it provided): functions, their modules and closures are rebuilt by the runtime's own ``portable`` helpers.
@@ -33,7 +34,7 @@ from typing import Any
 from ..ir.spec import ModelSpec
 from ..runtime.contract import BF16, NUMPY, Metadata, inputs_on_cpu
 from ..runtime.instance import factory
-from .templates import cloudpickle_files, runtime_files
+from .templates import cloudpickle_files, render, runtime_files
 
 RUNTIME = "repogen.runtime"
 
@@ -89,6 +90,8 @@ def vendored_files(
         roots |= {module.split(".")[2] for module in modules if module.startswith(f"{RUNTIME}.")}
         carried = reached(roots)
     found = {f"repogen/{path}": data for path, data in files.items() if path.removeprefix("runtime/")[:-3] in carried}
+    if carried != set(runtime_modules()):  # nothing reaches the lazy names: runtime/__init__.py's bulk
+        found["repogen/runtime/__init__.py"] = render("runtime_init.py.tmpl")
     if any(module.split(".")[0] == "cloudpickle" for module in modules) or metadata.get(Metadata.REQUIREMENTS):
         found.update(cloudpickle_files())
     return found

@@ -14,15 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..hashing import sha256_file
-from ..runtime.contract import (
-    MANIFEST_FILE,
-    METADATA_FILE,
-    PACKAGES_DIR,
-    SIGNATURE_FILE,
-    Manifest,
-    Metadata,
-    tree_differences,
-)
+from ..runtime.contract import MANIFEST_FILE, METADATA_FILE, SIGNATURE_FILE, Manifest, Metadata
+from ..runtime.package_trees import PACKAGES_DIR, tree_differences
 
 
 def _manifest(output: Path) -> dict[str, Any]:

@@ -21,15 +21,8 @@ from google.protobuf import text_format
 from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
-from ..runtime.contract import (
-    CONFIG_FILE,
-    MANIFEST_FILE,
-    METADATA_FILE,
-    PACKAGES_DIR,
-    Manifest,
-    Metadata,
-    is_version_name,
-)
+from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, is_version_name
+from ..runtime.package_trees import PACKAGES_DIR
 from ..triton.gpus import gpu_shortfall
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import (

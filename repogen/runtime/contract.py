@@ -4,8 +4,8 @@ The build (``repogen.emit``, ``repogen.ir``, ``repogen.signing``), the readers o
 (``repogen.ondisk``, ``repogen.testing``) and the tools that start servers (``repogen.triton``,
 ``repogen.server``) read them from here; the runtime, vendored into every model, reads them too and
 imports nothing of the compiler, so their home is on the runtime's side. Outside ``repogen.runtime``
-nothing else of the runtime is imported but the entry points a payload or a generated ``model.py``
-names (pyproject.toml's import-linter contract "Outside the runtime ...").
+nothing else of the runtime is imported but its two parts below and the entry points a payload or a
+generated ``model.py`` names (pyproject.toml's import-linter contract "Outside the runtime ...").
 
 * The repository's files: ``<repository>/<model>/config.pbtxt`` and ``<model>/<version>/model.py``
   are Triton's; ``<model>/<version>/model.json`` describes one version's payload (what the runtime
@@ -13,11 +13,13 @@ names (pyproject.toml's import-linter contract "Outside the runtime ...").
   the package trees; ``sbom.cdx.json`` (the root) and ``model.sig`` (the root and each model
   directory) are files too, which tritonserver ignores. Their keys, their encoding.
 * The words in them: where tensors live (``NUMPY``, ``HOST``, ``GPU``, python_backend's
-  ``FORCE_CPU_ONLY_INPUT_TENSORS``), Triton's data types, the tritonserver flags a model depends on.
-* The shipped package trees' directory, tags and digest; a fused ensemble's step directories; an
+  ``FORCE_CPU_ONLY_INPUT_TENSORS``), Triton's data types; a fused ensemble's step directories; an
   exported network's file.
 * python_backend's stub command line, which the runtime reads for itself and the server tools for the
   stubs they find.
+* Two parts live beside it, because few models carry them (emit/vendoring.py carries this module with
+  every model): the shipped package trees' directory, tags and digest (runtime/package_trees.py) and
+  the tritonserver flags a model depends on (runtime/tritonserver_flags.py).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import hashlib
 import json
 import os
 import signal
-from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -53,50 +54,14 @@ HOST, GPU = "host", "gpu"
 # python_backend's model parameter: only "no" lets inputs arrive in GPU memory.
 FORCE_CPU_ONLY_INPUT_TENSORS = "FORCE_CPU_ONLY_INPUT_TENSORS"
 
-# The tritonserver flags a model depends on (repogen.triton.server_options writes them into the manifest,
-# runtime/server_flags.py finds a server started without them, runtime/transfers.py reads the pool's).
-POOL_FLAG = "--cuda-memory-pool-byte-size"  # tritonserver's CUDA memory pool per GPU
-CUDA_POOL_DEFAULT = 64 << 20  # its size where the flag is not given
-CACHE_FLAG = "--cache-config"
-OLD_CACHE_FLAG = "--response-cache-byte-size"
-"""tritonserver's former spelling (deprecated since 23.03, still read): a local cache; refused beside CACHE_FLAG."""
-RATE_LIMIT_FLAG = "--rate-limit"
-RATE_LIMIT_MODE = "execution_count"
-RESOURCE_FLAG = "--rate-limit-resource"
-
 # The metrics the runtime publishes on the server's endpoint, which `repogen status` reads.
 FAILURE_METRIC = "repogen_inference_request_failure"
 MISSING_METRIC = "repogen_server_option_missing"
 
 GRAPH_FILE = "model.onnx"  # <version>/model.onnx: an exported network the onnxruntime backend serves
 STEPS_DIR = "steps"  # <fused>/<version>/steps/<model>/<version>/: a fused ensemble's step models
-PACKAGES_DIR = "packages"  # <model>/<version>/packages/<tag>/: a shipped package tree
-LISTING_SUFFIX = ".files.json"  # packages/<tag>.files.json: every file's sha256, to name what changed
-EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 DEFAULT_MAX_CONCURRENCY = 64
 """Requests one instance of an async callable has in flight at once unless ``ModelConfig(max_concurrency=...)``."""
-
-
-def flag_values(argv: Sequence[str] | None, flag: str) -> list[str]:
-    """Every value ``argv`` gives ``flag``, as ``--flag=value`` or ``--flag value``, in order."""
-    found = []
-    args = list(argv or ())
-    for index, arg in enumerate(args):
-        if arg.startswith(flag + "="):
-            found.append(arg[len(flag) + 1 :])
-        elif arg == flag and index + 1 < len(args):
-            found.append(args[index + 1])
-    return found
-
-
-def given_by(argv: Sequence[str] | None, flag: str, value: str) -> bool:
-    """Whether ``argv`` says something of what ``flag=value`` is about (the flag; for a repeatable one, the same
-    resource or device), so that a tool adding the option leaves the user's own choice alone."""
-    given = flag_values(argv, flag)
-    if flag in (RESOURCE_FLAG, POOL_FLAG):
-        key = value.split(":")[0].lower()
-        return any(v.split(":")[0].lower() == key for v in given)
-    return bool(given) or flag == CACHE_FLAG and bool(flag_values(argv, OLD_CACHE_FLAG))
 
 
 def inputs_on_cpu(parameters: dict[str, str]) -> bool:
@@ -230,75 +195,6 @@ def element_bytes(enum: str) -> int | None:
     if found is None or enum == STRING:
         return None
     return 2 if found.numpy is None else found.numpy.itemsize  # BF16: two bytes, as float16
-
-
-# The package trees a version ships (runtime/packages.py verifies and activates them; the build computes the same
-# digest from its wheel cache, repogen.ondisk checks a built repository the way the runtime will).
-
-
-def abi_tag(python: str) -> str:
-    """``cp310`` for CPython 3.10: its wheels' ABI tag."""
-    major, minor = python.split(".")[:2]
-    return f"cp{major}{minor}"
-
-
-def tree_tag(python: str, machine: str) -> str:
-    """``cp310-x86_64``: the directory of one (container Python, machine) tree."""
-    return f"{abi_tag(python)}-{machine}"
-
-
-def digest_of(entries: Iterable[tuple[str, str]]) -> str:
-    """One sha256 over (relative POSIX path, file sha256) pairs, in path order."""
-    digest = hashlib.sha256()
-    for path, file_digest in sorted(entries):
-        digest.update(f"{path}\0{file_digest}\n".encode())
-    return digest.hexdigest()
-
-
-def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def tree_files(root: str) -> dict[str, str]:
-    """Every file under ``root`` (relative POSIX path -> sha256), ``__pycache__`` of other Pythons included."""
-    found = {}
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in files:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, root).replace(os.sep, "/")] = _file_sha256(path)
-    return found
-
-
-def tree_differences(root: str, digest: Any) -> tuple[dict[str, str], dict[str, list[str]] | None]:
-    """The tree's files (path -> sha256), and None when their digest is ``digest``; else the paths
-    ``changed``, ``missing`` and ``added`` against the listing the build wrote beside the tree
-    (all empty when that listing is gone or unreadable).
-
-    A file the listing records as empty may be missing: object stores copy a tree file by file, and
-    KServe's S3 and Azure downloads skip zero-byte objects. The build fills empty Python sources, so
-    only data files (``py.typed``) are left to this, and their absence is what their content was.
-    """
-    found = tree_files(root)
-    if digest_of(found.items()) == digest:
-        return found, None
-    try:
-        with open(root + LISTING_SUFFIX, encoding="utf-8") as handle:
-            expected = dict(json.load(handle))
-    except (OSError, ValueError, TypeError):
-        expected = {}
-    skipped = {p: EMPTY_SHA256 for p, sha in expected.items() if sha == EMPTY_SHA256 and p not in found}
-    if skipped and digest_of({**found, **skipped}.items()) == digest:
-        return found, None
-    return found, {
-        "changed": sorted(p for p in found if p in expected and found[p] != expected[p]),
-        "missing": sorted(p for p in expected if p not in found),
-        "added": sorted(p for p in found if p not in expected),
-    }
 
 
 def read_again(inputs: list[list[tuple[str, str]]], outputs: list[str]) -> list[frozenset[str]]:

@@ -6,16 +6,13 @@ path does a dictionary lookup and, only when needed, a cast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .contract import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
 from .tensors import framework_of, made_ready
-
-if TYPE_CHECKING:
-    from .frameworks import Framework
 
 
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
@@ -78,12 +75,12 @@ class OutputPlan:
         if type(value) is np.ndarray and value.dtype == self.dtype and value.flags.c_contiguous:
             # Fast path (numeric output of the declared dtype): only the strict shape check remains.
             if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
-                self._check_shape(value.shape)
+                self.check_shape(value.shape)
             return value
         if made_ready(value):  # already made into the backend's tensor, after these checks (runtime/transfers.py)
             return value
         if type(value) is not np.ndarray and (framework := framework_of(value)) is not None:
-            return self._tensor(value, framework)
+            return framework.output(value, self)  # checked and made right on its own device
         if self.dtype is None:
             self._fail_bf16(value)
         try:
@@ -91,40 +88,21 @@ class OutputPlan:
             if self.is_bytes:
                 if arr.dtype != object:
                     if self.strict and arr.dtype.kind not in "SU":
-                        self._fail(f"dtype bytes/object, found {arr.dtype}")
+                        self.fail(f"dtype bytes/object, found {arr.dtype}")
                     arr = to_bytes_array(arr)
             elif arr.dtype != self.dtype:
                 if self.strict:
-                    self._fail(f"dtype {self.dtype}, found {arr.dtype}")
+                    self.fail(f"dtype {self.dtype}, found {arr.dtype}")
                 arr = arr.astype(self.dtype)
         except InferenceError:
             raise
         except Exception as exc:  # a value numpy cannot turn into the declared dtype ('abc' for FP32)
             raise self.unconvertible(value, exc) from None
         if self.strict:
-            self._check_shape(arr.shape)
+            self.check_shape(arr.shape)
         if not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr)
         return arr
-
-    def _tensor(self, value: Any, framework: Framework) -> Any:
-        """A framework's tensor checked like an array and made right where it lives: cast and made contiguous on
-        its own device, never through the host. BYTES, which no framework holds, go through numpy."""
-        if self.is_bytes:
-            return self.convert(framework.host(value))
-        try:
-            element = framework.element(value)
-            if element and element != self.element:
-                if self.strict:
-                    self._fail(f"dtype {self.element}, found {value.dtype}")
-                value = framework.cast(value, self.element)
-            if self.strict:
-                self._check_shape(framework.shape(value))
-            return framework.contiguous(value)
-        except InferenceError:
-            raise
-        except Exception as exc:  # a cast the framework refuses
-            raise self.unconvertible(value, exc) from None
 
     def _fail_bf16(self, value: Any) -> None:
         raise InferenceError(
@@ -132,14 +110,14 @@ class OutputPlan:
             f"returned {describe(value)}; return a bfloat16 tensor of a framework (torch.bfloat16, through DLPack)"
         )
 
-    def _check_shape(self, shape: tuple[int, ...]) -> None:
+    def check_shape(self, shape: tuple[int, ...]) -> None:
         dims = shape[1:] if self.batched else shape
         ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims, strict=True))
         if self.batched and not shape:
             ok = False
         if not ok:
             expected = ("[batch, " if self.batched else "[") + ", ".join(map(str, self.dims)) + "]"
-            self._fail(f"shape {expected}, found {list(shape)}")
+            self.fail(f"shape {expected}, found {list(shape)}")
 
     def unconvertible(self, value: Any, exc: BaseException) -> InferenceError:
         """The error for a returned value that cannot become this output: what was declared, what came back."""
@@ -150,7 +128,7 @@ class OutputPlan:
             f"({type(exc).__name__}: {exc}); return an array of that dtype"
         )
 
-    def _fail(self, what: str) -> None:
+    def fail(self, what: str) -> None:
         raise InferenceError(f"model '{self.model}' output '{self.name}': expected {what} (strict=True)")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .contract import element_name
+from .errors import InferenceError
 
 # DLPack's device types (dlpack.h) whose memory host code can read; kDLCUDA (2), device memory, is not one
 KDL_CPU, KDL_CUDA_HOST = 1, 3
@@ -40,6 +41,26 @@ class Framework:
 
     def element(self, value: Any) -> str:
         return element_name(value.dtype)
+
+    def output(self, value: Any, plan: Any) -> Any:
+        """``value`` checked against ``plan`` (a conversion.OutputPlan, typed Any: conversion imports this module)
+        like an array and made right where it lives: cast and made contiguous on its own device, never through the
+        host. BYTES, which no framework holds, go through numpy."""
+        if plan.is_bytes:
+            return plan.convert(self.host(value))
+        try:
+            element = self.element(value)
+            if element and element != plan.element:
+                if plan.strict:
+                    plan.fail(f"dtype {plan.element}, found {value.dtype}")
+                value = self.cast(value, plan.element)
+            if plan.strict:
+                plan.check_shape(self.shape(value))
+            return self.contiguous(value)
+        except InferenceError:
+            raise
+        except Exception as exc:  # a cast the framework refuses
+            raise plan.unconvertible(value, exc) from None
 
     def shape(self, value: Any) -> tuple[int, ...]:
         return tuple(value.shape)

@@ -6,9 +6,10 @@ import concurrent.futures.thread
 import functools
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Any
 
-from .context import TritonContext
+from .context import TritonContext, bind_context
 
 # The context a class model's constructor receives is the one ``@triton_context`` injects.
 ModelContext = TritonContext
@@ -46,6 +47,28 @@ def instantiate(target: Any, context: ModelContext) -> Any:
             "__call__(self, requests) (decorators such as @batch apply to it)"
         )
     return instance
+
+
+def made_callable(
+    model: str, funcs: list[Any], context: TritonContext, imports: Any, log: Callable[[str], None],
+    describe: Callable[[BaseException], str],
+) -> tuple[Any, Any]:  # fmt: skip
+    """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here), and what answers its
+    model's ready endpoint (its ``is_ready``: runtime/readiness.py; None: ready once loaded). A GPU instance's
+    frameworks are pointed at its GPU first; ``imports``: the modules the build recorded the payload importing."""
+    if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
+        from .frameworks import use_device
+
+        use_device(context.device, imports or ())
+    target = funcs[context.instance_index % len(funcs)]
+    bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
+    made = instantiate(target, context)
+    if not hasattr(made, "is_ready") and not hasattr(made, "fused_steps"):  # readiness.py ships only then
+        return made, None
+    from .readiness import Readiness, readiness_checks
+
+    checks = readiness_checks(model, made)
+    return made, Readiness(checks, log, describe) if checks else None
 
 
 def is_async(target: Any) -> bool:

@@ -19,8 +19,9 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from .contract import PACKAGES_DIR, Metadata, tree_differences, tree_tag
+from .contract import Metadata
 from .errors import PayloadError
+from .package_trees import PACKAGES_DIR, tree_differences, tree_tag
 
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 PYCACHE_DIR = "repogen-pycache"  # under the temp directory, where no shipped tree carries bytecode

@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .contract import CUDA_POOL_DEFAULT, GPU, POOL_FLAG
+from .contract import GPU
 from .frameworks import framework_of, on_cpu
+from .tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""

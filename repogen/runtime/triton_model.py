@@ -30,13 +30,13 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from .cancellation import Watch, cancelled_response
-from .context import TritonContext, bind_context, instance_index
+from .context import TritonContext, instance_index
 from .contract import BF16, HOST, NUMPY, Metadata, inputs_on_cpu, parse, read_argv
 from .conversion import OutputPlan
 from .decorator_base import then
 from .errors import CLIENT_FAULTS, InferenceError, PayloadError, error_code
 from .failures import error_message, log, results_count_message
-from .instance import instantiate, is_async, lingering_message, lingering_threads
+from .instance import is_async, lingering_message, lingering_threads, made_callable
 from .internals import report_load
 from .metrics import FailureCounter
 from .payload import load_payload, loading_on
@@ -62,6 +62,8 @@ class TritonPythonModel(Responses):
     """Serves one instance of a repogen-built model (its responses: responses.py)."""
 
     _executing: Any
+    readiness: Any
+    """What answers the model's ready endpoint (its callable's ``is_ready``); None: ready once loaded."""
 
     def initialize(self, args: dict[str, str]) -> None:
         numpy = numpy_problem(args["model_name"], np.__version__)
@@ -138,7 +140,9 @@ class TritonPythonModel(Responses):
         config = json.loads(args["model_config"])
         context = TritonContext.from_args(args, tensors)
         self.placement = Placement(tensors, context.device)
-        self._make_callable(funcs, context, imports)
+        made = made_callable(self._model, funcs, context, imports, lambda line: log("log_error", line), error_message)
+        self.infer_func = made[0]  # generated execute calls it (the fast path's surface)
+        self.readiness = made[1]
         self._decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled", False))
         if self._decoupled:  # runtime/decoupled.py ships with decoupled models alone (emit/vendoring.py)
             from . import decoupled
@@ -190,24 +194,6 @@ class TritonPythonModel(Responses):
         self.queue_holds = not self.ask_after or any(g.get("rate_limiter") for g in config.get("instance_group") or ())
         """Whether requests may wait in Triton's queue while this instance is idle (the batcher's delay, a rate
         limiter): runtime/concurrency.py asks them then, its ``execute`` returning at once."""
-
-    def _make_callable(self, funcs: list[Any], context: TritonContext, imports: Any) -> None:
-        """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here) and what answers
-        its ready endpoint; a GPU instance's frameworks pointed at its GPU first."""
-        if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
-            from .frameworks import use_device
-
-            use_device(context.device, imports or ())
-        target = funcs[context.instance_index % len(funcs)]
-        bind_context(target, context)  # before construction: a @triton_context class reads it in __init__
-        self.infer_func = instantiate(target, context)
-        self.readiness: Any = None
-        """What answers the model's ready endpoint (its class's ``is_ready``); None: ready once loaded."""
-        if hasattr(self.infer_func, "is_ready") or hasattr(self.infer_func, "fused_steps"):  # readiness.py ships then
-            from .readiness import Readiness, readiness_checks
-
-            checks = readiness_checks(self._model, self.infer_func)
-            self.readiness = Readiness(checks, lambda line: log("log_error", line), error_message) if checks else None
 
     def _concurrency(self, bound: int | None) -> Any:
         """The concurrent calls of an async callable (runtime/concurrency.py, carried where the build saw one or a
