@@ -128,9 +128,9 @@ def waiting_section(found: tuple[dict[str, Any], Path] | None) -> list[str]:
         lines += [
             "",
             "Stub instructions per request (callgrind, one request at a time, every thread of the stub process).",
-            "Under valgrind each request waits long enough for the generated model to ask `is_cancelled()` before its",
-            "callable runs, which at full speed and load it does not; the last row of a group counts it without those",
-            "checks (`repogen/testing/callgrind.py`, `quiet_copy`).",
+            "Under valgrind a call outlives the generated model's cancellation poll (0.2 s; its 20 ms await, slowed),",
+            "so it asks `is_cancelled()`, which at full speed it never does; the last row of a group counts it without",
+            "those checks (`repogen/testing/callgrind.py`, `quiet_copy`).",
             "",
             "| request | implementation | stub instructions per request | / hand-written |",
             "|---|---|---|---|",
