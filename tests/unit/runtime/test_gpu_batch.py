@@ -16,19 +16,12 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
-from repogen.testing.emulated_gpu import emulated
 
 F32 = np.float32
 GPU = [InstanceGroup(kind="KIND_GPU")]
 A = [Tensor(name="a", dtype=F32, shape=(3,))]
 Y = [Tensor(name="y", dtype=F32, shape=(3,))]
 YZ = [*Y, Tensor(name="z", dtype=F32, shape=(1,))]
-
-
-@pytest.fixture
-def gpu():
-    with emulated() as emulator:
-        yield emulator
 
 
 def _model(repo: Repository, name: str, tmp_path: Any, lane: bool = True) -> Any:

@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pytest
 from general_path import TritonPythonModel, initialize_args
 from general_path import request as _request
 
@@ -23,19 +22,12 @@ from repogen.build import build_repository
 from repogen.local import backend_shim as pb
 from repogen.packages.options import PackageOptions
 from repogen.runtime import bls
-from repogen.testing.emulated_gpu import emulated
 
 F32 = np.float32
 AB = [Tensor(name="a", dtype=F32, shape=(-1,)), Tensor(name="b", dtype=F32, shape=(-1,))]
 YZ = [Tensor(name="y", dtype=F32, shape=(-1,)), Tensor(name="z", dtype=F32, shape=(-1,))]
 CONFIG = ModelConfig(max_batch_size=64, instance_groups=[InstanceGroup(kind="KIND_GPU")], tensors="torch")
 NETWORK = 3  # network clients in the callee's batch beside the BLS caller
-
-
-@pytest.fixture
-def gpu():
-    with emulated() as emulator:
-        yield emulator
 
 
 def _repository() -> Repository:

@@ -20,19 +20,13 @@ from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime import bls
 from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
-from repogen.testing.emulated_gpu import EmulatedTensor, emulated
+from repogen.testing.emulated_gpu import EmulatedTensor
 
 F32 = np.float32
 GPU_GROUP = [InstanceGroup(kind="KIND_GPU")]
 AB = [Tensor(name="a", dtype=F32, shape=(-1,)), Tensor(name="b", dtype=F32, shape=(-1,))]
 YZ = [Tensor(name="y", dtype=F32, shape=(-1,)), Tensor(name="z", dtype=F32, shape=(-1,))]
 BATCHES = [1, 4, 16]
-
-
-@pytest.fixture
-def gpu():
-    with emulated() as emulator:
-        yield emulator
 
 
 def crossings(gpu: Any) -> dict[str, int]:

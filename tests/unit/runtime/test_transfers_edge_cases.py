@@ -18,18 +18,11 @@ from repogen import InstanceGroup, ModelConfig, Repository, Tensor, batch
 from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime import frameworks
-from repogen.testing.emulated_gpu import emulated
 
 F32 = np.float32
 AB = [Tensor(name="a", dtype=F32, shape=(-1,)), Tensor(name="b", dtype=F32, shape=(-1,))]
 YZ = [Tensor(name="y", dtype=F32, shape=(-1,)), Tensor(name="z", dtype=F32, shape=(-1,))]
 BATCHES = [1, 4, 16]
-
-
-@pytest.fixture
-def gpu():
-    with emulated() as emulator:
-        yield emulator
 
 
 def _model(repo: Repository, name: str, tmp_path) -> Any:
