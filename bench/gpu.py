@@ -18,18 +18,19 @@ perf_analyzer's inferences/s, for the token streams its responses/s (``--streami
 measures; the time to first response from its profile export is kept beside it).
 
 One tritonserver (2.51.0, the wheel's CUDA build) from the GPU suite's server Python (``REPOGEN_GPU_SERVER_VENV``:
-numpy 1.26.4 and torch) serves every model; perf_analyzer over gRPC, closed loop. Each round measures every point
-once, a point's models in an order that rotates from round to round. Made to be cut short: each point is a JSON
-line in ``--points`` as it is measured, the figures and goals are rewritten to ``--out`` after every group of
-points, and no group (a workload at one concurrency: its three models) starts that ``--budget-s`` cannot hold,
-judged by what that group took last round (a smaller group after it may still fit); each figure says how many
-rounds it has. Rounds go on until ``--rounds`` or until one measures nothing.
+numpy 1.26.4 and torch) serves every model; perf_analyzer over gRPC, closed loop. Every model is warmed up once,
+unrecorded, before the first round. Each round measures every point once, a point's models in an order that
+rotates from round to round; past ``MIN_ROUNDS`` rounds, only the points whose ratios still straddle a goal
+(``open_groups``). Made to be cut short: each point is a JSON line in ``--points`` as it is measured, the figures
+and goals are rewritten to ``--out`` after every group of points, and no group (a workload at one concurrency: its
+three models) starts that ``--budget-s`` cannot hold, judged by what that group took last round (a smaller group
+after it may still fit); each figure says how many rounds it has. Rounds go on until ``--rounds``, until one
+measures nothing, or until every point is settled.
 
-GPU memory per instance is what the device's used memory drops by when that model (one instance) is unloaded,
-read with ``nvidia-smi --query-gpu``: the device's own figure, which holds inside a container, where nvidia-smi's
-per-process pids are the host's and match none of the container's.
+GPU memory per instance is its peak under load (bench/gpu_memory.py): what unloading it frees at the end, plus the
+most any of its points took and gave back, from the device's own figure sampled through the run.
 
-    python bench/gpu.py --out gpu-bench.json [--points points.jsonl] [--rounds 8] [--window 0.5] [--budget-s 310]
+    python bench/gpu.py --out gpu-bench.json [--points points.jsonl] [--rounds 12] [--window 0.5] [--budget-s 310]
     python bench/gpu.py --table gpu-bench.json    # a result's goals and points as Markdown, for docs/benchmarks.md
 
 Without a GPU it builds the repository and stops at its GPU check, saying so, with exit status 3.
@@ -60,6 +61,8 @@ from repogen.triton.proto import model_config_pb2
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 import perf  # noqa: E402  (bench/perf.py)
+from gpu_memory import Sampler, at_rest, peaks, transient_mib  # noqa: E402
+from gpu_report import report, table  # noqa: E402
 from stats import spread  # noqa: E402
 from streaming import first_responses  # noqa: E402
 
@@ -82,9 +85,11 @@ GOAL_NV, GOAL_NV_C8, GOAL_BP, GOAL_MEMORY = 1.0, 1.2, 0.97, 1.05
 NO_GPU = 3  # the exit status without a GPU (the CPU rehearsal expects it)
 # The ensembles' 4 MB tensors, a batch of them in flight per step: more than Triton's default 64 MB CUDA pool.
 POOL = ["--cuda-memory-pool-byte-size=0:536870912"]
-MEMORY_MODELS = tuple(model for models in WORKLOADS.values() for model in models[:2])  # the goal's: generated, NV
-MEMORY_RESERVE_S = 20  # what reading the memory of MEMORY_MODELS takes at the end (~3 s a model)
+MEMORY_MODELS = tuple(model for models in WORKLOADS.values() for model in models[:3])  # generated, NV and BP
+MEMORY_RESERVE_S = 27  # what reading the memory of MEMORY_MODELS at rest takes at the end (~1-3 s a model)
 FIRST_GUESS_S = 6.0  # a point's time before one was measured: perf_analyzer's windows and its start
+MIN_ROUNDS = 3  # every group's, before rounds go on with only the groups whose goals their spread leaves open
+WARM_C, WARM_WINDOW_S = 8, 0.25  # each model's warm-up: CUDA's lazy loading, torch's first kernels, the allocator
 
 
 def build(out: Path) -> None:
@@ -97,31 +102,6 @@ def build(out: Path) -> None:
         for group in config.instance_group:
             group.name = group.name.replace(generated, handwritten, 1)
         (out / handwritten / "config.pbtxt").write_text(text_format.MessageToString(config))
-
-
-def used_mib() -> float:
-    """GPU 0's used memory (MiB), the device's own figure."""
-    query = ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits", "--id=0"]
-    return float(subprocess.run(query, capture_output=True, text=True, check=True).stdout.strip())
-
-
-def instance_memory(server: TritonServer, models: tuple[str, ...]) -> dict[str, float]:
-    """MiB each of ``models`` (one instance each) frees when unloaded: its stub's CUDA context, torch and weights."""
-    found = {}
-    with server.client(timeout=60.0) as client:
-        for model in models:
-            if not client.is_model_ready(model):
-                print(f"GPU memory of {model}'s instance: not read, it is not loaded", flush=True)
-                continue
-            before = used_mib()
-            client.unload_model(model)
-            deadline = time.monotonic() + 20
-            while client.is_model_ready(model) and time.monotonic() < deadline:
-                time.sleep(0.2)
-            time.sleep(2.0)  # the stub's exit frees its context after the model is marked unloaded
-            found[model] = before - used_mib()
-            print(f"GPU memory of {model}'s instance: {found[model]:.0f} MiB", flush=True)
-    return found
 
 
 def groups() -> list[tuple[str, int, tuple[str, ...], bool]]:
@@ -180,76 +160,55 @@ def summarize(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def goals(summary: list[dict[str, Any]], memory: dict[str, float]) -> list[dict[str, Any]]:
+def goals(summary: list[dict[str, Any]], memory: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
     """Each goal at each of its points: the median ratio over rounds, its spread and rounds, met or not."""
     found = []
 
-    def goal(name: str, point: str, value: dict | None, bound: float, at_least: bool = True) -> None:
+    def goal(name: str, point: str, value: dict | None, bound: float, at_least: bool = True, **where: Any) -> None:
         if value is None:
-            found.append({"goal": name, "point": point, "met": None, "why": "not measured"})
+            found.append({"goal": name, "point": point, "met": None, "why": "not measured", "bound": bound, **where})
             return
         met = value["median"] >= bound if at_least else value["median"] <= bound
-        found.append({"goal": name, "point": point, "met": met, **value})
+        found.append({"goal": name, "point": point, "met": met, **value, "bound": bound, **where})
 
     for row in summary:
         group, c = row["group"], row["concurrency"]
+        where = {"group": group, "concurrency": c}
         if group in WORKLOADS:
             generated, nv, bp, _ = WORKLOADS[group]
             point = f"{group} c={c} ({row['metric']})"
-            goal(f"generated/NV >= {GOAL_NV}", point, row.get(f"rate {generated}/{nv}"), GOAL_NV)
+            goal(f"generated/NV >= {GOAL_NV}", point, row.get(f"rate {generated}/{nv}"), GOAL_NV, **where)
             if c == 8:
-                goal(f"generated/NV >= {GOAL_NV_C8} at c=8", point, row.get(f"rate {generated}/{nv}"), GOAL_NV_C8)
-            goal(f"generated/BP >= {GOAL_BP}", point, row.get(f"rate {generated}/{bp}"), GOAL_BP)
+                goal(f"generated/NV >= {GOAL_NV_C8} at c=8", point, row.get(f"rate {generated}/{nv}"), GOAL_NV_C8,
+                     **where)  # fmt: skip
+            goal(f"generated/BP >= {GOAL_BP}", point, row.get(f"rate {generated}/{bp}"), GOAL_BP, **where)
         for name, first, second, _, bound in PAIRS:
             if group == name and bound is not None:
-                goal(f"{first}/{second} >= {bound}", f"{group} c={c}", row.get(f"rate {first}/{second}"), bound)
+                goal(f"{first}/{second} >= {bound}", f"{group} c={c}", row.get(f"rate {first}/{second}"), bound,
+                     **where)  # fmt: skip
     for group, (generated, nv, _, _) in WORKLOADS.items():
         value = None
         if memory.get(generated) and memory.get(nv):
-            ratio = memory[generated] / memory[nv]
+            ratio = memory[generated]["peak"] / memory[nv]["peak"]
             value = {"median": ratio, "min": ratio, "max": ratio, "n": 1}
-        goal(f"GPU memory generated/NV <= {GOAL_MEMORY}", f"{group} ({generated}, {nv})", value, GOAL_MEMORY, False)
+        goal(f"GPU memory (peak under load) generated/NV <= {GOAL_MEMORY}", f"{group} ({generated}, {nv})", value,
+             GOAL_MEMORY, False)  # fmt: skip
     return found
 
 
-def report(result: dict[str, Any]) -> None:
+def open_groups(result: dict[str, Any]) -> set[tuple[str, int]]:
+    """The groups a round past ``MIN_ROUNDS`` still measures: those with fewer rounds, and those with a goal whose
+    ratios over the rounds fall on both sides of its bound (c=1's run-to-run noise, +-0.1 on the H200, lands there).
+    A group whose every ratio is on one side of each of its goals is settled: more rounds would not change a verdict."""
+    found = set()
     for row in result["summary"]:
-        for key, value in row.items():
-            if key.startswith(("rate ", "ttfr_p50 ")):  # p50 ratios are in --out
-                print(f"{row['group']} c={row['concurrency']} {key}: {value['median']:.3f} "
-                      f"[{value['min']:.3f}, {value['max']:.3f}] over {value['n']} rounds")  # fmt: skip
+        counts = [m["rounds"] for m in row["models"].values()]
+        if len(counts) < 2 or min(counts) < MIN_ROUNDS:
+            found.add((row["group"], row["concurrency"]))
     for g in result["goals"]:
-        verdict = "not measured" if g["met"] is None else "met" if g["met"] else "NOT met"
-        rounds = "one reading" if "memory" in g["goal"] else f"{g.get('n')} rounds"
-        figure = "" if g["met"] is None else f" {g['median']:.3f} [{g['min']:.3f}, {g['max']:.3f}] ({rounds})"
-        print(f"goal {g['goal']} at {g['point']}:{figure} {verdict}")
-    print("GPU memory per instance (MiB):", result["gpu_memory_mib"])
-
-
-def _figure(value: dict[str, Any] | None, digits: int = 3) -> str:
-    if value is None:
-        return "not measured"
-    return f"{value['median']:.{digits}f} [{value['min']:.{digits}f}, {value['max']:.{digits}f}] ({value['n']})"
-
-
-def table(result: dict[str, Any]) -> str:
-    """A result's goals, then every point's rates, as Markdown: median [min, max] (rounds)."""
-    lines = [f"{result['card']}, tritonserver {result['tritonserver']}, server Python {result['server_python']}, "
-             f"{result['protocol']}, {result['window_s']} s windows, {result['rounds']} rounds begun.", "",
-             "| goal | point | median [min, max] (rounds) | met |", "|---|---|---|---|"]  # fmt: skip
-    for g in result["goals"]:
-        verdict = "not measured" if g["met"] is None else "yes" if g["met"] else "**no**"
-        figure = "" if g["met"] is None else _figure(g)
-        lines.append(f"| {g['goal']} | {g['point']} | {figure} | {verdict} |")
-    lines += ["", "| point | model | rate/s | p50 µs | first response p50 µs |", "|---|---|---|---|---|"]
-    for row in result["summary"]:
-        for model, figures in row["models"].items():
-            first = _figure(figures.get("ttfr_p50_us"), 0) if row["streaming"] else ""
-            lines.append(f"| {row['group']} c={row['concurrency']} ({row['metric']}) | {model} | "
-                         f"{_figure(figures['rate'], 0)} | {_figure(figures['p50_us'], 0)} | {first} |")  # fmt: skip
-    memory = ", ".join(f"{model} {mib:.0f}" for model, mib in result["gpu_memory_mib"].items())
-    lines += ["", f"GPU memory per instance (MiB): {memory or 'not read'}."]
-    return "\n".join(lines)
+        if "concurrency" in g and g["met"] is not None and g["min"] < g["bound"] <= g["max"]:
+            found.add((g["group"], g["concurrency"]))
+    return found
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -257,7 +216,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--table", type=Path, help="print this result's goals and points as Markdown, and stop")
     parser.add_argument("--points", type=Path, help="a JSON line per point, appended as each is measured")
-    parser.add_argument("--rounds", type=int, default=8, help="at most; the budget decides how many fit")
+    parser.add_argument("--rounds", type=int, default=12, help="at most; the budget decides how many fit")
     parser.add_argument("--window", type=float, default=0.5)
     parser.add_argument("--budget-s", type=float, default=310.0, help="start no group past what this leaves")
     return parser
@@ -267,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.table is not None:
-        print(table(json.loads(args.table.read_text())))
+        print(table(json.loads(args.table.read_text()), WORKLOADS))
         return 0
     if args.out is None:
         parser.error("--out is required to measure")
@@ -296,14 +255,20 @@ def main(argv: list[str] | None = None) -> int:
         try:
             server.wait_ready(120)
             print(f"serving after {time.monotonic() - started:.0f} s", flush=True)
-            _rounds(args, _Run(server, analyzer, result, started))
-            result["gpu_memory_mib"] = instance_memory(server, MEMORY_MODELS)
+            with Sampler() as sampler:
+                run = _Run(server, analyzer, result, started)
+                warm_up(run)
+                _rounds(args, run)
+            for point in result["points"]:  # what each point took and gave back, from the readings around it
+                begun, ended = (started + at for at in point["span_s"])
+                point["gpu_transient_mib"] = transient_mib(sampler.readings, begun, ended)
+            result["gpu_memory_mib"] = peaks(at_rest(server, MEMORY_MODELS), result["points"])
             result["goals"] = goals(result["summary"], result["gpu_memory_mib"])
         finally:
             shutil.copy(Path(tmp) / "tritonserver.log", args.out.with_suffix(".server.log"))
             server.stop()
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    report(result)
+    report(result, WORKLOADS)
     return 0
 
 
@@ -318,25 +283,47 @@ class _Run:
     took: dict[tuple[str, int], float] = dataclasses.field(default_factory=dict)
 
 
+def warm_up(run: _Run) -> None:
+    """Each model once, unrecorded, before the first round: a model's first batches pay CUDA's lazy module loading,
+    torch's first kernels and its allocator's first blocks, which round 0 would otherwise measure for whichever
+    model it happens to start with."""
+    begun = time.monotonic()
+    for model, streams in dict.fromkeys((m, streams) for _, _, models, streams in groups() for m in models):
+        try:
+            figures = measure(run.analyzer, run.server, model, WARM_C, WARM_WINDOW_S, streams)
+        except RuntimeError as exc:
+            print(f"warm-up {model}: {exc}", flush=True)
+            continue
+        print(f"warm-up {model}: {figures['rate']:.0f}/s at c={WARM_C}", flush=True)
+    run.result["warm_up_s"] = round(time.monotonic() - begun, 1)
+
+
 def _rounds(args: argparse.Namespace, run: _Run) -> None:
-    """Round after round, as many as the budget holds: a round that cannot hold a group is the last."""
+    """Round after round, as many as the budget holds: a round that cannot hold a group is the last, and so is one
+    that finds every group settled (``open_groups``)."""
     for round_ in range(args.rounds):
-        left_out = _round(args, run, round_)
+        measured, left_out = _round(args, run, round_)
         if left_out:
             print(f"round {round_} left out {', '.join(left_out)}: the budget of {args.budget_s:.0f} s would "
                   "not hold them", flush=True)  # fmt: skip
-        if len(left_out) == len(groups()):
+        if not measured:
+            print(f"round {round_} measured nothing: {'every group settled' if not left_out else 'the budget'}",
+                  flush=True)  # fmt: skip
             break
         run.result["rounds"] = round_ + 1  # rounds begun; each point's own count is in the summary
-        print(f"round {round_} ended after {time.monotonic() - run.started:.0f} s", flush=True)
+        print(f"round {round_} ended after {time.monotonic() - run.started:.0f} s, {measured} groups", flush=True)
         if left_out:
             break
 
 
-def _round(args: argparse.Namespace, run: _Run, round_: int) -> list[str]:
-    """Every group the budget still holds, measured once; the groups it left out."""
-    left_out = []
+def _round(args: argparse.Namespace, run: _Run, round_: int) -> tuple[int, list[str]]:
+    """Every group the budget still holds, measured once (past ``MIN_ROUNDS``, only the groups still open): how
+    many it measured, and the groups it left out."""
+    measured, left_out = 0, []
+    wanted = open_groups(run.result) if round_ >= MIN_ROUNDS else None
     for group, concurrency, models, streams in groups():
+        if wanted is not None and (group, concurrency) not in wanted:
+            continue
         guess = run.took.get((group, concurrency), FIRST_GUESS_S * len(models))
         if time.monotonic() - run.started + guess + MEMORY_RESERVE_S > args.budget_s:
             left_out.append(f"{group} c={concurrency}")
@@ -345,21 +332,24 @@ def _round(args: argparse.Namespace, run: _Run, round_: int) -> list[str]:
         turn = round_ % len(models)
         for model in models[turn:] + models[:turn]:
             _point(args, run, round_, (group, concurrency, model, streams))
+        measured += 1
         run.took[(group, concurrency)] = time.monotonic() - begun
         run.result["summary"] = summarize(run.result["points"])
         run.result["goals"] = goals(run.result["summary"], {})
         args.out.write_text(json.dumps(run.result, indent=2) + "\n")
-    return left_out
+    return measured, left_out
 
 
 def _point(args: argparse.Namespace, run: _Run, round_: int, where: tuple[str, int, str, Any]) -> None:
     """One model's point of a group, recorded (and appended to ``--points``); a model that fails loses it alone."""
     group, concurrency, model, streams = where
+    begun = time.monotonic()
     try:
         point = measure(run.analyzer, run.server, model, concurrency, args.window, streams)
     except RuntimeError as exc:  # a model that did not load, or perf_analyzer failing on it
         print(f"round {round_} {group} c={concurrency} {model}: no point: {exc}", flush=True)
         return
+    point["span_s"] = [round(begun - run.started, 3), round(time.monotonic() - run.started, 3)]  # for the memory
     point = {"group": group, "model": model, "concurrency": concurrency, "round": round_, **point}
     run.result["points"].append(point)
     if args.points is not None:

@@ -11,11 +11,16 @@ Three workloads, every twin computing the same thing from the same weights (``to
   out; the network stand-in is cheap on the GPU (a mean over each channel, then a ``Linear(3, 1000)``), so what
   is measured is the tensors' way in and out, not the arithmetic.
 * ``GpuTokens``: decoupled token streaming from a GPU model: ``TOKENS`` int32 tokens per request, each made
-  on the GPU from the input (a step of a small recurrence, then its argmax) and sent as it is made.
+  on the GPU from the input (a step of a small recurrence, then its argmax) and sent as it is made. An async
+  generator that lets the other streams in after each token (``await asyncio.sleep(0)``), as a server of many
+  streams does: one instance has up to ``max_concurrency`` streams in flight (python_backend's async ``execute``
+  for the twins), so that c=8 and c=32 measure streams served at once, not streams queued behind one another.
 
 ``TwoStepGpu``/``TwoStepHost``: two steps on the GPU as an ensemble over 4 MB tensors, the tensor between them
 kept on the GPU, or taken through host memory (numpy out of the first, numpy into the second).
 """
+
+import asyncio
 
 import numpy as np
 import torch
@@ -105,11 +110,12 @@ class GpuTokens:
     def __init__(self, context: ModelContext):
         self.net = recurrence(context.device)
 
-    def __call__(self, requests):
+    async def __call__(self, requests):
         state = requests[0]["prompt"]
         for _ in range(TOKENS):
             state = torch.tanh(self.net(state))
             yield [{"token": state.argmax().to(torch.int32).reshape(1)}]
+            await asyncio.sleep(0)  # the other streams' turn
 
 
 models.bind("GpuTokens", GpuTokens, inputs=PROMPT, outputs=TOKEN, config=STREAM_CONFIG, strict=True)

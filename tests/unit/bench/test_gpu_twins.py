@@ -12,7 +12,9 @@ bench/gpu.py.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,19 @@ def twin(generated: str, name: str, kind: str = "CPU", device: int = 0) -> Any:
     return model
 
 
+def streamed(model: Any, request: Any) -> list[tuple[Any, int]]:
+    """Every response of ``request``'s stream with its flags, up to the final one: the twins' ``execute`` is a
+    coroutine (run here as the stub's event loop would), the generated model's calls run on its own loop."""
+    returned = model.execute([request])
+    if inspect.iscoroutine(returned):
+        returned = asyncio.run(returned)
+    assert returned is None
+    sent: list[tuple[Any, int]] = []
+    while not sent or not sent[-1][1] & pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL:
+        sent.append(request.sender.queue.get(timeout=30))
+    return sent
+
+
 def answers(response: Any) -> dict[str, np.ndarray]:
     assert not response.has_error(), response.error().message()
     return {t.name(): np.array(t.as_numpy(), copy=True) for t in response.output_tensors()}
@@ -104,12 +119,10 @@ def test_token_twin_streams_as_generated(name: str) -> None:
     model = twin("GpuTokens", name)
     rng = np.random.default_rng(1)
     prompts = [rng.standard_normal(APP.WIDTH, dtype=np.float32) for _ in range(2)]
-    requests = [pb.InferenceRequest([pb.Tensor("prompt", p)]) for p in prompts]
-    for request in requests:
+    for prompt in prompts:
+        request = pb.InferenceRequest([pb.Tensor("prompt", prompt)])
         request.sender = Copying()
-    assert model.execute(requests) is None
-    for prompt, request in zip(prompts, requests, strict=True):
-        sent = [request.sender.queue.get_nowait() for _ in range(request.sender.queue.qsize())]
+        sent = streamed(model, request)
         assert [flags for _, flags in sent] == [0] * APP.TOKENS + [pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL]
         got = [answers(response) for response, _ in sent[:-1]]
         want = list(LOCAL.stream("GpuTokens", {"prompt": prompt}))
@@ -174,11 +187,59 @@ def test_on_an_emulated_gpu_the_token_twins_stream_as_the_generated_model(built:
     streams = []
     with emulated():
         for model in (generated_on(built, "GpuTokens", 1), twin("GpuTokens", name, "GPU", 1)):
-            request = pb.InferenceRequest([pb.Tensor("prompt", prompt)])
-            model.execute([request])
-            queue = request.sender.queue
-            streams.append([queue.get_nowait() for _ in range(queue.qsize())])
+            streams.append(streamed(model, pb.InferenceRequest([pb.Tensor("prompt", prompt)])))
     mine, theirs = streams
     assert [flags for _, flags in mine] == [flags for _, flags in theirs]
     for (one, _), (other, _) in zip(mine[:-1], theirs[:-1], strict=True):
         close(answers(one), answers(other))
+
+
+class Logged(pb.ResponseSender):
+    """A sender that also notes, in one log shared by every stream, which stream sent each response."""
+
+    def __init__(self, log: list[int], stream: int):
+        super().__init__()
+        self.log, self.stream = log, stream
+
+    def send(self, response: Any = None, flags: int = 0) -> None:
+        self.log.append(self.stream)
+        super().send(response, flags)
+
+
+def interleaved(log: list[int]) -> bool:
+    """Whether some stream's responses are not one run: another stream's came between them (c=8 served at once)."""
+    runs = [stream for i, stream in enumerate(log) if i == 0 or log[i - 1] != stream]
+    return len(runs) > len(set(runs))
+
+
+@pytest.mark.parametrize("name", ["GpuTokens", "GpuTokensNV", "GpuTokensBP"])
+def test_on_an_emulated_gpu_eight_token_streams_are_served_at_once_each_with_its_own_tokens(
+    built: Path, name: str
+) -> None:
+    """bench/gpu.py's c=8 and c=32 for the token streams: many streams in flight on one instance, interleaved token
+    by token, each answered as if alone (the best-practice twin's page-locked buffers shared between them)."""
+    rng = np.random.default_rng(3)
+    prompts = [rng.standard_normal(APP.WIDTH, dtype=np.float32) for _ in range(8)]
+    log: list[int] = []
+    with emulated():
+        model = generated_on(built, name, 0) if name == "GpuTokens" else twin("GpuTokens", name, "GPU", 0)
+        requests = [pb.InferenceRequest([pb.Tensor("prompt", p)]) for p in prompts]
+        for i, request in enumerate(requests):
+            request.sender = Logged(log, i)
+        if name == "GpuTokens":
+            assert all(model.execute([request]) is None for request in requests)
+        else:
+
+            async def together() -> None:
+                await asyncio.gather(*(model.execute([request]) for request in requests))
+
+            asyncio.run(together())
+        got = []
+        for request in requests:
+            sent = [request.sender.queue.get(timeout=30) for _ in range(APP.TOKENS + 1)]
+            assert [flags for _, flags in sent] == [0] * APP.TOKENS + [pb.TRITONSERVER_RESPONSE_COMPLETE_FINAL]
+            got.append([answers(response)["token"] for response, _ in sent[:-1]])
+    assert interleaved(log), f"{name} served its 8 streams one after another"
+    for prompt, tokens in zip(prompts, got, strict=True):
+        want = [one["token"] for one in LOCAL.stream("GpuTokens", {"prompt": prompt})]
+        np.testing.assert_array_equal(np.concatenate(tokens), np.concatenate(want))
