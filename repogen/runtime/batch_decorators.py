@@ -21,7 +21,7 @@ from .context import TritonModelConfig
 from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
 from .errors import InferenceError
 from .request_decorators import batch
-from .tensors import framework_of, host_array, row_range, select_rows
+from .tensors import framework_of, host_array, row_range
 
 # -- @group_by_values -----------------------------------------------------------------------------
 
@@ -68,6 +68,14 @@ class _GroupByValues(Decorated):
         merged = {name: _scatter(name, groups, [d.get(name) for d in dicts], size) for name in dicts[0]}
         return tuple(merged.values()) if sequence else merged
 
+
+
+def select_rows(value: Any, rows: np.ndarray) -> Any:
+    """The rows ``rows`` (numpy positions) of a batch, by numpy or by the tensor's framework, on its device."""
+    if type(value) is np.ndarray:
+        return value[rows]
+    framework = framework_of(value)
+    return value[rows] if framework is None else framework.rows(value, rows)
 
 def _wrapped_layers(func: Any) -> list[Any]:
     layers: list[Any] = []

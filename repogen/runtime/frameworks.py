@@ -353,6 +353,19 @@ def host_copy(tensor: Any) -> np.ndarray:
     )
 
 
+def host_input(model: str, tensor: Any) -> np.ndarray:
+    """A numpy model's input that python_backend handed in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is "no"), copied
+    to the host; the error says what to declare where no loaded framework can copy it."""
+    try:
+        return host_copy(tensor)
+    except TypeError as exc:
+        raise InferenceError(
+            f"model '{model}' input '{tensor.name()}' arrived in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is \"no\"), "
+            f'but {exc}; declare ModelConfig(tensors="torch") (or "cupy") to take it on the GPU, or drop that '
+            "parameter so that Triton hands this model CPU tensors"
+        ) from None
+
+
 def free_gpu_caches() -> None:
     """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), torch's cached
     page-locked host memory with it, so that what one batch left cached does not make the next one fail too."""
