@@ -69,13 +69,13 @@ class _GroupByValues(Decorated):
         return tuple(merged.values()) if sequence else merged
 
 
-
 def select_rows(value: Any, rows: np.ndarray) -> Any:
     """The rows ``rows`` (numpy positions) of a batch, by numpy or by the tensor's framework, on its device."""
     if type(value) is np.ndarray:
         return value[rows]
     framework = framework_of(value)
     return value[rows] if framework is None else framework.rows(value, rows)
+
 
 def _wrapped_layers(func: Any) -> list[Any]:
     layers: list[Any] = []

@@ -5,8 +5,8 @@ The message is ``"<Type>: <message> (at app.py:13, in f)"`` for every exception,
 exception carrying another code than INTERNAL (runtime/errors.py) says it after its type,
 ``"NegativeInput [INVALID_ARG]: ..."``: python_backend before r25.04 hands a BLS caller every error as INTERNAL
 (request_executor.cc makes a ``PbError`` of the message alone; python_backend #398 keeps the code), so the
-caller's runtime reads the code back from the message (:func:`answered_code`), and a client reading the
-message sees it too.
+caller's runtime reads the code back from the message (runtime/call_errors.py's ``answered_code``), and a client
+reading the message sees it too.
 """
 
 from __future__ import annotations
