@@ -54,12 +54,15 @@ OPTIONAL = {
     "ships package trees (bls.py and concurrency.py, which carry BLS calls' traces, import it as they load)",
     "server_flags": "a model that depends on a tritonserver option: the response cache, the rate limiter, a GPU "
     "instance's CUDA pool (its first instance logs each one its server was started without)",
+    "unrecoverable": "a model whose code can raise PyTritonUnrecoverableError: its payload or shipped sources name it, "
+    "or it ships package trees (the instance stops serving, and the server stops)",
 }
 """The runtime's optional modules, each with the models that carry it."""
 
-_SPANS = b"traced_span"
-"""The name a model's code opens spans by (``request.traced_span``, ``repogen.traced_span``): in its payload (a
-pickled reference, pinned bytecode's names) or its shipped sources, the model carries runtime/tracing.py."""
+_NAMED = {b"traced_span": "tracing", b"PyTritonUnrecoverableError": "unrecoverable"}
+"""A name a model's code reaches a runtime module by (``request.traced_span``, ``repogen.traced_span``; ``raise
+PyTritonUnrecoverableError``), and that module: in its payload (a pickled reference, pinned bytecode's names) or its
+shipped sources, the model carries it; a model shipping package trees carries them all (their code is not read)."""
 _STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
 _PUTS = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"}
 _GETS = {"GET", "BINGET", "LONG_BINGET"}
@@ -85,8 +88,9 @@ def vendored_files(
         carried = set(runtime_modules())
     else:
         roots = {"__init__", *model_imports(source), *optional_modules(model, funcs, metadata)}
-        if metadata.get(Metadata.PACKAGES) or any(_SPANS in code for code in (payload, *sources)):
-            roots.add("tracing")
+        for name, module in _NAMED.items():
+            if metadata.get(Metadata.PACKAGES) or any(name in code for code in (payload, *sources)):
+                roots.add(module)
         roots |= {module.split(".")[2] for module in modules if module.startswith(f"{RUNTIME}.")}
         carried = reached(roots)
     found = {f"repogen/{path}": data for path, data in files.items() if path.removeprefix("runtime/")[:-3] in carried}

@@ -166,6 +166,39 @@ def test_tracing_and_server_flags_travel_only_with_the_models_that_use_them(tmp_
     assert load_problems(out) == {}
 
 
+_UNRECOVERABLE = "PyTriton" + "UnrecoverableError"  # spelt apart, as _SPAN: this file ships with its models
+_FATAL_APPS = {
+    "calm_app": "def double(requests):\n    return [{'y': r['x'] * 2} for r in requests]\n",
+    "fatal_app": f"from repogen import {_UNRECOVERABLE}\n\n\ndef double(requests):\n"
+    f"    raise {_UNRECOVERABLE}('weights are corrupt')\n",
+}
+
+
+def test_stopping_on_an_unrecoverable_error_travels_only_with_the_models_whose_code_names_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """runtime/unrecoverable.py (stopping the server, refusing every request after) runs only once a callable raised
+    PyTritonUnrecoverableError: a model whose payload and sources never name it carries none of it; one whose code
+    raises it does, and answers as every model did before (tests/unit/runtime/test_faults.py, served:
+    tests/integration/test_faults_served.py). Checked: with the rule's name misspelt in emit/vendoring.py, Fatal
+    carries no unrecoverable.py and this fails."""
+    import importlib
+
+    for name, source in _FATAL_APPS.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calm, fatal = (importlib.import_module(name).double for name in _FATAL_APPS)
+    repo = Repository()
+    repo.bind("Calm", infer_func=calm, inputs=X, outputs=Y)
+    repo.bind("Fatal", infer_func=fatal, inputs=X, outputs=Y)
+    out = tmp_path / "repo"
+    build_repository(repo, out, roots=(str(tmp_path),), packages=PackageOptions(mode="record"))
+    assert "unrecoverable" not in _carried(out / "Calm" / "1")
+    assert "unrecoverable" in _carried(out / "Fatal" / "1")
+    assert _UNRECOVERABLE.encode() in (out / "Fatal" / "1" / "model.pkl").read_bytes()  # named by reference too
+    assert load_problems(out) == {}
+
+
 def test_a_model_on_another_frameworks_tensors_carries_them(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # `make frameworks`
     repo = Repository()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from repogen.runtime import stub as stub_module
+from repogen.local import backend_shim
 from repogen.runtime.contract import Stub, parse, read_argv
 from repogen.runtime.internals import (
     CANNOT_STOP,
@@ -67,14 +67,17 @@ def test_a_pid_that_is_not_a_tritonserver_is_named() -> None:
 
 
 def test_an_unrecoverable_error_with_no_server_to_stop_is_logged_not_silent() -> None:
+    backend_shim.install()  # runtime/unrecoverable.py answers through triton_python_backend_utils
+    from repogen.runtime import unrecoverable
+
     logged: list[tuple[str, str]] = []
-    stub_module.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line),
+    unrecoverable.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line),
                             f"{CANNOT_STOP}: the backend stub's command line is not ...")  # fmt: skip
     assert logged == [
         ("log_error", f"model 'M': PyTritonUnrecoverableError: gone; {CANNOT_STOP}: the backend stub's command line "
                       "is not ..., so this instance answers every request with that")
     ]  # fmt: skip
-    stub_module.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line), None)
+    unrecoverable.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line), None)
     assert len(logged) == 1  # outside a server (repogen.local): nothing to say
 
 
