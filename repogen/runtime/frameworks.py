@@ -10,6 +10,7 @@ casting and making contiguous what goes out, and taking what comes in without a 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from math import prod
 from typing import Any
@@ -378,3 +379,20 @@ def free_gpu_caches() -> None:
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         cupy.get_default_memory_pool().free_all_blocks()
+
+
+# torch's message for a failed CUDA allocation names its size: "CUDA out of memory. Tried to allocate 20.00 GiB."
+_ASKED = re.compile(r"Tried to allocate ([0-9.]+ ?[KMGT]?i?B)")
+
+
+def out_of_gpu_memory_message(model: str, device: str, exc: BaseException) -> str:
+    """The answer to a request whose batch ran out of GPU memory: the model, the device, what was asked, the fix."""
+    from .failures import error_message  # at its use: importing frameworks.py needs no backend
+
+    found = _ASKED.search(str(exc))
+    asked = f" asking for {found.group(1)}" if found else ""
+    return (
+        f"model '{model}' ran out of GPU memory on {device}{asked} ({error_message(exc)}); this batch was not served "
+        "and the instance serves the next one: send fewer or smaller requests at once (lower max_batch_size), or "
+        "give the model a GPU with more free memory"
+    )

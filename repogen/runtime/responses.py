@@ -16,7 +16,7 @@ import triton_python_backend_utils as pb_utils
 
 from .conversion import OutputPlan, output_pairs
 from .errors import INTERNAL, PyTritonUnrecoverableError, error_code
-from .failures import error_message, error_response, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
+from .failures import error_message, error_response, log_failure, out_of_gpu_memory
 from .request import Request, StepFailure
 from .requested import asked_for
 from .tensors import backend_tensor
@@ -124,10 +124,14 @@ class Responses:
 
             stop(self, exc)  # PyTriton's contract: this instance stops serving, and the server stops
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
-            from .frameworks import free_gpu_caches
-
-            free_gpu_caches()
-            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
+            try:  # carried where the model can meet a framework's tensors (emit/vendoring.py); elsewhere, as any error
+                from .frameworks import free_gpu_caches, out_of_gpu_memory_message
+            except ModuleNotFoundError as missing:
+                if missing.name != f"{__package__}.frameworks":
+                    raise
+            else:
+                free_gpu_caches()
+                return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
         return error_message(exc), error_code(exc)
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:

@@ -5,6 +5,8 @@ decides what a version carries).
     from repogen.testing.carried import load_problems
     assert load_problems("model_repository", "another_repository") == {}
 
+    assert answer(version_dir, {"x": [[1.0, 2.0]]}) == {"outputs": {"y": [[2.0, 4.0]]}}  # or {"error", "code"}
+
 The repositories load in one fresh process (``python -m repogen.testing.carried REPO...``) on the in-process backend
 shim: before each version, every ``repogen`` and ``cloudpickle`` module is forgotten, so a module the version does
 not carry cannot be found in the installed package.
@@ -19,7 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_problems"]
+import numpy as np
+
+__all__ = ["answer", "load_problems"]
 
 _VENDORED = ("repogen", "cloudpickle")
 
@@ -32,6 +36,36 @@ def load_problems(*repositories: str | Path) -> dict[str, str]:
         return {" ".join(map(str, repositories)): run.stderr[-3000:]}
     problems: dict[str, str] = json.loads(run.stdout.splitlines()[-1])
     return problems
+
+
+def answer(version_dir: str | Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one request (``inputs``: name -> nested lists, made the declared dtype) from a version loaded
+    from its own files alone, in a fresh process: ``{"outputs": {name: nested lists}}`` or ``{"error": message,
+    "code": code}``; what a module the version does not carry does on that request's path, it does here."""
+    command = [sys.executable, "-m", __name__, "--answer", str(version_dir), json.dumps(inputs)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if run.returncode != 0:
+        raise AssertionError(f"{version_dir} gave no answer: {run.stderr[-3000:]}")
+    found: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return found
+
+
+def _answer(version_dir: Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    from repogen.local import backend_shim
+    from repogen.runtime.contract import NUMPY_DTYPES
+
+    pb = backend_shim.install()
+    config = dict(_python_versions(version_dir.parent.parent))[version_dir]
+    dtypes = {t["name"]: NUMPY_DTYPES[t["data_type"]] for t in json.loads(config).get("input", [])}
+    request = pb.InferenceRequest(
+        [pb.Tensor(name, np.asarray(value, dtype=dtypes[name])) for name, value in inputs.items()]
+    )
+    _forget_vendored()
+    (response,) = _load(version_dir, config).execute([request])
+    error = response.error()
+    if error is not None:
+        return {"error": error.message(), "code": error.code()}
+    return {"outputs": {tensor.name(): tensor.as_numpy().tolist() for tensor in response.output_tensors()}}
 
 
 def _python_versions(root: Path) -> list[tuple[Path, str]]:
@@ -55,7 +89,7 @@ def _forget_vendored() -> None:
         del sys.modules[name]
 
 
-def _load(version_dir: Path, config: str) -> None:
+def _load(version_dir: Path, config: str) -> Any:
     """Import and initialize one version as the stub does (instance 0, on the CPU)."""
     model = version_dir.parent.name
     spec = importlib.util.spec_from_file_location(f"{model}_{version_dir.name}.model", version_dir / "model.py")
@@ -81,6 +115,7 @@ def _load(version_dir: Path, config: str) -> None:
     )
     if outside:
         raise ImportError(f"loaded from outside {version_dir}: {outside}")
+    return instance
 
 
 def main(roots: list[Path]) -> dict[str, str]:
@@ -100,4 +135,7 @@ def main(roots: list[Path]) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main([Path(arg) for arg in sys.argv[1:]])))
+    if sys.argv[1:2] == ["--answer"]:
+        print(json.dumps(_answer(Path(sys.argv[2]), json.loads(sys.argv[3]))))
+    else:
+        print(json.dumps(main([Path(arg) for arg in sys.argv[1:]])))

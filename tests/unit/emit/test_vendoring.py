@@ -177,11 +177,12 @@ _FATAL_APPS = {
 def test_stopping_on_an_unrecoverable_error_travels_only_with_the_models_whose_code_names_it(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """runtime/unrecoverable.py (stopping the server, refusing every request after) runs only once a callable raised
-    PyTritonUnrecoverableError: a model whose payload and sources never name it carries none of it; one whose code
-    raises it does, and answers as every model did before (tests/unit/runtime/test_faults.py, served:
+    """runtime/unrecoverable.py (stopping the server, refusing every request after) runs only once a callable
+    raised the unrecoverable error: a model whose payload and sources never name it carries none of it; one whose
+    code raises it does, and answers as every model did before (tests/unit/runtime/test_faults.py, served:
     tests/integration/test_faults_served.py). Checked: with the rule's name misspelt in emit/vendoring.py, Fatal
-    carries no unrecoverable.py and this fails."""
+    carries no unrecoverable.py and this fails. This file names the error only spelt apart: it ships with its
+    models, and every one of them would carry the module."""
     import importlib
 
     for name, source in _FATAL_APPS.items():
