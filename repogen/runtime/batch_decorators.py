@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .context import TritonModelConfig
-from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
+from .decorator_base import Decorated, bad_outputs, gather, leading, split_kwargs, then
 from .errors import InferenceError
 from .request_decorators import batch
 from .tensors import framework_of, host_array, row_range
@@ -75,6 +75,15 @@ def select_rows(value: Any, rows: np.ndarray) -> Any:
         return value[rows]
     framework = framework_of(value)
     return value[rows] if framework is None else framework.rows(value, rows)
+
+
+def batch_size(inputs: dict[str, Any], decorator: str) -> int:
+    """The first axis of keyword inputs, for decorators that sit below ``@batch``."""
+    for value in inputs.values():
+        if np.ndim(value) == 0:
+            raise InferenceError(f"{decorator} needs batched inputs; use it below @batch")
+        return int(np.shape(value)[0])
+    raise InferenceError(f"{decorator} received no inputs; use it below @batch")
 
 
 def _wrapped_layers(func: Any) -> list[Any]:

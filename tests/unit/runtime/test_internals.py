@@ -18,10 +18,10 @@ from repogen.runtime.internals import (
     CANNOT_STOP,
     code_layout_problem,
     load_problems,
-    stream_barrier_problem,
     stub_problem,
 )
 from repogen.runtime.metrics import FailureCounter
+from repogen.runtime.streams import stream_barrier_problem
 
 # What python_backend r23.10-r26.x starts (stub_launcher.cc): the server's pid is the sixth argument.
 REGION = "triton_python_backend_shm_region_9f1c2a7e-0b1d-4e5f-8a9b-0c1d2e3f4a5b"
