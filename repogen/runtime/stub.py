@@ -13,7 +13,7 @@ tritonserver starts one ``triton_python_backend_stub`` per model instance as
   ``/dev/shm``. Triton's own errors name only the region's key, so the runtime logs which model owns
   which key, and warns when ``/dev/shm`` is too small for large tensors.
 
-Its command line's layout is the contract's (runtime/contract.py: :class:`Stub`, :func:`current`), which the
+Its command line's layout is the contract's (runtime/contract/: :class:`Stub`, :func:`current`), which the
 server tools read too. Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is
 signalled. Inside one whose command line is laid out otherwise, ``runtime.internals`` warns when the model loads.
 """

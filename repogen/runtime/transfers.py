@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from .contract import BF16, GPU, STRING
+from .contract.tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
 from .frameworks import Framework, framework_of, on_cpu
-from .tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""

@@ -1,6 +1,7 @@
 """Proof that each model version loads from what it carries: its ``model.py`` imported and initialized with its own
-vendored runtime alone, nothing of the installed repogen, as the server's stub would (repogen/emit/vendoring.py
-decides what a version carries).
+vendored runtime alone, nothing of the installed repogen, as the server's stub would, and every runtime module it
+carries imported from there too (a path this load does not take, a server's flags, may need one later)
+(repogen/emit/vendoring.py decides what a version carries).
 
     from repogen.testing.carried import load_problems
     assert load_problems("model_repository", "another_repository") == {}
@@ -14,6 +15,7 @@ not carry cannot be found in the installed package.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import subprocess
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["answer", "load_problems"]
+__all__ = ["answer", "carried_modules", "load_problems"]
 
 _VENDORED = ("repogen", "cloudpickle")
 
@@ -36,6 +38,17 @@ def load_problems(*repositories: str | Path) -> dict[str, str]:
         return {" ".join(map(str, repositories)): run.stderr[-3000:]}
     problems: dict[str, str] = json.loads(run.stdout.splitlines()[-1])
     return problems
+
+
+def carried_modules(version_dir: str | Path) -> set[str]:
+    """The runtime modules a version carries, named as repogen/emit/vendoring.py names them: ``payload``, ``__init__``
+    (the runtime package's own), ``contract`` (a subpackage's ``__init__``), ``contract.package_trees``."""
+    runtime = Path(version_dir) / "repogen" / "runtime"
+    found = set()
+    for path in runtime.rglob("*.py"):
+        parts = path.relative_to(runtime).with_suffix("").parts
+        found.add(".".join(parts[:-1] if len(parts) > 1 and parts[-1] == "__init__" else parts))
+    return found
 
 
 def answer(version_dir: str | Path, inputs: dict[str, Any]) -> dict[str, Any]:
@@ -108,6 +121,8 @@ def _load(version_dir: Path, config: str) -> Any:
             "model_instance_device_id": "0",
         }  # fmt: skip
     )
+    for name in sorted(carried_modules(version_dir)):  # each imports from what the version carries, used or not yet
+        importlib.import_module("repogen.runtime" if name == "__init__" else f"repogen.runtime.{name}")
     outside = sorted(
         name
         for name, loaded in sys.modules.items()

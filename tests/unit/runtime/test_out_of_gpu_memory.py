@@ -15,7 +15,7 @@ import pytest
 
 from repogen import ModelConfig, Repository, Tensor, batch, build_repository
 from repogen.packages import PackageOptions
-from repogen.testing.carried import answer
+from repogen.testing.carried import answer, carried_modules
 
 HERE = (str(Path(__file__).parent),)
 IO = {
@@ -30,10 +30,6 @@ def _greedy(x):
     raise RuntimeError(OOM)
 
 
-def _carried(version_dir: Path) -> set[str]:
-    return {p.stem for p in (version_dir / "repogen" / "runtime").glob("*.py")}
-
-
 def test_out_of_gpu_memory_is_said_where_frameworks_travel_and_is_any_error_where_they_do_not(tmp_path: Path) -> None:
     pytest.importorskip("torch")  # `make frameworks`: the model that carries frameworks.py takes torch's tensors
     repo = Repository()
@@ -41,8 +37,8 @@ def test_out_of_gpu_memory_is_said_where_frameworks_travel_and_is_any_error_wher
     repo.bind("Torch", infer_func=_greedy, config=ModelConfig(max_batch_size=8, tensors="torch"), **IO)
     out = tmp_path / "repo"
     build_repository(repo, out, roots=HERE, packages=PackageOptions(mode="record"))
-    assert "frameworks" not in _carried(out / "Plain" / "1")
-    assert "frameworks" in _carried(out / "Torch" / "1")
+    assert "frameworks" not in carried_modules(out / "Plain" / "1")
+    assert "frameworks" in carried_modules(out / "Torch" / "1")
     plain = answer(out / "Plain" / "1", {"x": [[1.0, 2.0]]})
     assert plain["code"] == "INTERNAL"
     assert plain["error"].startswith(f"RuntimeError: {OOM} (at test_out_of_gpu_memory.py:"), plain
