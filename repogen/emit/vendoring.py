@@ -9,7 +9,8 @@ would be most of its directory. So a version carries
   ``repogen.runtime.portable.make_function``, a BLS client's ``repogen.runtime.bls.ModelClient``);
 * the :data:`OPTIONAL` modules its model uses: the runtime imports those only inside the functions that need them
   (a decoupled model's streams, a GPU instance's transfers), and the build knows from the model whether it does;
-* every module these import when they load (their imports at module level, ``TYPE_CHECKING`` aside), and
+* every module these import when they load (their imports at module level, ``TYPE_CHECKING`` aside; a
+  subpackage's module with the subpackage's ``__init__``, as ``contract.package_trees`` with ``contract``), and
   ``repogen/__init__.py``; the runtime package's own ``__init__.py`` without its lazy public names, which only a
   payload referring to the package itself reaches (``runtime_init.py.tmpl``);
 * cloudpickle only where the payload names it (a class pickled by value) or imports anything beyond numpy (third-party
@@ -54,12 +55,15 @@ OPTIONAL = {
     "ships package trees (bls.py and concurrency.py, which carry BLS calls' traces, import it as they load)",
     "server_flags": "a model that depends on a tritonserver option: the response cache, the rate limiter, a GPU "
     "instance's CUDA pool (its first instance logs each one its server was started without)",
+    "unrecoverable": "a model whose code can raise PyTritonUnrecoverableError: its payload or shipped sources name it, "
+    "or it ships package trees (the instance stops serving, and the server stops)",
 }
 """The runtime's optional modules, each with the models that carry it."""
 
-_SPANS = b"traced_span"
-"""The name a model's code opens spans by (``request.traced_span``, ``repogen.traced_span``): in its payload (a
-pickled reference, pinned bytecode's names) or its shipped sources, the model carries runtime/tracing.py."""
+_NAMED = {b"traced_span": "tracing", b"PyTritonUnrecoverableError": "unrecoverable"}
+"""A name a model's code reaches a runtime module by (``request.traced_span``, ``repogen.traced_span``; ``raise
+PyTritonUnrecoverableError``), and that module: in its payload (a pickled reference, pinned bytecode's names) or its
+shipped sources, the model carries it; a model shipping package trees carries them all (their code is not read)."""
 _STRINGS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING", "BINSTRING", "STRING"}
 _PUTS = {"MEMOIZE", "PUT", "BINPUT", "LONG_BINPUT"}
 _GETS = {"GET", "BINGET", "LONG_BINGET"}
@@ -85,11 +89,12 @@ def vendored_files(
         carried = set(runtime_modules())
     else:
         roots = {"__init__", *model_imports(source), *optional_modules(model, funcs, metadata)}
-        if metadata.get(Metadata.PACKAGES) or any(_SPANS in code for code in (payload, *sources)):
-            roots.add("tracing")
-        roots |= {module.split(".")[2] for module in modules if module.startswith(f"{RUNTIME}.")}
+        for name, module in _NAMED.items():
+            if metadata.get(Metadata.PACKAGES) or any(name in code for code in (payload, *sources)):
+                roots.add(module)
+        roots |= {_runtime_name(module) for module in modules if module.startswith(f"{RUNTIME}.")}
         carried = reached(roots)
-    found = {f"repogen/{path}": data for path, data in files.items() if path.removeprefix("runtime/")[:-3] in carried}
+    found = {f"repogen/{path}": data for path, data in files.items() if _module_name(path) in carried}
     if carried != set(runtime_modules()):  # nothing reaches the lazy names: runtime/__init__.py's bulk
         found["repogen/runtime/__init__.py"] = render("runtime_init.py.tmpl")
     if any(module.split(".")[0] == "cloudpickle" for module in modules) or metadata.get(Metadata.REQUIREMENTS):
@@ -139,12 +144,13 @@ def model_imports(source: bytes) -> set[str]:
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(f"{RUNTIME}."):
-            found.add(str(node.module).split(".")[2])
+            found.add(_runtime_name(str(node.module)))
     return found
 
 
 def reached(roots: Iterable[str]) -> set[str]:
-    """``roots`` and every runtime module they import when they load, transitively."""
+    """``roots`` and every runtime module they import when they load, transitively (a subpackage's module with its
+    package's ``__init__``, which Python runs first)."""
     found: set[str] = set()
     pending = list(roots)
     while pending:
@@ -152,13 +158,15 @@ def reached(roots: Iterable[str]) -> set[str]:
         if module not in found:
             found.add(module)
             pending.extend(loaded_with(module))
+            if "." in module:
+                pending.append(module.rpartition(".")[0])
     return found
 
 
 @functools.cache
 def loaded_with(module: str) -> frozenset[str]:
     """The runtime modules ``module`` imports when it loads: at module level, ``if TYPE_CHECKING:`` aside."""
-    return frozenset(_relative_imports(_module_tree(module).body, lazy=False))
+    return frozenset(_relative_imports(_module_tree(module).body, lazy=False, package=_package(module)))
 
 
 @functools.cache
@@ -167,29 +175,55 @@ def imported_lazily(module: str) -> frozenset[str]:
     found = set()
     for node in ast.walk(_module_tree(module)):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            found |= _relative_imports(node.body, lazy=True)
+            found |= _relative_imports(node.body, lazy=True, package=_package(module))
     return frozenset(found)
 
 
 def runtime_modules() -> list[str]:
-    """Every module of the runtime package, by name (``__init__`` too)."""
-    return [path.removeprefix("runtime/")[:-3] for path, _ in runtime_files() if path.startswith("runtime/")]
+    """Every module of the runtime package, by its dotted name under it: ``payload``, ``__init__`` (the runtime
+    package's own), ``contract`` (a subpackage: its ``__init__``), ``contract.package_trees``."""
+    return [_module_name(path) for path, _ in runtime_files() if path.startswith("runtime/")]
+
+
+def _module_name(path: str) -> str:
+    """``runtime/contract/__init__.py`` -> ``contract``; ``runtime/payload.py`` -> ``payload``."""
+    parts = path.removeprefix("runtime/").removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if len(parts) > 1 and parts[-1] == "__init__" else parts)
+
+
+def _runtime_name(module: str) -> str:
+    """``repogen.runtime.contract.package_trees`` -> ``contract.package_trees``."""
+    return module.removeprefix(f"{RUNTIME}.")
+
+
+@functools.cache
+def _paths() -> dict[str, str]:
+    return {_module_name(path): path for path, _ in runtime_files() if path.startswith("runtime/")}
+
+
+def _package(module: str) -> str:
+    """The package ``module``'s relative imports start from: itself for a subpackage, else its parent ("" for the
+    runtime's own modules)."""
+    if _paths()[module].endswith("/__init__.py") and module != "__init__":
+        return module
+    return module.rpartition(".")[0]
 
 
 def _module_tree(module: str) -> ast.Module:
-    return ast.parse(dict(runtime_files())[f"runtime/{module}.py"])
+    return ast.parse(dict(runtime_files())[_paths()[module]])
 
 
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While, ast.ClassDef)  # run when the module loads
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)  # run when called
 
 
-def _relative_imports(body: Sequence[ast.stmt], lazy: bool) -> set[str]:
-    """The runtime modules ``body`` imports; ``lazy``: inside functions too, else only what runs as it loads."""
+def _relative_imports(body: Sequence[ast.stmt], lazy: bool, package: str) -> set[str]:
+    """The runtime modules ``body`` (of a module in ``package``) imports; ``lazy``: inside functions too, else only
+    what runs as it loads."""
     found: set[str] = set()
     for node in body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found |= {node.module.split(".")[0]} if node.module else {alias.name for alias in node.names}
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found |= _imported(node, package)
             continue
         if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
             continue
@@ -197,8 +231,19 @@ def _relative_imports(body: Sequence[ast.stmt], lazy: bool) -> set[str]:
             continue
         blocks = [getattr(node, field, []) for field in ("body", "orelse", "finalbody")]
         blocks += [handler.body for handler in getattr(node, "handlers", [])]
-        found |= _relative_imports([child for block in blocks for child in block], lazy)
+        found |= _relative_imports([child for block in blocks for child in block], lazy, package)
     return found
+
+
+def _imported(node: ast.ImportFrom, package: str) -> set[str]:
+    """The runtime modules a relative ``from ... import`` in ``package`` names: its module, or each name that is a
+    module of that package (``from . import decoupled``, ``from .contract import package_trees``)."""
+    base = package.split(".") if package else []
+    if node.level - 1 > len(base):
+        return set()  # above the runtime package
+    prefix = ".".join([*base[: len(base) - (node.level - 1)], *([node.module] if node.module else [])])
+    named = {f"{prefix}.{alias.name}".lstrip(".") for alias in node.names} & set(_paths())
+    return named | ({prefix} if prefix else set())
 
 
 def pickle_globals(data: bytes) -> set[tuple[str, str]]:

@@ -25,8 +25,9 @@ from google.protobuf import json_format
 from ..emit.model_config import model_config
 from ..ir import EnsembleSpec, ModelSpec, RepositorySpec, VersionSpec, lower
 from ..pickling.cuda_scan import cuda_callables
+from ..runtime.call_errors import ModelCallError, answered_code
 from ..runtime.call_options import CallOptions
-from ..runtime.errors import InferenceError, ModelCallError, answered_code
+from ..runtime.errors import InferenceError
 from . import backend_shim
 from .sequences import control_inputs
 from .validation import check_batch, prepare_inputs

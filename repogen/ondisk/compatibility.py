@@ -15,7 +15,7 @@ from typing import Any
 from ..packages.cuda import requirement_majors
 from ..packages.indexes import cuda_evidence, cuda_labels, is_cpu_build
 from ..runtime.contract import BF16
-from ..runtime.package_trees import abi_tag
+from ..runtime.contract.package_trees import abi_tag
 from ..triton import fields, python_backend
 from ..triton.proto import model_config_pb2
 from ..triton.releases import NEWEST, RELEASES, Release, newest_with_cuda

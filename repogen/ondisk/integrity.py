@@ -15,7 +15,7 @@ from typing import Any
 
 from ..hashing import sha256_file
 from ..runtime.contract import MANIFEST_FILE, METADATA_FILE, SIGNATURE_FILE, Manifest, Metadata
-from ..runtime.package_trees import PACKAGES_DIR, tree_differences
+from ..runtime.contract.package_trees import PACKAGES_DIR, tree_differences
 
 
 def _manifest(output: Path) -> dict[str, Any]:

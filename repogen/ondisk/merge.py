@@ -35,7 +35,7 @@ from ..runtime.contract import (
     dumps,
     is_version_name,
 )
-from ..runtime.package_trees import tree_differences
+from ..runtime.contract.package_trees import tree_differences
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import ServerSettings, server_record
 from .integrity import changed_files, read_manifest_files, read_manifest_packages, unlisted_files

@@ -22,7 +22,7 @@ from ..errors import RepositoryError
 from ..hashing import sha256_file
 from ..packages.options import canonical
 from ..runtime.contract import CONFIG_FILE, MANIFEST_FILE, METADATA_FILE, Manifest, Metadata, is_version_name
-from ..runtime.package_trees import PACKAGES_DIR
+from ..runtime.contract.package_trees import PACKAGES_DIR
 from ..triton.gpus import gpu_shortfall
 from ..triton.proto import model_config_pb2 as mc
 from ..triton.server_options import (

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import BuildError, UnreachableContainersError
 from ..runtime.contract import dumps
-from ..runtime.package_trees import LISTING_SUFFIX, PACKAGES_DIR, digest_of
+from ..runtime.contract.package_trees import LISTING_SUFFIX, PACKAGES_DIR, digest_of
 from ..triton.releases import RELEASES, Release, newest_with_cuda
 from ..triton.targets import Targets
 from . import metadata, resolve, wheels

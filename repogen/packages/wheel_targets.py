@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..runtime.package_trees import abi_tag, tree_tag
+from ..runtime.contract.package_trees import abi_tag, tree_tag
 from ..triton.releases import RELEASES, Release
 from ..triton.targets import Targets, python_key
 

@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from ..errors import BuildError
 from ..hashing import sha256_file
-from ..runtime.package_trees import abi_tag
+from ..runtime.contract.package_trees import abi_tag
 from .resolve import Pin
 from .wheel_targets import WheelTarget
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from cloudpickle import cloudpickle as _cp
 
-from ..runtime import portable
+from ..runtime import portable_classes
 
 _STDLIB = os.path.realpath(sysconfig.get_paths()["stdlib"]) + os.sep
 # Class attributes only some Pythons write (3.13); the server's Python sets its own.
@@ -76,7 +76,7 @@ def _namedtuple_reduce(cls: type) -> Any:
     if cls.__doc__ != reference.__doc__:
         extras["__doc__"] = cls.__doc__
     args = (cls.__name__, fields, defaults, cls.__module__)
-    return portable.make_namedtuple, args, extras, None, None, portable.set_class_attributes
+    return portable_classes.make_namedtuple, args, extras, None, None, portable_classes.set_class_attributes
 
 
 def _dataclass_reduce(cls: type) -> Any:
@@ -92,7 +92,7 @@ def _dataclass_reduce(cls: type) -> Any:
     # 3.10 and 3.11 do not record match_args and kw_only in the params: what they imply is the same.
     implied = {"match_args": "__match_args__" in cls.__dict__, "kw_only": False}
     spec = {"params": {p: getattr(params, p, implied.get(p)) for p in _PARAMS}, "fields": fields}
-    return make, args, (setstate, (kept, slots), spec), None, None, portable.set_dataclass_state
+    return make, args, (setstate, (kept, slots), spec), None, None, portable_classes.set_dataclass_state
 
 
 def _field_options(field: dataclasses.Field) -> dict[str, Any]:  # type: ignore[type-arg]

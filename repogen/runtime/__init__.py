@@ -8,6 +8,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports it; __all__ is made below)
+    from .call_errors import ModelCallError as ModelCallError
+    from .call_errors import ModelCallTimeout as ModelCallTimeout
     from .context import TensorSpec as TensorSpec
     from .context import TritonContext as TritonContext
     from .context import TritonModelConfig as TritonModelConfig
@@ -23,8 +25,6 @@ if TYPE_CHECKING:  # for type checkers: each name from its home (`as` re-exports
     from .decorators import triton_context as triton_context
     from .errors import InferenceError as InferenceError
     from .errors import InvalidArgumentError as InvalidArgumentError
-    from .errors import ModelCallError as ModelCallError
-    from .errors import ModelCallTimeout as ModelCallTimeout
     from .errors import NotFoundError as NotFoundError
     from .errors import PyTritonBadParameterError as PyTritonBadParameterError
     from .errors import PyTritonError as PyTritonError
@@ -46,9 +46,9 @@ _HOMES = {
     "ConstantPadder": "decorators", "batch": "decorators", "fill_optionals": "decorators",
     "first_value": "decorators", "group_by_keys": "decorators", "group_by_values": "decorators",
     "pad_batch": "decorators", "sample": "decorators", "triton_context": "decorators",
-    "InferenceError": "errors", "InvalidArgumentError": "errors", "ModelCallError": "errors", "NotFoundError": "errors",
-    "ModelCallTimeout": "errors", "PyTritonBadParameterError": "errors", "PyTritonError": "errors",
-    "PyTritonUnrecoverableError": "errors", "UnavailableError": "errors",
+    "InferenceError": "errors", "InvalidArgumentError": "errors", "NotFoundError": "errors",
+    "PyTritonBadParameterError": "errors", "PyTritonError": "errors", "PyTritonUnrecoverableError": "errors",
+    "UnavailableError": "errors", "ModelCallError": "call_errors", "ModelCallTimeout": "call_errors",
     "ModelContext": "instance", "factory": "instance", "Request": "request", "stream_cancelled": "stream_cancellation",
     "Counter": "user_metrics", "Gauge": "user_metrics", "Histogram": "user_metrics", "traced_span": "tracing",
 }  # fmt: skip

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from .context import TritonModelConfig
-from .decorator_base import Decorated, bad_outputs, batch_size, gather, leading, split_kwargs, then
+from .decorator_base import Decorated, bad_outputs, gather, leading, split_kwargs, then
 from .errors import InferenceError
 from .request_decorators import batch
-from .tensors import framework_of, host_array, row_range, select_rows
+from .tensors import framework_of, host_array, row_range
 
 # -- @group_by_values -----------------------------------------------------------------------------
 
@@ -67,6 +67,23 @@ class _GroupByValues(Decorated):
             dicts = [_as_output_dict(r) for r in self.pad_fn(tuple(dicts))]
         merged = {name: _scatter(name, groups, [d.get(name) for d in dicts], size) for name in dicts[0]}
         return tuple(merged.values()) if sequence else merged
+
+
+def select_rows(value: Any, rows: np.ndarray) -> Any:
+    """The rows ``rows`` (numpy positions) of a batch, by numpy or by the tensor's framework, on its device."""
+    if type(value) is np.ndarray:
+        return value[rows]
+    framework = framework_of(value)
+    return value[rows] if framework is None else framework.rows(value, rows)
+
+
+def batch_size(inputs: dict[str, Any], decorator: str) -> int:
+    """The first axis of keyword inputs, for decorators that sit below ``@batch``."""
+    for value in inputs.values():
+        if np.ndim(value) == 0:
+            raise InferenceError(f"{decorator} needs batched inputs; use it below @batch")
+        return int(np.shape(value)[0])
+    raise InferenceError(f"{decorator} received no inputs; use it below @batch")
 
 
 def _wrapped_layers(func: Any) -> list[Any]:

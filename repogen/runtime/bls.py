@@ -27,11 +27,12 @@ from typing import Any
 import numpy as np
 
 from . import streams
+from .call_errors import ModelCallError, ModelCallTimeout, answered_code
 from .call_options import CallOptions
 from .context import find_context
 from .contract import BY_ENUM, NUMPY, NUMPY_DTYPES, STRING
 from .conversion import to_bytes_array
-from .errors import InferenceError, ModelCallError, ModelCallTimeout, answered_code
+from .errors import InferenceError
 from .frameworks import Framework, framework_named, framework_of, host_copy, on_cpu
 from .stream_cancellation import cancel_stream, forget_stream, stream_token
 from .tensors import backend_tensor

@@ -4,26 +4,23 @@ python_backend answers ``request.is_cancelled()`` from r23.10 (tritonserver 2.39
 call or stream, ``async_infer(...).cancel()``, a client's timeout and the queue policy's timeouts. Each
 answer is one round trip to the server process, so the runtime asks once per request before a callable
 runs when it may have waited (``TritonPythonModel.queued_long``), and at a stream's steps after a slow step
-or once a while (``Watch.step``). Where a release has no ``is_cancelled`` the answer is always False: nothing
-is ever cancelled there, and nothing breaks.
+or once a while. Where a release has no ``is_cancelled`` the answer is always False: nothing is ever cancelled
+there, and nothing breaks.
 
 A BLS stream between two repogen models carries a token in its request id; the callee's side of it is here
-(:func:`is_cancelled`), the caller's and a streaming callable's flags are in runtime/stream_cancellation.py, carried
-by the models that stream.
+(:func:`is_cancelled`), the caller's, a streaming callable's flags and the asking at a stream's steps
+(``StreamWatch``) are in runtime/stream_cancellation.py, carried by the models that stream.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-import time
 from typing import Any
 
-__all__ = ["SLOW_STEP_S", "STREAM_POLL_S", "TOKEN_PREFIX", "Watch", "cancelled_response", "is_cancelled", "token_path"]
+__all__ = ["TOKEN_PREFIX", "Watch", "cancelled_response", "is_cancelled", "token_path"]
 
 TOKEN_PREFIX = "repogen-stream-"
-SLOW_STEP_S = 0.001  # a stream step that took this long is followed by asking (Watch.step)
-STREAM_POLL_S = 0.005  # faster steps are asked about this often
 
 
 def is_cancelled(request: Any) -> bool:
@@ -63,29 +60,14 @@ def _caller_token(request: Any) -> str | None:
 
 
 class Watch:
-    """Which requests of one ``execute`` are still wanted, asked at the steps of their stream.
+    """Which requests of one ``execute`` are still wanted: :meth:`poll` asks each live one, a round trip to the server
+    process each (26-30 µs on 2.51). A stream asks at its steps (runtime/stream_cancellation.py's ``StreamWatch``)."""
 
-    Asking costs a round trip to the server process (26-30 µs on 2.51), about what sending a token costs. So
-    a stream is asked after each step its generator took ``SLOW_STEP_S`` or more to make (tokens of a language
-    model, tens of ms: it stops at the first step after its cancellation, and asking costs it at most 3 %),
-    and otherwise once its generator has worked ``STREAM_POLL_S`` since it was last asked (at most that much
-    work is done after the cancellation; asking costs under 1 % of it). Only the generator's own time counts,
-    from the end of a send to its next step: a send waits for the server, and on a busy host that wait alone
-    can pass either limit, which would add a round trip to steps that did no work. ``asked``: whether the
-    requests are asked now, before the first step.
-    """
+    __slots__ = ("_requests", "live")
 
-    __slots__ = ("_requests", "live", "resumed", "work")
-
-    def __init__(self, requests: list[Any], asked: bool = False):
+    def __init__(self, requests: list[Any]):
         self._requests = requests
         self.live = [True] * len(requests)
-        self.work = 0.0
-        """The generator's time since the requests were last asked; ``step`` adds each step's."""
-        self.resumed = time.perf_counter()
-        """When the generator was last resumed (its step began); the stream sets it after each send."""
-        if asked:
-            self.poll()
 
     def poll(self) -> bool:
         """Ask every live request once; True while any is still wanted."""
@@ -93,13 +75,4 @@ class Watch:
         for index, request in enumerate(self._requests):
             if live[index] and is_cancelled(request):
                 live[index] = False
-        self.work = 0.0
         return any(live)
-
-    def step(self) -> bool:
-        """At a step of the stream: True while any request is still wanted, asking them when it is due."""
-        took = time.perf_counter() - self.resumed
-        self.work += took
-        if took < SLOW_STEP_S and self.work < STREAM_POLL_S:
-            return True
-        return self.poll()

@@ -33,14 +33,14 @@ from typing import Any
 import triton_python_backend_utils as pb_utils
 
 from . import streams
-from .cancellation import Watch, cancelled_response
+from .cancellation import cancelled_response
 from .contract import DEFAULT_MAX_CONCURRENCY
 from .decoupled import asking
 from .errors import InferenceError
 from .failures import log, results_count_message
 from .instance import is_async
 from .request import EmptyBatchError
-from .stream_cancellation import serving_stream, stream_done
+from .stream_cancellation import StreamWatch, serving_stream, stream_done
 from .tracing import serving
 
 __all__ = ["CANCEL_POLL_S", "DEFAULT_MAX_CONCURRENCY", "ConcurrentCalls", "is_async", "release_problem", "start"]
@@ -85,7 +85,7 @@ class _Call:
 
     __slots__ = ("asked", "asking", "batch", "cancelled", "requests", "senders", "task", "watch")
 
-    def __init__(self, requests: list[Any], senders: list[Any], batch: list[Any], watch: Watch, asking: Any):
+    def __init__(self, requests: list[Any], senders: list[Any], batch: list[Any], watch: StreamWatch, asking: Any):
         self.requests, self.senders, self.batch, self.watch = requests, senders, batch, watch
         self.asking: list[Any] | None = asking  # the batch, where a client asked for fewer outputs than all
         self.asked = time.perf_counter()  # when its requests were last asked (or it was made)
@@ -131,19 +131,19 @@ class ConcurrentCalls:
         # An idle instance's next request has not waited (asking it cost c=1 3 % of its requests/s).
         waited = self._admit(len(requests))
         asked, self._held_up = waited or self._held_up or model.queue_holds, waited
-        watch = Watch(requests, asked=asked)
+        watch = StreamWatch(requests, asked=asked)
         if not all(watch.live):
             requests, senders = self._answer_cancelled(requests, senders, watch.live)
             if not requests:
                 return None
-            watch = Watch(requests)
+            watch = StreamWatch(requests)
         try:
             batch = model.requests(requests)
         except EmptyBatchError:
             requests, senders, batch = self._answer_empty(requests, senders)
             if not requests:
                 return None
-            watch = Watch(requests)
+            watch = StreamWatch(requests)
         except BaseException as exc:  # an input the callable's framework cannot take: each request's answer
             self._send_all(senders, model.failures(exc, len(requests)))
             self._release(len(requests))

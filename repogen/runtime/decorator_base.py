@@ -83,15 +83,6 @@ def split_kwargs(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return inputs, {k: v for k, v in kwargs.items() if k in SPECIAL_KEYS}
 
 
-def batch_size(inputs: dict[str, Any], decorator: str) -> int:
-    """The first axis of keyword inputs, for decorators that sit below ``@batch``."""
-    for value in inputs.values():
-        if np.ndim(value) == 0:
-            raise InferenceError(f"{decorator} needs batched inputs; use it below @batch")
-        return int(np.shape(value)[0])
-    raise InferenceError(f"{decorator} received no inputs; use it below @batch")
-
-
 def leading(value: Any) -> int | None:
     shape = np.shape(value) if isinstance(value, (np.ndarray, list, tuple)) else getattr(value, "shape", None)
     return int(shape[0]) if shape else None

@@ -23,11 +23,11 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from . import requested
-from .cancellation import SLOW_STEP_S, STREAM_POLL_S, Watch, is_cancelled
+from .cancellation import is_cancelled
 from .errors import InferenceError
 from .failures import results_count_message
 from .request import EmptyBatchError, Request
-from .stream_cancellation import serving_stream, stream_done
+from .stream_cancellation import SLOW_STEP_S, STREAM_POLL_S, StreamWatch, serving_stream, stream_done
 
 __all__ = ["execute", "lane", "serve_one"]
 
@@ -39,10 +39,10 @@ def execute(model: Any, requests: list[Any], waited: bool = True, senders: list[
     """Serve ``requests`` through ``model``'s callable, a response per step and request, then FINAL.
 
     ``waited``: whether they may have waited long enough to be cancelled meanwhile (``model.queued_long``):
-    then they are asked before the callable runs, else at its first step as usual (``Watch``).
+    then they are asked before the callable runs, else at its first step as usual (``StreamWatch``).
     """
     senders = senders or [request.get_response_sender() for request in requests]
-    watch = Watch(requests, asked=waited)
+    watch = StreamWatch(requests, asked=waited)
     if waited and not all(watch.live):
         return _execute_live(model, requests, senders, watch.live)
     try:
@@ -64,7 +64,7 @@ def asking(model: Any, batch: list[Any]) -> list[Any] | None:
     return batch if requested.wanted(batch, len(model.output_plans)) is not None else None
 
 
-def _serve(model: Any, results: Any, senders: list[Any], watch: Watch, batch: list[Any] | None = None) -> None:
+def _serve(model: Any, results: Any, senders: list[Any], watch: StreamWatch, batch: list[Any] | None = None) -> None:
     """From the callable's result on: awaited if it is awaitable, its steps sent, then FINAL to every stream;
     ``batch``: the callable's requests, where some client asked for fewer outputs than all (``asking``)."""
     try:
@@ -103,7 +103,7 @@ def serve_one(model: Any, request: Any) -> None:
     as the stub hands them, with no batch axis to check, and records no request in flight
     (``TritonPythonModel.lean_stream``). A plain generator is streamed at once; any other result takes
     ``execute``'s way from there. Written out because what a stream does before its first response is what
-    its reader waits for: the general way (``execute``, ``Watch``, ``_request``) cost a 20-token stream 20 k
+    its reader waits for: the general way (``execute``, ``StreamWatch``, ``_request``) cost a 20-token stream 20 k
     more stub instructions (callgrind, bench/analysis.md). tests/unit/runtime/test_lean_stream.py holds the two ways
     to one answer.
     """
@@ -121,7 +121,7 @@ def serve_one(model: Any, request: Any) -> None:
     except BaseException as exc:
         return _fail(model, exc, [sender], [not is_cancelled(request)])
     if not plain:
-        return _serve(model, results, [sender], Watch([request]), batch)
+        return _serve(model, results, [sender], StreamWatch([request]), batch)
     sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
     return None
 
@@ -153,7 +153,7 @@ def _execute_apart(model: Any, requests: list[Any], senders: list[Any]) -> None:
         execute(model, kept, False, kept_senders)
 
 
-def _stream(model: Any, results: Any, senders: list[Any], watch: Watch, batch: list[Any] | None) -> None:
+def _stream(model: Any, results: Any, senders: list[Any], watch: StreamWatch, batch: list[Any] | None) -> None:
     """Send each step to the requests still wanted; close the generator once none is."""
     steps = _steps(model, results)
     flags, cancelled = serving_stream(), False  # the body's stream_cancelled() flags, set if the readers leave
@@ -177,7 +177,7 @@ def _stream_one(
     model: Any, results: Any, sender: Any, poll: Any, resumed: float, batch: list[Any] | None = None
 ) -> None:
     """``_stream`` for one request and a plain generator, the usual stream (max_batch_size 0): the same rules,
-    with little more per step than a hand-written loop, so ``Watch.step``'s rule is written out on locals.
+    with little more per step than a hand-written loop, so ``StreamWatch.step``'s rule is written out on locals.
 
     A step of the one declared output as an array that ``OutputPlan.accepts`` goes out as it is, as
     ``model.response`` would send it, and any other takes that. For a plan with no shape to check (not

@@ -4,12 +4,11 @@ A callable fails one request with a code by raising an :class:`InferenceError` o
 Triton's status for it (HTTP 400/404/503 on tritonserver 2.42+, gRPC INVALID_ARGUMENT/NOT_FOUND/UNAVAILABLE on
 every release). Anything else a callable raises is INTERNAL (HTTP 500). Codes are Triton's names, those of
 ``pb_utils.TritonError`` (``"INVALID_ARG"``, ...), so the runtime hands them to the backend as they are.
+What a BLS call raises in its caller (``ModelCallError``, ``ModelCallTimeout``) is in runtime/call_errors.py, carried
+by the models that make such calls.
 """
 
 from __future__ import annotations
-
-import re
-from typing import Any
 
 INTERNAL = "INTERNAL"
 """The server's (or the callable's) fault: HTTP 500 on tritonserver 2.42+, gRPC INTERNAL."""
@@ -94,57 +93,7 @@ class PayloadError(RuntimeError):
     """The model's pickled payload cannot be loaded safely (hash, version or import mismatch)."""
 
 
-class ModelCallError(InferenceError):
-    """A model called through BLS answered with an error; its message is carried to the caller's client.
-
-    :attr:`code` is the code the called model answered with (INTERNAL where the release lost it and the message
-    does not say it: :func:`answered_code`), so that re-raising it answers the caller's client with that code;
-    :attr:`model` names the called model. Both survive a re-raise and pickling.
-    """
-
-    def __init__(self, message: str, code: str | None = None, model: str = ""):
-        super().__init__(message, code=code)
-        self.model = model
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (str(self), self.code, self.model))
-
-
-class ModelCallTimeout(ModelCallError, TimeoutError):
-    """A model called through BLS did not answer within the call's timeout (``handle.timeout(seconds)``).
-
-    Its code is UNAVAILABLE, what Triton answers a request whose queue timeout expired; the called model may
-    still be running (python_backend cannot stop it), and its late answer is dropped.
-    """
-
-    def __init__(self, message: str, code: str | None = UNAVAILABLE, model: str = ""):
-        super().__init__(message, code, model)
-
-
 def error_code(exc: BaseException) -> str:
     """The code ``exc`` answers its request with: its own where it carries one, else INTERNAL."""
     code = getattr(exc, "code", INTERNAL) if isinstance(exc, InferenceError) else INTERNAL
     return code if code in CODES else INTERNAL
-
-
-# "NegativeInput [INVALID_ARG]: " at the start of a message, as runtime/failures.py's error_message writes it, after
-# "in ensemble 'E', " where an ensemble's step answered it (Triton core's prefix)
-_CODE_SAID = re.compile(r"(?:in ensemble '[^']*', )*[A-Za-z_][\w.]* \[(" + "|".join(CODES) + r")\]: ")
-
-
-def answered_code(backend: Any, error: Any) -> str:
-    """The code of an error a called model answered (a BLS response's ``error()``): the error's own where the
-    release kept it (python_backend r25.04+), else the one its message starts with (runtime/failures.py's
-    ``error_message``), else INTERNAL."""
-    try:
-        code = error.code()
-    except Exception:  # a release without codes
-        code = None
-    for name in CODES:
-        if name != INTERNAL and code is not None and code == getattr(backend.TritonError, name, None):
-            return name
-    try:
-        said = _CODE_SAID.match(error.message())
-    except Exception:
-        said = None
-    return said.group(1) if said else INTERNAL

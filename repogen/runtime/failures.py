@@ -5,14 +5,13 @@ The message is ``"<Type>: <message> (at app.py:13, in f)"`` for every exception,
 exception carrying another code than INTERNAL (runtime/errors.py) says it after its type,
 ``"NegativeInput [INVALID_ARG]: ..."``: python_backend before r25.04 hands a BLS caller every error as INTERNAL
 (request_executor.cc makes a ``PbError`` of the message alone; python_backend #398 keeps the code), so the
-caller's runtime reads the code back from the message (:func:`answered_code`), and a client reading the
-message sees it too.
+caller's runtime reads the code back from the message (runtime/call_errors.py's ``answered_code``), and a client
+reading the message sees it too.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import traceback
 from typing import Any
 
@@ -86,27 +85,13 @@ def log_failure(model: str, exc: BaseException) -> None:
         log("log_error", f"model '{model}' | {line}")
 
 
-# torch's message for a failed CUDA allocation names its size: "CUDA out of memory. Tried to allocate 20.00 GiB."
-_ASKED = re.compile(r"Tried to allocate ([0-9.]+ ?[KMGT]?i?B)")
-
-
 def out_of_gpu_memory(exc: BaseException) -> bool:
     """A framework's failed GPU allocation: torch's and cupy's ``OutOfMemoryError``, older torch's RuntimeError, and
     CUDA's own ``cudaErrorMemoryAllocation`` as torch raises it ("CUDA error: out of memory"), which is what a failed
-    page-locked host allocation (``pin_memory=True``, runtime/transfers.py's staging) gives."""
+    page-locked host allocation (``pin_memory=True``, runtime/transfers.py's staging) gives. Its answer is
+    runtime/frameworks.py's ``out_of_gpu_memory_message``, where the model carries frameworks.py."""
     return type(exc).__name__ == "OutOfMemoryError" or (
         isinstance(exc, RuntimeError) and ("CUDA out of memory" in str(exc) or "CUDA error: out of memory" in str(exc))
-    )
-
-
-def out_of_gpu_memory_message(model: str, device: str, exc: BaseException) -> str:
-    """The answer to a request whose batch ran out of GPU memory: the model, the device, what was asked, the fix."""
-    found = _ASKED.search(str(exc))
-    asked = f" asking for {found.group(1)}" if found else ""
-    return (
-        f"model '{model}' ran out of GPU memory on {device}{asked} ({error_message(exc)}); this batch was not served "
-        "and the instance serves the next one: send fewer or smaller requests at once (lower max_batch_size), or "
-        "give the model a GPU with more free memory"
     )
 
 

@@ -10,6 +10,7 @@ casting and making contiguous what goes out, and taking what comes in without a 
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from math import prod
 from typing import Any
@@ -353,6 +354,19 @@ def host_copy(tensor: Any) -> np.ndarray:
     )
 
 
+def host_input(model: str, tensor: Any) -> np.ndarray:
+    """A numpy model's input that python_backend handed in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is "no"), copied
+    to the host; the error says what to declare where no loaded framework can copy it."""
+    try:
+        return host_copy(tensor)
+    except TypeError as exc:
+        raise InferenceError(
+            f"model '{model}' input '{tensor.name()}' arrived in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is \"no\"), "
+            f'but {exc}; declare ModelConfig(tensors="torch") (or "cupy") to take it on the GPU, or drop that '
+            "parameter so that Triton hands this model CPU tensors"
+        ) from None
+
+
 def free_gpu_caches() -> None:
     """The loaded frameworks' cached, unused GPU memory given back (after an out-of-memory failure), torch's cached
     page-locked host memory with it, so that what one batch left cached does not make the next one fail too."""
@@ -365,3 +379,20 @@ def free_gpu_caches() -> None:
     cupy = sys.modules.get("cupy")
     if cupy is not None:
         cupy.get_default_memory_pool().free_all_blocks()
+
+
+# torch's message for a failed CUDA allocation names its size: "CUDA out of memory. Tried to allocate 20.00 GiB."
+_ASKED = re.compile(r"Tried to allocate ([0-9.]+ ?[KMGT]?i?B)")
+
+
+def out_of_gpu_memory_message(model: str, device: str, exc: BaseException) -> str:
+    """The answer to a request whose batch ran out of GPU memory: the model, the device, what was asked, the fix."""
+    from .failures import error_message  # at its use: importing frameworks.py needs no backend
+
+    found = _ASKED.search(str(exc))
+    asked = f" asking for {found.group(1)}" if found else ""
+    return (
+        f"model '{model}' ran out of GPU memory on {device}{asked} ({error_message(exc)}); this batch was not served "
+        "and the instance serves the next one: send fewer or smaller requests at once (lower max_batch_size), or "
+        "give the model a GPU with more free memory"
+    )

@@ -15,8 +15,9 @@ Triton: numpy in host memory, or its framework's tensor.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from .contract import NUMPY, STEPS_DIR, read_again
 from .decorator_base import request_size
 from .errors import CLIENT_FAULTS, error_code
 from .request import Request, StepFailure
-from .tensors import copied
+from .tensors import framework_of, host_array
 
 
 class _Step:
@@ -34,7 +35,7 @@ class _Step:
         self.inputs = sorted(input_map.items())  # (step input, ensemble tensor)
         self.outputs = sorted(output_map.items())  # (step output, ensemble tensor)
         self.shared: frozenset[str] = frozenset()  # ensemble tensors read again after this step: copied for it
-        self.adopt: Any = None  # where a step of the pipeline takes other tensors than numpy: its placement's adopt
+        self.adopt: Any = None  # where a step of the pipeline takes other tensors than numpy: adopted, its placement
 
         self.call = model.batch_call  # the function under @batch, when the step can take the straight line
         # (output, ensemble tensor, its plan): the plan's accepts() is the fast lane's rule
@@ -57,7 +58,7 @@ class _Step:
         """Run this step for one request whose tensors are ``pool``; add its outputs there, or fail."""
         data = self.data(pool)
         if self.adopt is not None:
-            self.model.placement.arrive([data])
+            arrive(self.model.placement, [data])
         try:
             result = self.call(**data)
         except BaseException as exc:  # the step's failure is this request's answer
@@ -135,7 +136,7 @@ class FusedPipeline:
             step.shared = shared
         if any(step.model.placement.tensors != NUMPY for step in steps):  # tensors change hands between kinds
             for step in steps:
-                step.adopt = step.model.placement.adopt
+                step.adopt = functools.partial(adopted, step.model.placement)
         # Each step's function under @batch, when every step has one: what _one and a specialized execute
         # (model_fused.py.tmpl) call, step by step; None: each request takes the general path
         calls = tuple(step.call for step in steps)
@@ -202,7 +203,7 @@ class FusedPipeline:
             for i in live:
                 step_requests.append(Request(step.data(pools[i]), source=requests[i]._source, handed=False))
             if step.adopt is not None:  # host tensors onto this step's GPU, the batch's in one copy
-                step.model.placement.arrive(step_requests)
+                arrive(step.model.placement, step_requests)
             for i, result in zip(live, step.run(step_requests), strict=True):
                 if type(result) is StepFailure:
                     pools[i] = result
@@ -215,3 +216,30 @@ class FusedPipeline:
     def finalize(self) -> None:
         for step in self.steps:
             step.model.close()
+
+
+def copied(value: Any) -> Any:
+    """A copy of a tensor that another reader still holds (fused steps each get their own, as Triton gives)."""
+    if type(value) is np.ndarray:
+        return value.copy()
+    framework = framework_of(value)
+    return value if framework is None else framework.copy(value)
+
+
+def adopted(placement: Any, value: Any) -> Any:
+    """A tensor another step produced, as the callable of a step with ``placement`` takes its inputs; host arrays
+    of a GPU instance with an ``arrival`` stay as they are until :func:`arrive` moves the batch's together."""
+    framework = placement.framework
+    if framework is None:
+        return host_array(value)
+    if type(value) is np.ndarray:
+        if value.dtype == object or placement.arrival is not None:
+            return value
+        return framework.adopt(value, placement.device)
+    return value
+
+
+def arrive(placement: Any, requests: Sequence[dict[str, Any]]) -> None:
+    """The host arrays that :func:`adopted` left, moved onto the device in one copy (a no-op without an arrival)."""
+    if placement.arrival is not None:
+        placement.arrival.move(requests)

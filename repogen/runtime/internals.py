@@ -2,7 +2,7 @@
 
 None of these is an interface anyone promised: the backend stub's command line (where the server's pid
 is, for ``PyTritonUnrecoverableError``), the requests' ``is_cancelled`` (the barrier ``runtime.streams``
-releases BLS streams behind), the custom metrics API (``runtime.metrics``, which reports its own
+releases BLS streams behind, checked there), the custom metrics API (``runtime.metrics``, which reports its own
 problem), and how CPython compiles a file into code objects (``runtime.portable`` finds a function's
 code by name and line). Each check below takes what it inspects, so a test can hand it another layout,
 and returns the one warning to log where the assumption does not hold: what the model cannot do there,
@@ -64,20 +64,6 @@ def stub_problem(argv: list[str] | None, alive: Callable[[Stub], bool] = Stub.se
     return None
 
 
-def stream_barrier_problem(pb_utils: Any) -> str | None:
-    """A request in flight answers ``is_cancelled()`` (the barrier behind which drained streams are released)."""
-    request = getattr(pb_utils, "InferenceRequest", None)
-    if callable(getattr(request, "is_cancelled", None)):
-        return None
-    from .streams import GRACE_S  # carried where the payload drains BLS streams, the one case this is asked
-
-    return (
-        f"the decoupled BLS streams it drains are released {GRACE_S:.0f} s after they end instead of at once "
-        "(requests have no is_cancelled() on this release, the barrier runtime.streams waits behind); streaming "
-        "works as usual"
-    )
-
-
 def code_layout_problem(compile_source: Callable[..., Any] = compile) -> str | None:
     """This Python compiles a file into the code objects ``runtime.portable`` expects: pre-order, named, lined."""
     try:
@@ -99,7 +85,9 @@ def code_layout_problem(compile_source: Callable[..., Any] = compile) -> str | N
 def load_problems(pb_utils: Any, argv: list[str] | None, streams: bool) -> list[str]:
     """Every assumption that does not hold where this model loads (``streams``: its payload drains BLS streams)."""
     found = [stub_problem(argv), code_layout_problem()]
-    if streams:
+    if streams:  # runtime/streams.py, carried where the payload drains BLS streams, checks its own barrier
+        from .streams import stream_barrier_problem
+
         found.append(stream_barrier_problem(pb_utils))
     return [problem for problem in found if problem is not None]
 

@@ -17,7 +17,7 @@ import numpy as np
 from .context import TritonModelConfig
 from .decorator_base import Decorated, gather, request_size, split_requests
 from .errors import InferenceError
-from .tensors import like
+from .tensors import framework_of
 
 # -- @group_by_keys -------------------------------------------------------------------------------
 
@@ -136,3 +136,11 @@ def _default_matching(name: str, value: np.ndarray, dtype: np.dtype, shape: tupl
 def _shape_fits(have: tuple[int, ...], want: tuple[int, ...]) -> bool:
     """PyTriton's rule: same rank, and every declared dimension is -1 or equal."""
     return len(have) == len(want) and all(w in (-1, h) for h, w in zip(have, want, strict=True))
+
+
+def like(array: np.ndarray, other: Any) -> Any:
+    """A numpy array as the same kind of tensor as ``other``, on its device (a default beside a request's inputs)."""
+    if type(other) is np.ndarray or other is None or array.dtype == object:
+        return array
+    framework = framework_of(other)
+    return array if framework is None else framework.like(array, other)

@@ -6,8 +6,8 @@ records each tree's digest in ``model.json``. At load the runtime picks the tree
 machine it runs on, refuses it if any file differs from what the build wrote, and prepends it to
 ``sys.path`` so it wins over whatever the server's environment holds.
 
-The trees' directory, tags and digest are the contract's (runtime/contract.py): the build computes the same
-digest from its wheel cache.
+The trees' directory, tags and digest are the contract's (runtime/contract/package_trees.py): the build computes
+the same digest from its wheel cache.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .contract import Metadata
+from .contract.package_trees import PACKAGES_DIR, tree_differences, tree_tag
 from .errors import PayloadError
-from .package_trees import PACKAGES_DIR, tree_differences, tree_tag
 
 MACHINES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 PYCACHE_DIR = "repogen-pycache"  # under the temp directory, where no shipped tree carries bytecode

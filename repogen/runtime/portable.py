@@ -6,14 +6,12 @@ Python compiles that file here. CPython 3.10-3.13 compile one file into the same
 the same pre-order, except that list, dict and set comprehensions are inlined from 3.12 (PEP 709):
 their code objects are never referenced, so they are skipped when counting. Functions are then
 rebuilt with their captured globals, defaults and closure cells, the cells matched by name.
+Namedtuples and dataclasses pickled by value are rebuilt by runtime/portable_classes.py.
 """
 
 from __future__ import annotations
 import __future__
 
-import collections
-import dataclasses
-import inspect
 import linecache
 import os
 import pickle
@@ -175,28 +173,3 @@ def set_function_state(func: types.FunctionType, state: tuple[dict[str, Any], di
             func.__closure__[names.index(name)].cell_contents = value  # type: ignore[index]
     for name, value in slots.items():
         setattr(func, name, value)
-
-
-def _accepted(func: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options this Python's ``func`` knows (``kw_only`` arrived in 3.10, ``doc`` in 3.13, ...)."""
-    known = inspect.signature(func).parameters
-    return {name: value for name, value in options.items() if name in known}
-
-
-def make_namedtuple(name: str, fields: tuple[str, ...], defaults: tuple[Any, ...] | None, module: str) -> type:
-    """The namedtuple class as this Python's ``collections`` writes it; the user's additions follow."""
-    return collections.namedtuple(name, fields, defaults=defaults, module=module)  # type: ignore[misc]
-
-
-def set_class_attributes(cls: type, attributes: Mapping[str, Any]) -> None:
-    for name, value in attributes.items():
-        setattr(cls, name, value)
-
-
-def set_dataclass_state(cls: type, state: tuple[Any, Any, Mapping[str, Any]]) -> None:
-    """Restore the user's class body, then let this Python's ``dataclasses`` generate the methods again."""
-    set_class_state, class_state, spec = state
-    set_class_state(cls, class_state)
-    for name, options in spec["fields"]:
-        setattr(cls, name, dataclasses.field(**_accepted(dataclasses.field, options)))
-    dataclasses.dataclass(cls, **_accepted(dataclasses.dataclass, spec["params"]))

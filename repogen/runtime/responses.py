@@ -15,11 +15,10 @@ import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from .conversion import OutputPlan, output_pairs
-from .errors import INTERNAL, UNAVAILABLE, PyTritonUnrecoverableError, error_code
-from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory, out_of_gpu_memory_message
+from .errors import INTERNAL, PyTritonUnrecoverableError, error_code
+from .failures import error_message, error_response, log_failure, out_of_gpu_memory
 from .request import Request, StepFailure
 from .requested import asked_for
-from .stub import stop_server
 from .tensors import backend_tensor
 
 
@@ -121,26 +120,22 @@ class Responses:
         if self._failures is not None:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
-            self.stopped = error_message(exc)
-            self.batch_call = None  # the specialized execute leaves for the general one, which refuses
-            stop_server(self._stub, self._model, self.stopped, log, self._unstoppable)  # PyTriton's contract
-        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
-            from .frameworks import free_gpu_caches
+            from .unrecoverable import stop  # carried where the model's code names the error (emit/vendoring.py)
 
-            free_gpu_caches()
-            return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
+            stop(self, exc)  # PyTriton's contract: this instance stops serving, and the server stops
+        if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
+            try:  # carried where the model can meet a framework's tensors (emit/vendoring.py); elsewhere, as any error
+                from .frameworks import free_gpu_caches, out_of_gpu_memory_message
+            except ModuleNotFoundError as missing:
+                if missing.name != f"{__package__}.frameworks":
+                    raise
+            else:
+                free_gpu_caches()
+                return out_of_gpu_memory_message(self._model, self.placement.device, exc), INTERNAL
         return error_message(exc), error_code(exc)
 
     def _refuse(self, requests: list[Any]) -> list[Any] | None:
-        """After an unrecoverable error this instance answers nothing but that, until the server is gone."""
-        after = "the server is shutting down" if self._stub is not None else "this instance answers nothing else"
-        message = f"PyTritonUnrecoverableError: model '{self._model}' stopped serving after {self.stopped}; {after}"
-        # UNAVAILABLE: another instance, or the server its supervisor starts next, will serve it
-        errors = [error_response(message, UNAVAILABLE) for _ in requests]  # one each (failures says why)
-        if self._failures is not None:
-            self._failures.add(len(requests))
-        if not self._decoupled:
-            return errors
-        for request, error in zip(requests, errors, strict=True):
-            request.get_response_sender().send(error, flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
-        return None
+        """After an unrecoverable error this instance answers nothing but that (runtime/unrecoverable.py)."""
+        from .unrecoverable import refuse
+
+        return refuse(self, requests)

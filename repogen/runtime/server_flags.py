@@ -8,7 +8,7 @@ first instance reads its server's command line (``/proc/<server pid>/cmdline``, 
 per flag it lacks, and sets ``repogen_server_option_missing{model, option}`` to 1 on the metrics endpoint, where
 ``repogen status`` finds it on any machine.
 
-The flags' names are the contract's (runtime/tritonserver_flags.py), which ``repogen.triton`` imports too.
+The flags' names are the contract's (runtime/contract/tritonserver_flags.py), which ``repogen.triton`` imports too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .contract import MANIFEST_FILE, MISSING_METRIC, Manifest
-from .tritonserver_flags import (
+from .contract.tritonserver_flags import (
     CACHE_FLAG,
     OLD_CACHE_FLAG,
     POOL_FLAG,

@@ -27,7 +27,16 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["GRACE_S", "consumer", "consumers", "executing", "executing_now", "pending", "retire"]
+__all__ = [
+    "GRACE_S",
+    "consumer",
+    "consumers",
+    "executing",
+    "executing_now",
+    "pending",
+    "retire",
+    "stream_barrier_problem",
+]
 
 # How long a retired iterator is kept when no barrier can be had. The cleanup it waits for is one
 # message to the parent process (microseconds); seconds leave room for a loaded machine.
@@ -99,3 +108,16 @@ def _barrier(request: Any) -> bool:
         return request.is_cancelled() is False  # True is cached and waited for nothing
     except Exception:  # no is_cancelled (a stand-in request), or the parent is gone: no proof
         return False
+
+
+def stream_barrier_problem(pb_utils: Any) -> str | None:
+    """A request in flight answers ``is_cancelled()`` (the barrier behind which drained streams are released); the
+    warning a loading model logs where it does not (runtime/internals.py's ``load_problems`` asks)."""
+    request = getattr(pb_utils, "InferenceRequest", None)
+    if callable(getattr(request, "is_cancelled", None)):
+        return None
+    return (
+        f"the decoupled BLS streams it drains are released {GRACE_S:.0f} s after they end instead of at once "
+        "(requests have no is_cancelled() on this release, the barrier runtime.streams waits behind); streaming "
+        "works as usual"
+    )

@@ -7,12 +7,13 @@ tritonserver starts one ``triton_python_backend_stub`` per model instance as
 * ``PyTritonUnrecoverableError``: PyTriton shuts the whole server down so that its supervisor
   (Kubernetes, Docker) restarts it. A stub can do the same by sending SIGTERM to its server, which
   then drains in-flight requests and exits; the pid comes from this command line and is checked
-  against ``/proc`` before any signal is sent.
+  against ``/proc`` before any signal is sent (runtime/unrecoverable.py, carried where a model's code
+  names the error).
 * Shared memory: every request's inputs and outputs pass through the instance's region in
   ``/dev/shm``. Triton's own errors name only the region's key, so the runtime logs which model owns
   which key, and warns when ``/dev/shm`` is too small for large tensors.
 
-Its command line's layout is the contract's (runtime/contract.py: :class:`Stub`, :func:`current`), which the
+Its command line's layout is the contract's (runtime/contract/: :class:`Stub`, :func:`current`), which the
 server tools read too. Outside a stub (``repogen.local``, tests) :func:`current` returns None and nothing is
 signalled. Inside one whose command line is laid out otherwise, ``runtime.internals`` warns when the model loads.
 """
@@ -20,14 +21,9 @@ signalled. Inside one whose command line is laid out otherwise, ``runtime.intern
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 
 from .contract import SHM_DIR, STUB_NAME, Stub
 
-# The error responses of an unrecoverable error leave before the server is told to stop (it drains
-# requests in flight anyway; the delay keeps the order obvious in the log).
-UNRECOVERABLE_SHUTDOWN_DELAY_S = 0.5
 # Below this much free /dev/shm an instance warns: 4 MB requests at concurrency 16 grew one
 # instance's region to 76-106 MiB (docs/deployment.md, "Shared memory"); Docker's default is 64 MB.
 LOW_SHM_BYTES = 64 * 1024 * 1024
@@ -35,36 +31,6 @@ SHM_ADVICE = (
     "raise the server's /dev/shm: `docker run --shm-size=...`, on Kubernetes the sizeLimit of the memory-backed "
     "emptyDir mounted at /dev/shm (`repogen deploy --shm-size`)"
 )
-
-
-def stop_server(stub: Stub | None, model: str, stopped: str, log: Callable[[str, str], None], why: str | None) -> None:
-    """PyTriton's contract: the error responses go out, then the whole server shuts down gracefully.
-
-    SIGTERM makes tritonserver stop taking requests, finish those in flight, unload every model and
-    exit, so that its supervisor (a Kubernetes Deployment, ``docker run --restart``) starts a fresh
-    one. ``why``: the server cannot be found (``runtime.internals`` said so at load); then only this
-    instance stops answering, and the log says so. Outside a server (``repogen.local``) nothing is logged.
-    """
-    if stub is None:
-        if why is not None:
-            log("log_error", f"model '{model}': {stopped}; {why}, so this instance answers every request with that")
-        return
-    if not stub.server_alive():
-        log(
-            "log_error",
-            f"model '{model}': {stopped}; tritonserver (pid {stub.server_pid}) cannot be signalled, ending this "
-            "instance's stub instead",
-        )
-        threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, os._exit, (1,)).start()
-        return
-    log(
-        "log_error",
-        f"model '{model}': {stopped}; shutting tritonserver (pid {stub.server_pid}) down with SIGTERM, as PyTriton "
-        "does, so that its supervisor restarts it",
-    )
-    timer = threading.Timer(UNRECOVERABLE_SHUTDOWN_DELAY_S, stub.stop_server)
-    timer.daemon = True
-    timer.start()
 
 
 def mib(n: float) -> str:

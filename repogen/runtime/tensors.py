@@ -25,12 +25,12 @@ the CPU, a payload importing no framework) carries neither (emit/vendoring.py).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .contract import BF16, NUMPY, STRING
+from .contract import BF16, NUMPY
 from .errors import InferenceError
 
 if TYPE_CHECKING:
@@ -102,30 +102,6 @@ def row_range(value: Any, start: int, end: int) -> Any:
     return value[start:end, ...]
 
 
-def select_rows(value: Any, rows: np.ndarray) -> Any:
-    """The rows ``rows`` (numpy positions) of a batch, by numpy or by the tensor's framework, on its device."""
-    if type(value) is np.ndarray:
-        return value[rows]
-    framework = framework_of(value)
-    return value[rows] if framework is None else framework.rows(value, rows)
-
-
-def like(array: np.ndarray, other: Any) -> Any:
-    """A numpy array as the same kind of tensor as ``other``, on its device (a default beside a request's inputs)."""
-    if type(other) is np.ndarray or other is None or array.dtype == object:
-        return array
-    framework = framework_of(other)
-    return array if framework is None else framework.like(array, other)
-
-
-def copied(value: Any) -> Any:
-    """A copy of a tensor that another reader still holds (fused steps each get their own, as Triton gives)."""
-    if type(value) is np.ndarray:
-        return value.copy()
-    framework = framework_of(value)
-    return value if framework is None else framework.copy(value)
-
-
 class Placement:
     """Where a model's callable wants its tensors: numpy on the CPU, or a framework's on the instance's device."""
 
@@ -157,45 +133,13 @@ class Placement:
         return Departure(pb_utils, model, output_memory, CUDA_POOL_DEFAULT, self.arrival, warn)
 
     def reader(self, model: str, data_types: dict[str, str]) -> Callable[[Any], Any]:
-        """How each input tensor of a request is read (``data_types``: input name -> Triton data type)."""
-        framework = self.framework
-        if framework is None:
-            return lambda tensor: _numpy_input(model, tensor, data_types)
-        as_numpy = frozenset(name for name, data_type in data_types.items() if data_type == STRING)
-        through_dlpack = frozenset(name for name, data_type in data_types.items() if data_type == BF16)
-        device = self.device
-
-        staged = self.arrival is not None
-
-        def read(tensor: Any) -> Any:
-            name = tensor.name()
-            if name in as_numpy:
-                return tensor.as_numpy()
-            if not tensor.is_cpu():
-                return framework.from_backend(tensor)
-            if name in through_dlpack:  # as_numpy cannot read BF16
-                return _moved(framework, tensor, device)
-            if staged:  # moved with the rest of the batch (TritonPythonModel.requests)
-                return tensor.as_numpy()
-            return framework.adopt(tensor.as_numpy(), device)
-
-        return read
-
-    def adopt(self, value: Any) -> Any:
-        """A tensor another step produced, as this model's callable takes its inputs (fused pipelines); host arrays
-        of a GPU instance with an ``arrival`` stay as they are until :meth:`arrive` moves the batch's together."""
+        """How each input tensor of a request is read (``data_types``: input name -> Triton data type); a framework's
+        tensors by runtime/transfers.py's ``input_reader``, carried with frameworks.py."""
         if self.framework is None:
-            return host_array(value)
-        if type(value) is np.ndarray:
-            if value.dtype == object or self.arrival is not None:
-                return value
-            return self.framework.adopt(value, self.device)
-        return value
+            return lambda tensor: _numpy_input(model, tensor, data_types)
+        from .transfers import input_reader
 
-    def arrive(self, requests: Sequence[dict[str, Any]]) -> None:
-        """The host arrays that :meth:`adopt` left, moved onto the device in one copy (a no-op without an arrival)."""
-        if self.arrival is not None:
-            self.arrival.move(requests)
+        return input_reader(self.framework, self.device, data_types, staged=self.arrival is not None)
 
 
 def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndarray:
@@ -206,22 +150,6 @@ def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndar
                 'ModelConfig(tensors="torch") to receive it as a torch.bfloat16 tensor'
             )
         return tensor.as_numpy()  # type: ignore[no-any-return]
-    from .frameworks import host_copy
+    from .frameworks import host_input  # inputs left on the GPU (FORCE_CPU_ONLY_INPUT_TENSORS): carried then
 
-    try:
-        return host_copy(tensor)
-    except TypeError as exc:
-        raise InferenceError(
-            f"model '{model}' input '{tensor.name()}' arrived in GPU memory (FORCE_CPU_ONLY_INPUT_TENSORS is \"no\"), "
-            f'but {exc}; declare ModelConfig(tensors="torch") (or "cupy") to take it on the GPU, or drop that '
-            "parameter so that Triton hands this model CPU tensors"
-        ) from None
-
-
-def _moved(framework: Framework, tensor: Any, device: str) -> Any:
-    """A CPU input that ``as_numpy`` cannot read (BF16): taken through DLPack, then copied onto the device (or,
-    on a CPU instance, into memory of its own, since the request's buffer is freed once it is answered)."""
-    value = framework.from_backend(tensor)
-    if device == "cpu":
-        return framework.copy(value)
-    return value.to(device) if framework.name == "torch" else framework.adopt(framework.host(value), device)
+    return host_input(model, tensor)

@@ -17,6 +17,9 @@ and sends each request's slice. Here a batch crosses once:
 
 Only a framework offering pinned memory and asynchronous copies takes these ways (``Framework.batch_transfers``:
 torch); cupy and array-API libraries keep moving each tensor on its own.
+
+A model that declared a framework's tensors reads each input through :func:`input_reader` (CPU instances too): it
+ships with frameworks.py, as this module does, and never with a numpy model that cannot meet another framework.
 """
 
 from __future__ import annotations
@@ -27,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .contract import GPU
-from .frameworks import framework_of, on_cpu
-from .tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
+from .contract import BF16, GPU, STRING
+from .contract.tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
+from .frameworks import Framework, framework_of, on_cpu
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
@@ -287,3 +290,33 @@ def _runs(found: list[tuple[int, str, Any, Any]]) -> list[list[tuple[int, str, A
 def _start(run: list[tuple[int, str, Any, Any]]) -> int:
     first = run[0]
     return first[3].address(first[2])[1]  # type: ignore[no-any-return]
+
+
+def input_reader(framework: Framework, device: str, data_types: dict[str, str], staged: bool) -> Callable[[Any], Any]:
+    """How a model that declared ``framework``'s tensors reads each input of a request on ``device``
+    (``data_types``: input name -> Triton data type; ``staged``: host inputs wait for the batch's one copy)."""
+    as_numpy = frozenset(name for name, data_type in data_types.items() if data_type == STRING)
+    through_dlpack = frozenset(name for name, data_type in data_types.items() if data_type == BF16)
+
+    def read(tensor: Any) -> Any:
+        name = tensor.name()
+        if name in as_numpy:
+            return tensor.as_numpy()
+        if not tensor.is_cpu():
+            return framework.from_backend(tensor)
+        if name in through_dlpack:  # as_numpy cannot read BF16
+            return _moved(framework, tensor, device)
+        if staged:  # moved with the rest of the batch (TritonPythonModel.requests)
+            return tensor.as_numpy()
+        return framework.adopt(tensor.as_numpy(), device)
+
+    return read
+
+
+def _moved(framework: Framework, tensor: Any, device: str) -> Any:
+    """A CPU input that ``as_numpy`` cannot read (BF16): taken through DLPack, then copied onto the device (or,
+    on a CPU instance, into memory of its own, since the request's buffer is freed once it is answered)."""
+    value = framework.from_backend(tensor)
+    if device == "cpu":
+        return framework.copy(value)
+    return value.to(device) if framework.name == "torch" else framework.adopt(framework.host(value), device)

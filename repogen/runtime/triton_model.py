@@ -240,7 +240,7 @@ class TritonPythonModel(Responses):
         much for every request of a fast model, and a request cannot wait in the queue longer than the
         execute before it plus the batcher's delay. So requests are asked when the previous ``execute``
         started at least ``CANCEL_CHECK_AFTER_S`` ago (a long one, or an idle instance) or the batcher
-        may hold them that long. A stream's requests not asked here are asked at its steps (``Watch``): a
+        may hold them that long. A stream's requests not asked here are asked at its steps (``StreamWatch``): a
         stream cancelled while it waited behind short ones makes a fast first step, or is closed at a slow one.
         """
         now = time.perf_counter()

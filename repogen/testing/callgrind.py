@@ -92,7 +92,7 @@ class _CallgrindServer(TritonServer):
 # The thresholds of the cancellation checks that quiet_copy raises, by file of the vendored runtime.
 _QUIETED = {
     "triton_model.py": ("CANCEL_CHECK_AFTER_S",),
-    "cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S"),
+    "stream_cancellation.py": ("SLOW_STEP_S", "STREAM_POLL_S"),
     "concurrency.py": ("CANCEL_CHECK_AFTER_S", "CANCEL_POLL_S"),
 }
 

@@ -1,9 +1,12 @@
 """Proof that each model version loads from what it carries: its ``model.py`` imported and initialized with its own
-vendored runtime alone, nothing of the installed repogen, as the server's stub would (repogen/emit/vendoring.py
-decides what a version carries).
+vendored runtime alone, nothing of the installed repogen, as the server's stub would, and every runtime module it
+carries imported from there too (a path this load does not take, a server's flags, may need one later)
+(repogen/emit/vendoring.py decides what a version carries).
 
     from repogen.testing.carried import load_problems
     assert load_problems("model_repository", "another_repository") == {}
+
+    assert answer(version_dir, {"x": [[1.0, 2.0]]}) == {"outputs": {"y": [[2.0, 4.0]]}}  # or {"error", "code"}
 
 The repositories load in one fresh process (``python -m repogen.testing.carried REPO...``) on the in-process backend
 shim: before each version, every ``repogen`` and ``cloudpickle`` module is forgotten, so a module the version does
@@ -12,6 +15,7 @@ not carry cannot be found in the installed package.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import subprocess
@@ -19,7 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_problems"]
+import numpy as np
+
+__all__ = ["answer", "carried_modules", "load_problems"]
 
 _VENDORED = ("repogen", "cloudpickle")
 
@@ -32,6 +38,47 @@ def load_problems(*repositories: str | Path) -> dict[str, str]:
         return {" ".join(map(str, repositories)): run.stderr[-3000:]}
     problems: dict[str, str] = json.loads(run.stdout.splitlines()[-1])
     return problems
+
+
+def carried_modules(version_dir: str | Path) -> set[str]:
+    """The runtime modules a version carries, named as repogen/emit/vendoring.py names them: ``payload``, ``__init__``
+    (the runtime package's own), ``contract`` (a subpackage's ``__init__``), ``contract.package_trees``."""
+    runtime = Path(version_dir) / "repogen" / "runtime"
+    found = set()
+    for path in runtime.rglob("*.py"):
+        parts = path.relative_to(runtime).with_suffix("").parts
+        found.add(".".join(parts[:-1] if len(parts) > 1 and parts[-1] == "__init__" else parts))
+    return found
+
+
+def answer(version_dir: str | Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    """The answer to one request (``inputs``: name -> nested lists, made the declared dtype) from a version loaded
+    from its own files alone, in a fresh process: ``{"outputs": {name: nested lists}}`` or ``{"error": message,
+    "code": code}``; what a module the version does not carry does on that request's path, it does here."""
+    command = [sys.executable, "-m", __name__, "--answer", str(version_dir), json.dumps(inputs)]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    if run.returncode != 0:
+        raise AssertionError(f"{version_dir} gave no answer: {run.stderr[-3000:]}")
+    found: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return found
+
+
+def _answer(version_dir: Path, inputs: dict[str, Any]) -> dict[str, Any]:
+    from repogen.local import backend_shim
+    from repogen.runtime.contract import NUMPY_DTYPES
+
+    pb = backend_shim.install()
+    config = dict(_python_versions(version_dir.parent.parent))[version_dir]
+    dtypes = {t["name"]: NUMPY_DTYPES[t["data_type"]] for t in json.loads(config).get("input", [])}
+    request = pb.InferenceRequest(
+        [pb.Tensor(name, np.asarray(value, dtype=dtypes[name])) for name, value in inputs.items()]
+    )
+    _forget_vendored()
+    (response,) = _load(version_dir, config).execute([request])
+    error = response.error()
+    if error is not None:
+        return {"error": error.message(), "code": error.code()}
+    return {"outputs": {tensor.name(): tensor.as_numpy().tolist() for tensor in response.output_tensors()}}
 
 
 def _python_versions(root: Path) -> list[tuple[Path, str]]:
@@ -55,7 +102,7 @@ def _forget_vendored() -> None:
         del sys.modules[name]
 
 
-def _load(version_dir: Path, config: str) -> None:
+def _load(version_dir: Path, config: str) -> Any:
     """Import and initialize one version as the stub does (instance 0, on the CPU)."""
     model = version_dir.parent.name
     spec = importlib.util.spec_from_file_location(f"{model}_{version_dir.name}.model", version_dir / "model.py")
@@ -74,6 +121,8 @@ def _load(version_dir: Path, config: str) -> None:
             "model_instance_device_id": "0",
         }  # fmt: skip
     )
+    for name in sorted(carried_modules(version_dir)):  # each imports from what the version carries, used or not yet
+        importlib.import_module("repogen.runtime" if name == "__init__" else f"repogen.runtime.{name}")
     outside = sorted(
         name
         for name, loaded in sys.modules.items()
@@ -81,6 +130,7 @@ def _load(version_dir: Path, config: str) -> None:
     )
     if outside:
         raise ImportError(f"loaded from outside {version_dir}: {outside}")
+    return instance
 
 
 def main(roots: list[Path]) -> dict[str, str]:
@@ -100,4 +150,7 @@ def main(roots: list[Path]) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main([Path(arg) for arg in sys.argv[1:]])))
+    if sys.argv[1:2] == ["--answer"]:
+        print(json.dumps(_answer(Path(sys.argv[2]), json.loads(sys.argv[3]))))
+    else:
+        print(json.dumps(main([Path(arg) for arg in sys.argv[1:]])))

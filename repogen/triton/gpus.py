@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from ..runtime.tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG  # the runtime reads the server's flag too
+from ..runtime.contract.tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG  # the runtime reads it too
 
 __all__ = ["CUDA_POOL_DEFAULT", "GpuQueryError", "cuda_pool_args", "gpu_shortfall", "visible_gpus"]
 

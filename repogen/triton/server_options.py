@@ -24,7 +24,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from ..runtime.contract import CONFIG_FILE, Manifest, element_bytes
-from ..runtime.tritonserver_flags import CACHE_FLAG, POOL_FLAG, RATE_LIMIT_FLAG, RATE_LIMIT_MODE, RESOURCE_FLAG
+from ..runtime.contract.tritonserver_flags import CACHE_FLAG, POOL_FLAG, RATE_LIMIT_FLAG, RATE_LIMIT_MODE, RESOURCE_FLAG
 from .gpus import cuda_pool_args
 from .proto import model_config_pb2 as mc
 

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from ...errors import RepogenError, RepositoryError, ServeError, UsageError
 from ...ondisk.reader import model_dirs, read_repository
-from ...runtime.tritonserver_flags import given_by
+from ...runtime.contract.tritonserver_flags import given_by
 from ...triton.gpus import GpuQueryError, visible_gpus
 from ..client.access_key import Access, forget_run, record_run
 from ..client.states import ModelState, model_states

@@ -20,8 +20,8 @@ from repogen.deploy import DeployOptions, generate
 from repogen.deploy.files import COMPOSE_FILE, DOCKERFILE, K8S_FILE, KSERVE_FILE
 from repogen.errors import BuildError
 from repogen.ondisk.reader import read_repository
+from repogen.runtime.contract.tritonserver_flags import given_by
 from repogen.runtime.server_flags import config_needs, missing, needs_of, satisfied
-from repogen.runtime.tritonserver_flags import given_by
 from repogen.server.running.serving import repository_arguments
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ import pytest
 from repogen import Counter, ModelConfig, Repository, Tensor, batch, build_app, build_repository, factory
 from repogen.emit import vendoring
 from repogen.packages import PackageOptions
-from repogen.testing.carried import load_problems
+from repogen.testing.carried import carried_modules, load_problems
 
 HERE = (str(Path(__file__).parent),)
 QUICKSTART = Path(__file__).resolve().parents[3] / "examples" / "quickstart" / "app.py"
@@ -72,15 +72,14 @@ def _built(tmp_path: Path, repo: Repository) -> Path:
     return out
 
 
-def _carried(version_dir: Path) -> set[str]:
-    return {p.stem for p in (version_dir / "repogen" / "runtime").glob("*.py")}
+_carried = carried_modules  # runtime module names, as emit/vendoring.py gives them
 
 
 def _content_kib(version_dir: Path) -> float:
     return sum(p.stat().st_size for p in version_dir.rglob("*") if p.is_file()) / 1024
 
 
-def test_a_numpy_batch_models_version_holds_under_162_kib_and_loads_from_it(tmp_path: Path) -> None:
+def test_a_numpy_batch_models_version_holds_under_150_kib_and_loads_from_it(tmp_path: Path) -> None:
     """The README's quickstart: AddSub (no module global) and Shout (``np`` in its body). 148 KiB before main's
     operations (issues 58, 59: tracing.py, server_flags.py, requested.py and the error codes every model carries),
     184 KiB after; 162 KiB in 26 files once tracing.py and server_flags.py travel only with the models that use them
@@ -88,18 +87,25 @@ def test_a_numpy_batch_models_version_holds_under_162_kib_and_loads_from_it(tmp_
     contract took the dtypes, flags and package trees (main 32027ad). 160.9 KiB (AddSub; Shout 160.7) in 25 files
     once the package trees (package_trees.py) and the tritonserver flags (tritonserver_flags.py) left the contract,
     runtime/__init__.py's lazy names travel only with a payload that refers to the package, and a framework's
-    output checks live in frameworks.py. Issue 60's goal, under 150, is not met: what is left is the path every
-    model runs (triton_model, responses, conversion, payload, context, ...)."""
+    output checks live in frameworks.py. 149.2 KiB (AddSub; Shout 149.0) in 25 files, issue 60's goal, once what
+    only some models run left the modules every model carries: stopping on the unrecoverable error
+    (unrecoverable.py), a BLS call's errors (call_errors.py), rebuilding namedtuples and dataclasses
+    (portable_classes.py), the GPU out-of-memory answer and a framework's input reader (frameworks.py,
+    transfers.py), tensor helpers of fused steps and optional decorators (fused.py, batch_decorators.py,
+    optional_inputs.py), a stream's asking at its steps (stream_cancellation.py) and its barrier's load check
+    (streams.py)."""
     out = tmp_path / "repo"
     build_app(f"{QUICKSTART}:models", out, packages=PackageOptions(mode="record"))
     for model in ("AddSub", "Shout"):
         version = out / model / "1"
-        assert _content_kib(version) < 162, sorted((p.stat().st_size, p.name) for p in version.rglob("*.py"))
+        assert _content_kib(version) < 150, sorted((p.stat().st_size, p.name) for p in version.rglob("*.py"))
         assert not (version / "cloudpickle").exists()
         carried = _carried(version)
         assert EVERY_MODEL | {"request_decorators", "portable"} <= carried
         assert not carried & (OPTIONAL | {"bls", "decorators", "batch_decorators", "onnx_session", "devices"})
-        assert not carried & {"tracing", "server_flags", "stream_cancellation", "package_trees", "tritonserver_flags"}
+        assert not carried & {"tracing", "server_flags", "stream_cancellation"}
+        assert not carried & {"contract.package_trees", "contract.tritonserver_flags"}  # the contract's parts
+        assert not carried & {"unrecoverable", "call_errors", "portable_classes"}
         assert b"_HOMES" not in (version / "repogen" / "runtime" / "__init__.py").read_bytes()  # no lazy names
     assert load_problems(out) == {}
 
@@ -163,6 +169,40 @@ def test_tracing_and_server_flags_travel_only_with_the_models_that_use_them(tmp_
     names = ("Plain", "Traces", "Cached", "Limited")
     carried = {name: _carried(out / name / "1") & {"tracing", "server_flags"} for name in names}
     assert carried == {"Plain": set(), "Traces": {"tracing"}, "Cached": {"server_flags"}, "Limited": {"server_flags"}}
+    assert load_problems(out) == {}
+
+
+_UNRECOVERABLE = "PyTriton" + "UnrecoverableError"  # spelt apart, as _SPAN: this file ships with its models
+_FATAL_APPS = {
+    "calm_app": "def double(requests):\n    return [{'y': r['x'] * 2} for r in requests]\n",
+    "fatal_app": f"from repogen import {_UNRECOVERABLE}\n\n\ndef double(requests):\n"
+    f"    raise {_UNRECOVERABLE}('weights are corrupt')\n",
+}
+
+
+def test_stopping_on_an_unrecoverable_error_travels_only_with_the_models_whose_code_names_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """runtime/unrecoverable.py (stopping the server, refusing every request after) runs only once a callable
+    raised the unrecoverable error: a model whose payload and sources never name it carries none of it; one whose
+    code raises it does, and answers as every model did before (tests/unit/runtime/test_faults.py, served:
+    tests/integration/test_faults_served.py). Checked: with the rule's name misspelt in emit/vendoring.py, Fatal
+    carries no unrecoverable.py and this fails. This file names the error only spelt apart: it ships with its
+    models, and every one of them would carry the module."""
+    import importlib
+
+    for name, source in _FATAL_APPS.items():
+        (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calm, fatal = (importlib.import_module(name).double for name in _FATAL_APPS)
+    repo = Repository()
+    repo.bind("Calm", infer_func=calm, inputs=X, outputs=Y)
+    repo.bind("Fatal", infer_func=fatal, inputs=X, outputs=Y)
+    out = tmp_path / "repo"
+    build_repository(repo, out, roots=(str(tmp_path),), packages=PackageOptions(mode="record"))
+    assert "unrecoverable" not in _carried(out / "Calm" / "1")
+    assert "unrecoverable" in _carried(out / "Fatal" / "1")
+    assert _UNRECOVERABLE.encode() in (out / "Fatal" / "1" / "model.pkl").read_bytes()  # named by reference too
     assert load_problems(out) == {}
 
 

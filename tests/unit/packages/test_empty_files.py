@@ -14,7 +14,7 @@ import json
 import zipfile
 
 from repogen.packages.wheels import EMPTY_SOURCE, unpack
-from repogen.runtime.package_trees import EMPTY_SHA256, LISTING_SUFFIX, digest_of, tree_differences, tree_files
+from repogen.runtime.contract.package_trees import EMPTY_SHA256, LISTING_SUFFIX, digest_of, tree_differences, tree_files
 
 
 def test_the_wheel_cache_gives_every_empty_source_a_comment_and_leaves_empty_data_files(tmp_path):

@@ -167,7 +167,7 @@ class _Clock:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.now = 0.0
-        monkeypatch.setattr(time, "perf_counter", self)  # cancellation.Watch's and the instance's
+        monkeypatch.setattr(time, "perf_counter", self)  # StreamWatch's and the instance's
         backend_shim.install()  # before the stream loops' module imports triton_python_backend_utils
         from repogen.runtime import decoupled
 
@@ -244,7 +244,7 @@ def _asked_at_steps(kind: str, n: int, ms: float, send_ms: float, take: Any = _s
 @pytest.mark.parametrize("kind", ["function", "async function"])
 def test_a_stream_is_asked_after_each_slow_step(kind):
     # on the real clock: a sleep never takes less than asked
-    assert _asked_at_steps(kind, n=6, ms=2 * cancellation.SLOW_STEP_S * 1000, send_ms=0) == 6
+    assert _asked_at_steps(kind, n=6, ms=2 * stream_cancellation.SLOW_STEP_S * 1000, send_ms=0) == 6
 
 
 @pytest.mark.parametrize("kind", ["function", "async function"])
@@ -256,8 +256,8 @@ def test_time_spent_sending_never_makes_a_stream_ask(kind, monkeypatch):
 
 @pytest.mark.parametrize("kind", ["function", "async function"])
 def test_fast_steps_ask_once_their_work_adds_up(kind, monkeypatch):
-    step_ms = cancellation.SLOW_STEP_S * 1000 / 4
-    steps = int(4 * cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of work
+    step_ms = stream_cancellation.SLOW_STEP_S * 1000 / 4
+    steps = int(4 * stream_cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of work
     clock = _Clock(monkeypatch)
     asked = _asked_at_steps(kind, n=steps, ms=step_ms, send_ms=1, take=clock.take)  # sends add nothing to it
     assert asked == 4  # once every STREAM_POLL_S of work

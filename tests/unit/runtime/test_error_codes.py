@@ -20,7 +20,8 @@ from repogen import (
     batch,
 )
 from repogen.local import backend_shim
-from repogen.runtime.errors import CODES, INTERNAL, answered_code, error_code
+from repogen.runtime.call_errors import answered_code
+from repogen.runtime.errors import CODES, INTERNAL, error_code
 from repogen.triton.error_codes import GRPC_STATUS, HTTP_STATUS, http_status
 
 backend_shim.install()

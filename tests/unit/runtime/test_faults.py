@@ -22,7 +22,7 @@ from repogen import ModelConfig, PyTritonUnrecoverableError, Repository, Tensor,
 from repogen.errors import BuildError
 from repogen.ondisk import writer
 from repogen.runtime import contract, stub
-from repogen.runtime.errors import ModelCallError
+from repogen.runtime.call_errors import ModelCallError
 from repogen.runtime.payload import config_drift
 
 X = np.array([[1.0, 2.0]], dtype=np.float32)

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from repogen.runtime import stub as stub_module
+from repogen.local import backend_shim
 from repogen.runtime.contract import Stub, parse, read_argv
 from repogen.runtime.internals import (
     CANNOT_STOP,
     code_layout_problem,
     load_problems,
-    stream_barrier_problem,
     stub_problem,
 )
 from repogen.runtime.metrics import FailureCounter
+from repogen.runtime.streams import stream_barrier_problem
 
 # What python_backend r23.10-r26.x starts (stub_launcher.cc): the server's pid is the sixth argument.
 REGION = "triton_python_backend_shm_region_9f1c2a7e-0b1d-4e5f-8a9b-0c1d2e3f4a5b"
@@ -67,14 +67,17 @@ def test_a_pid_that_is_not_a_tritonserver_is_named() -> None:
 
 
 def test_an_unrecoverable_error_with_no_server_to_stop_is_logged_not_silent() -> None:
+    backend_shim.install()  # runtime/unrecoverable.py answers through triton_python_backend_utils
+    from repogen.runtime import unrecoverable
+
     logged: list[tuple[str, str]] = []
-    stub_module.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line),
+    unrecoverable.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line),
                             f"{CANNOT_STOP}: the backend stub's command line is not ...")  # fmt: skip
     assert logged == [
         ("log_error", f"model 'M': PyTritonUnrecoverableError: gone; {CANNOT_STOP}: the backend stub's command line "
                       "is not ..., so this instance answers every request with that")
     ]  # fmt: skip
-    stub_module.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line), None)
+    unrecoverable.stop_server(None, "M", "PyTritonUnrecoverableError: gone", lambda *line: logged.append(line), None)
     assert len(logged) == 1  # outside a server (repogen.local): nothing to say
 
 

@@ -297,8 +297,8 @@ def test_outputs_past_the_cuda_pool_go_through_host_memory_saying_which_flag(gpu
 
 
 def test_the_pool_is_read_from_the_servers_command_line():
+    from repogen.runtime.contract.tritonserver_flags import CUDA_POOL_DEFAULT
     from repogen.runtime.transfers import pool_bytes
-    from repogen.runtime.tritonserver_flags import CUDA_POOL_DEFAULT
 
     assert pool_bytes(None, 0) == CUDA_POOL_DEFAULT
     argv = ["tritonserver", "--cuda-memory-pool-byte-size=0:268435456", "--cuda-memory-pool-byte-size", "1:512"]

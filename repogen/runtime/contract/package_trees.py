@@ -1,8 +1,9 @@
 """The contract's package trees: the directory a version ships them in, their tags, their digest and listing.
 
 runtime/packages.py verifies and activates a version's trees; the build computes the same digest from its wheel
-cache (``repogen.packages``) and ``repogen.ondisk`` checks a built repository the way the runtime will. Apart from
-runtime/contract.py, which every model carries, so that only a version shipping trees carries this (emit/vendoring.py).
+cache (``repogen.packages``) and ``repogen.ondisk`` checks a built repository the way the runtime will. A module of
+the contract's package apart from its ``__init__``, which every model carries, so that only a version shipping trees
+carries this (emit/vendoring.py).
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@
 The build (``repogen.emit``, ``repogen.ir``, ``repogen.signing``), the readers of a built repository
 (``repogen.ondisk``, ``repogen.testing``) and the tools that start servers (``repogen.triton``,
 ``repogen.server``) read them from here; the runtime, vendored into every model, reads them too and
-imports nothing of the compiler, so their home is on the runtime's side. Outside ``repogen.runtime``
-nothing else of the runtime is imported but its two parts below and the entry points a payload or a
-generated ``model.py`` names (pyproject.toml's import-linter contract "Outside the runtime ...").
+imports nothing of the compiler, so their home is on the runtime's side: this package. Outside
+``repogen.runtime`` nothing else of the runtime is imported but this package (its two parts below too) and
+the entry points a payload or a generated ``model.py`` names (pyproject.toml's import-linter contract
+"Outside the runtime ...").
 
 * The repository's files: ``<repository>/<model>/config.pbtxt`` and ``<model>/<version>/model.py``
   are Triton's; ``<model>/<version>/model.json`` describes one version's payload (what the runtime
@@ -17,9 +18,10 @@ generated ``model.py`` names (pyproject.toml's import-linter contract "Outside t
   exported network's file.
 * python_backend's stub command line, which the runtime reads for itself and the server tools for the
   stubs they find.
-* Two parts live beside it, because few models carry them (emit/vendoring.py carries this module with
-  every model): the shipped package trees' directory, tags and digest (runtime/package_trees.py) and
-  the tritonserver flags a model depends on (runtime/tritonserver_flags.py).
+* Two parts are modules of their own in this package, because few models carry them (emit/vendoring.py carries
+  this ``__init__`` with every model, a part only with the models that import it): the shipped package trees'
+  directory, tags and digest (``contract.package_trees``) and the tritonserver flags a model depends on
+  (``contract.tritonserver_flags``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import PayloadError
+from ..errors import PayloadError
 
 CONFIG_FILE = "config.pbtxt"  # <model>/config.pbtxt
 MODEL_FILE = "model.py"  # <model>/<version>/model.py, what the Python backend stub imports by default

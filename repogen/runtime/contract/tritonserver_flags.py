@@ -2,8 +2,8 @@
 
 ``repogen.triton.server_options`` writes the flags a repository's models need into the manifest and every way
 repogen starts a server passes them; runtime/server_flags.py finds a server started without them, runtime/transfers.py
-reads the CUDA pool's size. Apart from runtime/contract.py, which every model carries, so that only the models that
-depend on a flag carry these words (emit/vendoring.py).
+reads the CUDA pool's size. A module of the contract's package apart from its ``__init__``, which every model carries,
+so that only the models that depend on a flag carry these words (emit/vendoring.py).
 """
 
 from __future__ import annotations
