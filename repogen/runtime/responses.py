@@ -16,7 +16,7 @@ import triton_python_backend_utils as pb_utils
 
 from .conversion import OutputPlan, output_pairs
 from .errors import INTERNAL, PyTritonUnrecoverableError, error_code
-from .failures import error_message, error_response, log_failure, out_of_gpu_memory
+from .failures import error_message, error_response, log, log_failure, out_of_gpu_memory
 from .request import Request, StepFailure
 from .requested import asked_for
 from .tensors import backend_tensor
@@ -120,9 +120,15 @@ class Responses:
         if self._failures is not None:
             self._failures.add(requests)
         if isinstance(exc, PyTritonUnrecoverableError) and self.stopped is None:
-            from .unrecoverable import stop  # carried where the model's code names the error (emit/vendoring.py)
-
-            stop(self, exc)  # PyTriton's contract: this instance stops serving, and the server stops
+            try:  # carried where the model's code names the error (emit/vendoring.py)
+                from .unrecoverable import stop
+            except ModuleNotFoundError as missing:  # code the build did not see raise it: answered as any error
+                if missing.name != f"{__package__}.unrecoverable":
+                    raise
+                log("log_error", f"model '{self._model}': {type(exc).__name__} from code the build did not see "
+                    "name it: the server goes on; name the error in the model's code and rebuild")  # fmt: skip
+            else:
+                stop(self, exc)  # PyTriton's contract: this instance stops serving, and the server stops
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
             try:  # carried where the model can meet a framework's tensors (emit/vendoring.py); elsewhere, as any error
                 from .frameworks import free_gpu_caches, out_of_gpu_memory_message

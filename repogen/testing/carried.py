@@ -54,13 +54,14 @@ def carried_modules(version_dir: str | Path) -> set[str]:
 def answer(version_dir: str | Path, inputs: dict[str, Any]) -> dict[str, Any]:
     """The answer to one request (``inputs``: name -> nested lists, made the declared dtype) from a version loaded
     from its own files alone, in a fresh process: ``{"outputs": {name: nested lists}}`` or ``{"error": message,
-    "code": code}``; what a module the version does not carry does on that request's path, it does here."""
+    "code": code}``, with what the model logged (``"log"``); what a module the version does not carry does on that
+    request's path, it does here."""
     command = [sys.executable, "-m", __name__, "--answer", str(version_dir), json.dumps(inputs)]
     run = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     if run.returncode != 0:
         raise AssertionError(f"{version_dir} gave no answer: {run.stderr[-3000:]}")
     found: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
-    return found
+    return found | {"log": run.stderr}
 
 
 def _answer(version_dir: Path, inputs: dict[str, Any]) -> dict[str, Any]:
