@@ -29,8 +29,8 @@ def _load(name: str) -> Any:
 
 
 gpu = _load("gpu")
-memory = _load("gpu_memory")
-report = _load("gpu_report")
+memory = sys.modules["gpu_memory"]  # the modules bench/gpu.py itself imported (bench/ first on the path)
+report = sys.modules["gpu_report"]
 
 
 # -- memory --------------------------------------------------------------------------------------------------------
