@@ -29,7 +29,7 @@ VALID = ("-i", "n=2", "-i", "u=3", "-i", "x=[1.5,2]")
 def served(triton_install: TritonInstallation) -> Iterator[ServerProcess]:
     """tests/apps/cli served as `repogen serve` serves it (in this process: the commands under test run apart)."""
     with triton_install.serving(f"{ROOT / 'tests' / 'apps' / 'cli' / 'app.py'}:models") as serving:
-        assert serving.server is not None and len(serving.status().models) == 2
+        assert serving.server is not None and len(serving.status().models) == 3
         yield serving.server
 
 
@@ -48,6 +48,32 @@ def test_outputs_in_declared_order_and_only_those_asked_for(served: ServerProces
     code, out, err = _infer(served, "Typed", *VALID, "--output-tensor", "alpha", "--json", protocol=protocol)
     assert code == 0, err
     assert [o["name"] for o in json.loads(out)["outputs"]] == ["alpha"]
+
+
+# Each datatype's extremes, sent and read back as they are over HTTP (repogen's own client) and gRPC (tritonclient's).
+EVERY_VALUE = {
+    "bool": [True, False], "int8": [-128, 127], "int16": [-32768, 32767], "int32": [-(2**31), 2**31 - 1],
+    "int64": [-(2**63), 2**63 - 1], "uint8": [0, 255], "uint16": [0, 65535], "uint32": [0, 2**32 - 1],
+    "uint64": [0, 2**64 - 1], "fp16": [65504.0, -0.5], "fp32": [0.1, -3.4e38], "fp64": [0.1, 1e308],
+    "bytes": ["", "\u00e9t\u00e9", "a b"],
+}  # fmt: skip
+ROUNDED = {"fp16": np.float16, "fp32": np.float32}  # the JSON value as the wire's float holds it
+
+
+@pytest.mark.parametrize("protocol", ["http", "grpc"])
+def test_every_datatype_goes_and_comes_back_unchanged(served: ServerProcess, protocol: str) -> None:
+    args = [arg for name, values in EVERY_VALUE.items() for arg in ("-i", f"in_{name}={json.dumps(values)}")]
+    code, out, err = _infer(served, "Every", *args, "--json", protocol=protocol)
+    assert code == 0, err
+    outputs = {o["name"]: o for o in json.loads(out)["outputs"]}
+    for name, values in EVERY_VALUE.items():
+        expected = np.array(values, ROUNDED[name]).tolist() if name in ROUNDED else values
+        assert outputs[f"out_{name}"]["data"] == expected, name
+        assert outputs[f"out_{name}"]["shape"] == [len(values)]
+    code, out, err = _infer(served, "Every", *args, protocol=protocol)  # the printed form reads the same arrays
+    assert code == 0, err
+    assert 'out_bytes  BYTES  shape [3]\n  ["", "\u00e9t\u00e9", "a b"]' in out
+    assert "out_uint64  UINT64  shape [2]\n  [                   0, 18446744073709551615]" in out
 
 
 def test_lossy_values_are_refused(served: ServerProcess, tmp_path: Path) -> None:
@@ -108,11 +134,11 @@ def test_status_lists_states_and_requests(served: ServerProcess) -> None:
     assert _infer(served, "Typed", *VALID)[0] == 0
     result = repogen("status", "--url", served.http_url)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith(f"{served.http_url}: ready, 2 model(s)")
+    assert result.stdout.startswith(f"{served.http_url}: ready, 3 model(s)")
     typed = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["Typed"])
     assert typed.split()[1:3] == ["1", "READY"] and int(typed.split()[3]) >= 1
     rows = json.loads(repogen("status", "--url", served.grpc_url, "--protocol", "grpc", "--json").stdout)
-    assert {r["name"]: r["state"] for r in rows} == {"Count": "READY", "Typed": "READY"}
+    assert {r["name"]: r["state"] for r in rows} == {"Count": "READY", "Every": "READY", "Typed": "READY"}
 
 
 # perf_analyzer stops at the first three windows within 100 % of each other, or fails after max-trials: on a loaded

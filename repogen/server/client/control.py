@@ -37,15 +37,13 @@ def unload_model(
 
 
 def _control(action: str, name: str, url: str | None, protocol: str, timeout: float, token: str | None) -> ModelState:
-    from tritonclient.utils import InferenceServerException
-
     with ModelClient(protocol, url, token) as client:
         client.check_live()
         _require_known(name, model_states(client.index()), client.url)
         call = getattr(client.client, f"{action}_model")
-        try:  # HTTP waits tritonclient's network timeout (60 s), gRPC the one given
+        try:  # HTTP waits the client's network timeout (60 s), gRPC the one given
             call(name) if protocol == "http" else call(name, client_timeout=timeout)
-        except InferenceServerException as exc:
+        except client.errors as exc:
             client.check_refused(exc)
             message = exc.message() or str(exc)
             if str(exc.status()) == "StatusCode.DEADLINE_EXCEEDED":

@@ -1,7 +1,8 @@
 """``repogen infer``: one request against a running server, with types taken from the server.
 
 The model's metadata gives each input's datatype and shape, so the user writes only values
-(:mod:`repogen.server.client.values`). Works over HTTP and gRPC with tritonclient; a decoupled (streaming)
+(:mod:`repogen.server.client.values`). Works over HTTP (:mod:`repogen.server.client.kserve_http`, the standard
+library's) and gRPC (tritonclient's); a decoupled (streaming)
 model answers over a gRPC stream, each response printed as it arrives. Outputs are listed in the
 order the model declares them, whatever order the server sent them in.
 """
@@ -70,7 +71,9 @@ def error_line(model: str, message: str, status: str) -> str:
 
 
 class ModelClient:
-    """The bits of tritonclient ``infer``, ``perf`` and ``status`` need, the same over HTTP and gRPC.
+    """The bits of a Triton client ``infer``, ``perf``, ``status`` and ``load`` need, the same over HTTP and gRPC.
+
+    ``errors``: what the client raises when the server answers with an error (``message()``, ``status()``).
 
     Every call carries the access key when one is found (``token``, else ``$REPOGEN_ACCESS_TOKEN``, else
     the ``repogen serve`` run on that port: :mod:`repogen.server.client.access_key`).
@@ -81,16 +84,23 @@ class ModelClient:
             raise InferError(f"--protocol {protocol!r} is not one of http, grpc.")
         self.protocol = protocol
         self.url = (url or DEFAULT_URLS[protocol]).split("://", 1)[-1].rstrip("/")
-        if protocol == "http":
-            import tritonclient.http as module
-        else:
-            import tritonclient.grpc as module  # type: ignore[no-redef]
-        self.module: Any = module
         self.token, self.token_source = find_token(token, self.url)
         try:
-            self.client: Any = KeyedClient(module.InferenceServerClient(self.url), headers(self.token, protocol))
+            self.client: Any = KeyedClient(self._connect(), headers(self.token, protocol))
         except Exception as exc:
             raise InferError(f"--url {url!r} is not a usable {protocol} address ({exc}); expected HOST:PORT.") from exc
+
+    def _connect(self) -> Any:
+        if self.protocol == "http":
+            from .kserve_http import HttpClient, ServerError
+
+            self.errors: tuple[type[Any], ...] = (ServerError,)
+            return HttpClient(self.url)
+        import tritonclient.grpc
+        from tritonclient.utils import InferenceServerException
+
+        self.errors = (InferenceServerException,)
+        return tritonclient.grpc.InferenceServerClient(self.url)
 
     def __enter__(self) -> ModelClient:
         return self
@@ -99,17 +109,15 @@ class ModelClient:
         self.client.close()
 
     def _json(self, method: str, *args: Any) -> Any:
-        from tritonclient.utils import InferenceServerException
-
         call = getattr(self.client, method)
         try:
             return call(*args) if self.protocol == "http" else call(*args, as_json=True)
-        except InferenceServerException as exc:
+        except self.errors as exc:
             self.check_refused(exc)
             raise
 
     def check_refused(self, exc: Any) -> None:
-        """Raise what to do if ``exc`` (tritonclient's) is the server refusing a request without the key."""
+        """Raise what to do if ``exc`` (one of ``errors``) is the server refusing a request without the key."""
         message = exc.message() or str(exc)
         if refused(message):
             raise InferError(refusal_error(self.url, self.token_source, message)) from exc
@@ -119,16 +127,14 @@ class ModelClient:
         return str(self._json("get_server_metadata").get("version", ""))
 
     def check_live(self) -> None:
-        from tritonclient.utils import InferenceServerException
-
         try:
             live = self.client.is_server_live()
-        except InferenceServerException as exc:
+        except self.errors as exc:
             self.check_refused(exc)
             live, reason = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
         except Exception as exc:
             live, reason = False, f"{type(exc).__name__}: {exc}".rstrip(": ")
-        else:  # over HTTP, tritonclient reads a refused health check (403) as "not live"
+        else:  # over HTTP, a refused health check (403) reads as "not live"
             reason = "it answered not live" + ("" if self.token else ", or refused a request without the access key")
         if not live:
             raise InferError(
@@ -146,12 +152,10 @@ class ModelClient:
 
     def metadata(self, model: str) -> dict[str, Any]:
         """The model's metadata, with its config under ``"config"``."""
-        from tritonclient.utils import InferenceServerException
-
         try:
             data: dict[str, Any] = self._json("get_model_metadata", model)
             config = self._json("get_model_config", model)
-        except InferenceServerException as exc:
+        except self.errors as exc:
             try:
                 served = ", ".join(self.models()) or "none"
             except InferError:  # the index is behind the key, which this client lacks
@@ -167,31 +171,35 @@ class ModelClient:
         return list(stats.get("model_stats", []))
 
     def _tensors(self, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str]) -> tuple[list[Any], Any]:
+        """tritonclient.grpc's inputs and requested outputs."""
+        import tritonclient.grpc as grpc
+
         tensors = []
         for name, (datatype, array) in arrays.items():
-            tensor = self.module.InferInput(name, list(array.shape), datatype)
+            tensor = grpc.InferInput(name, list(array.shape), datatype)
             tensor.set_data_from_numpy(array)
             tensors.append(tensor)
-        return tensors, [self.module.InferRequestedOutput(name) for name in outputs] or None
+        return tensors, [grpc.InferRequestedOutput(name) for name in outputs] or None
 
     def infer(
         self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str], timeout: float | None = None
     ) -> InferResult:
         """One request; ``timeout`` seconds: over gRPC the call's deadline, which Triton sees as a cancellation."""
-        from tritonclient.utils import InferenceServerException
-
-        tensors, requested = self._tensors(arrays, outputs)
-        options = {"client_timeout": timeout} if timeout is not None else {}
         try:
+            if self.protocol == "http":
+                answer, found = self.client.infer(model, arrays, outputs)
+                return _result(model, str(answer.get("model_version", "")), answer["outputs"], found)
+            tensors, requested = self._tensors(arrays, outputs)
+            options = {"client_timeout": timeout} if timeout is not None else {}
             result = self.client.infer(model, tensors, outputs=requested, **options)
-        except InferenceServerException as exc:
+        except self.errors as exc:
             self.check_refused(exc)
             if timeout is not None and "DEADLINE_EXCEEDED" in str(exc.status()):
                 raise InferError(
                     f"model {model!r} did not answer within {timeout:g} s; the request was cancelled."
                 ) from None
             raise InferError(error_line(model, exc.message(), str(exc.status()))) from exc
-        return _result(model, result, self.protocol)
+        return _grpc_result(model, result)
 
     def stream(
         self, model: str, arrays: dict[str, tuple[str, np.ndarray]], outputs: list[str], timeout: float | None = None
@@ -223,22 +231,22 @@ class ModelClient:
                 final = response.parameters.get("triton_final_response")
                 ended = final is not None and final.bool_param
                 if response.outputs:
-                    yield _result(model, result, "grpc")
+                    yield _grpc_result(model, result)
                 if ended:
                     return
         finally:
             self.client.stop_stream(cancel_requests=not ended)
 
 
-def _result(model: str, result: Any, protocol: str) -> InferResult:
+def _result(model: str, version: str, listed: list[dict[str, Any]], arrays: dict[str, np.ndarray]) -> InferResult:
+    outputs = tuple(InferOutput(o["name"], o["datatype"], arrays[o["name"]]) for o in listed)
+    return InferResult(model, version, outputs)
+
+
+def _grpc_result(model: str, result: Any) -> InferResult:
     response = result.get_response()
-    if protocol == "http":
-        listed = [(o["name"], o["datatype"]) for o in response["outputs"]]
-        version = str(response.get("model_version", ""))
-    else:
-        listed = [(o.name, o.datatype) for o in response.outputs]
-        version = str(response.model_version)
-    return InferResult(model, version, tuple(InferOutput(n, d, result.as_numpy(n)) for n, d in listed))
+    listed = [{"name": o.name, "datatype": o.datatype} for o in response.outputs]
+    return _result(model, str(response.model_version), listed, {o["name"]: result.as_numpy(o["name"]) for o in listed})
 
 
 def _in_declared_order(result: InferResult, declared: list[str]) -> InferResult:

@@ -100,25 +100,34 @@ def _from_json(name: str, value: Any, datatype: str, dtype: np.dtype[Any]) -> np
         raw = np.asarray(value)
     except ValueError as exc:  # ragged lists
         raise InferError(f"{expects}, found {value!r} ({exc}); pass a rectangular nested list.") from exc
-    if raw.dtype.kind not in "biuf":
+    numbers = raw.dtype.kind in "biuf" or (raw.dtype.kind == "O" and all(type(v) is int for v in raw.flat))
+    if not numbers:  # an object array of ints only: some beyond int64 and uint64 both
         raise InferError(f"{expects}, found {value!r}; pass numbers (a JSON value such as 3 or [[1,2]]).")
     if dtype.kind == "b":
         if raw.dtype.kind != "b" and not np.isin(raw, (0, 1)).all():
             raise InferError(f"{expects}, found {value!r}; pass true/false (or 1/0).")
         return raw.astype(dtype)
     if dtype.kind in "iu":
-        if raw.dtype.kind == "f" and not (np.isfinite(raw) & (raw == np.round(raw))).all():
-            bad = raw[~(np.isfinite(raw) & (raw == np.round(raw)))].flat[0].item()
-            raise InferError(f"{expects}, found {bad!r}, which is not a whole number; pass integers, e.g. {name}=1.")
-        info = np.iinfo(dtype)
-        if raw.size and (raw.min() < info.min or raw.max() > info.max):
-            raise InferError(f"{expects}, found {value!r}, outside {datatype}'s range {info.min}..{info.max}.")
-        return raw.astype(dtype)
+        return _whole_numbers(name, value, datatype, dtype, raw.shape)
     with np.errstate(over="ignore"):
         array = raw.astype(dtype)
     if (np.isfinite(raw) & ~np.isfinite(array)).any():
         raise InferError(f"{expects}, found {value!r}, too large for {datatype} (it would become inf).")
     return array
+
+
+def _whole_numbers(name: str, value: Any, datatype: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """Integers checked as Python's, exact at any size: numpy reads [0, 2**64-1] as float64, 2**64-1 rounded up."""
+    expects = f"input {name!r} expects {datatype} values"
+    items = list(np.asarray(value, dtype=object).flat)
+    for item in items:
+        if isinstance(item, float) and not (math.isfinite(item) and item.is_integer()):
+            raise InferError(f"{expects}, found {item!r}, which is not a whole number; pass integers, e.g. {name}=1.")
+    whole = [int(item) for item in items]
+    info = np.iinfo(dtype)
+    if whole and (min(whole) < info.min or max(whole) > info.max):
+        raise InferError(f"{expects}, found {value!r}, outside {datatype}'s range {info.min}..{info.max}.")
+    return np.array(whole, dtype=dtype).reshape(shape)
 
 
 def to_array(name: str, value: Any, datatype: str, shape: list[int]) -> np.ndarray:

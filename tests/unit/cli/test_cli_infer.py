@@ -66,6 +66,19 @@ def test_to_array_bytes_and_errors() -> None:
         to_array("a", [[1, 2, 3]], "INT32", [-1, 4])
 
 
+def test_integers_stay_exact_at_any_size() -> None:
+    """numpy reads [0, 2**64-1] as float64, which holds 2**64-1 as 2**64 and 2**63+1 as 2**63."""
+    assert to_array("u", [0, 2**64 - 1], "UINT64", [-1]).tolist() == [0, 2**64 - 1]
+    assert to_array("u", [2**63 + 1, 2.0], "UINT64", [-1]).tolist() == [2**63 + 1, 2]
+    assert to_array("i", [-(2**63), 2**63 - 1], "INT64", [-1]).tolist() == [-(2**63), 2**63 - 1]
+    with pytest.raises(InferError, match=r"found \[18446744073709551616\], outside UINT64's range"):
+        to_array("u", [2**64], "UINT64", [-1])
+    with pytest.raises(InferError, match="found 1.5, which is not a whole number"):
+        to_array("i", [1, 1.5], "INT8", [-1])
+    with pytest.raises(InferError, match="pass numbers"):
+        to_array("i", [2**64, "a"], "INT64", [-1])
+
+
 def test_formatting() -> None:
     result = InferResult(
         "M",
