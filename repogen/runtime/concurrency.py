@@ -41,7 +41,7 @@ from .failures import log, results_count_message
 from .instance import is_async
 from .request import EmptyBatchError
 from .stream_cancellation import StreamWatch, serving_stream, stream_done
-from .tracing import serving
+from .tracing import serving_task
 
 __all__ = ["CANCEL_POLL_S", "DEFAULT_MAX_CONCURRENCY", "ConcurrentCalls", "is_async", "release_problem", "start"]
 
@@ -83,7 +83,7 @@ def start(model: Any, bound: int | None, decoupled: bool, log: Any) -> Concurren
 class _Call:
     """One call of the callable in flight: its requests, their senders, and the task running it."""
 
-    __slots__ = ("asked", "asking", "batch", "cancelled", "requests", "senders", "task", "watch")
+    __slots__ = ("asked", "asking", "batch", "cancelled", "freed", "requests", "senders", "task", "watch")
 
     def __init__(self, requests: list[Any], senders: list[Any], batch: list[Any], watch: StreamWatch, asking: Any):
         self.requests, self.senders, self.batch, self.watch = requests, senders, batch, watch
@@ -91,6 +91,7 @@ class _Call:
         self.asked = time.perf_counter()  # when its requests were last asked (or it was made)
         self.task: asyncio.Task[None] | None = None
         self.cancelled = False  # set when every request left and the task was cancelled for it
+        self.freed = False  # its requests no longer count against the bound (ConcurrentCalls._free)
 
 
 class ConcurrentCalls:
@@ -227,7 +228,7 @@ class ConcurrentCalls:
     # -- the event loop's thread -------------------------------------------------------------------
 
     def _start(self, call: _Call) -> None:
-        call.task = self._loop.create_task(self._serve(call))
+        call.task = self._loop.create_task(self._served(call))
         self._calls.add(call)
         if streams.executing_now() is None:  # the barrier runtime.streams releases drained BLS streams behind
             self._executing = call.requests[0]
@@ -251,16 +252,14 @@ class ConcurrentCalls:
         else:
             self._watching = False
 
-    async def _serve(self, call: _Call) -> None:
-        with serving(call.requests[0]):  # a task's stack has no execute frame: runtime.tracing finds the request so
-            await self._served(call)
-
     async def _served(self, call: _Call) -> None:
         model, count = self._model, len(call.requests)
+        serving_task(call.requests[0])  # the request whose trace its BLS calls carry
         try:
             results = model.infer_func(call.batch)
             if self._decoupled and (inspect.isasyncgen(results) or inspect.isgenerator(results)):
                 await self._stream(call, results)
+                self._free(call)
                 for sender in call.senders:
                     sender.send(flags=FINAL)
             else:
@@ -270,28 +269,38 @@ class ConcurrentCalls:
         except asyncio.CancelledError:
             if not call.cancelled:  # the loop is closing: the server stops
                 raise
+            self._free(call)
             for sender in call.senders:
                 self._send_cancelled(sender)
         except BaseException as exc:  # the callable's failure, SystemExit too, is the answer to this call's requests
             live = [wanted for wanted in call.watch.live]
             errors = model.failures(exc, len(live))  # one object per request: one shared by two kills 2.51
+            self._free(call)
             for sender, wanted, error in zip(call.senders, live, errors, strict=True):
                 if self._decoupled and not wanted:
                     sender.send(flags=FINAL)
                 else:
                     sender.send(error, flags=FINAL)
         finally:
-            self._end(call, count)
+            self._end(call)
 
     def _send(self, call: _Call, results: Any, final: bool) -> None:
         """One response per request still wanted, with the final flag where ``final`` (one send: a request's whole
         answer; a stream that was cancelled gets the flag alone). A non-decoupled model answers every request."""
         if not isinstance(results, (list, tuple)) or len(results) != len(call.senders):
             raise InferenceError(results_count_message(self._model.model_name, results, len(call.senders)))
-        live = call.watch.live if self._decoupled else [True] * len(results)
+        if not self._decoupled:  # the common case, in few steps: the loop's thread sets the rate under load
+            responses = self._model.responses(results, call.asking)
+            self._free(call)
+            for sender, response in zip(call.senders, responses, strict=True):
+                sender.send(response, flags=FINAL)
+            return
+        live = call.watch.live
         keep = [index for index, still in enumerate(live) if still]
         requests = [call.asking[index] for index in keep] if call.asking is not None else None
         responses = iter(self._model.responses([results[index] for index in keep], requests))
+        if final:
+            self._free(call)
         for sender, still in zip(call.senders, live, strict=True):
             if still and final:
                 sender.send(next(responses), flags=FINAL)
@@ -325,10 +334,19 @@ class ConcurrentCalls:
             else:
                 results.close()
 
-    def _end(self, call: _Call, count: int) -> None:
+    def _end(self, call: _Call) -> None:
         self._calls.discard(call)
         if self._executing is not None and self._executing in call.requests:  # answered: no barrier any more
             successor = next(iter(self._calls), None)
             self._executing = successor.requests[0] if successor is not None else None
             streams.executing(self._executing)
-        self._release(count)
+        self._free(call)
+
+    def _free(self, call: _Call) -> None:
+        """Take ``call``'s requests off the bound, once: before their final responses go out, so that the request
+        a client sends as soon as it reads its answer finds room. Freed after the send, it could reach ``execute``
+        first (the loop thread waits for the GIL on two busy cores), and ``execute`` would wait for this thread to
+        free it, holding every request behind it (python_backend runs one ``execute`` at a time)."""
+        if not call.freed:
+            call.freed = True
+            self._release(len(call.requests))

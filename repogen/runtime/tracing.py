@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["TraceSettings", "request_trace", "served_request", "serving", "traced_span"]
+__all__ = ["TraceSettings", "request_trace", "served_request", "serving_task", "traced_span"]
 
 TRACE_FLAG = "--trace-config"
 EXPORT_EVERY_S = 1.0
@@ -41,15 +41,11 @@ _serving: contextvars.ContextVar[Any] = contextvars.ContextVar("repogen_serving"
 _span: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("repogen_span", default=None)
 
 
-@contextlib.contextmanager
-def serving(request: Any) -> Iterator[None]:
-    """While the block runs, ``request`` is the one being served (its BLS calls carry its trace): for a callable
-    served apart from ``execute``'s own frames (an asyncio task); :func:`served_request` finds the others itself."""
-    token = _serving.set(request)
-    try:
-        yield
-    finally:
-        _serving.reset(token)
+def serving_task(request: Any) -> None:
+    """For the rest of the running asyncio task, ``request`` is the one being served (its BLS calls carry its
+    trace): a task's stack has no ``execute`` frame for :func:`served_request` to find. A task runs in a copy of
+    the context it was made in, so what is set here ends with the task and is seen by no other."""
+    _serving.set(request)
 
 
 # The functions that serve requests, and the local naming them: execute(self, requests) of the runtime and of

@@ -171,6 +171,36 @@ def test_beyond_the_bound_execute_waits_for_room():
     assert meeting.peak == 2
 
 
+def test_the_request_a_client_sends_on_reading_its_answer_finds_room():
+    """At the bound, the next request reaches ``execute`` while the loop thread is still in the send that let its
+    client send it (on two busy cores that thread then waits for the GIL): it must not wait for that send to end."""
+    model = _instance(lambda requests: _echo(requests))
+    calls = ConcurrentCalls(model, 1, decoupled=False)
+    first, second = _request(1), _request(2)
+    sent, admitted = first.sender.send, []
+
+    def send(response=None, flags=0):  # the client reads the answer and sends its next request at once
+        arrival = threading.Thread(target=calls.execute, args=([second],), daemon=True)
+        arrival.start()
+        arrival.join(timeout=2.0)
+        admitted.append(not arrival.is_alive())  # execute returned while this send was still going on
+        sent(response, flags)
+
+    first.sender.send = send
+    try:
+        calls.execute([first])
+        answers = [_value(_answers(request)[0][0]) for request in (first, second)]
+    finally:
+        calls.close()
+    assert answers == [2.0, 4.0]
+    assert admitted == [True]
+
+
+async def _echo(requests):
+    await asyncio.sleep(0)
+    return [{"y": request["x"] * 2} for request in requests]
+
+
 def test_a_failure_is_its_own_request_s_answer():
     meeting = _Meeting(4)
     model = _instance(lambda requests: meeting(requests))

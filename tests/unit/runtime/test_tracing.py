@@ -3,6 +3,7 @@ spans, the parent a callable's span takes, inert spans, and the tracing options 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -126,9 +127,21 @@ def test_bls_carries_the_trace_of_the_request_being_served():
 
     assert execute([served]) is served.trace()
     assert tracing.request_trace() is None  # no request is being served here
-    with tracing.serving(served):  # a callable served apart from execute's frames (an asyncio task)
-        assert tracing.request_trace() is served.trace()
-    assert tracing.served_request() is None
+
+    async def task():  # a callable served apart from execute's frames (an asyncio task)
+        tracing.serving_task(served)
+        await asyncio.sleep(0)
+        return tracing.request_trace()
+
+    async def other_task():
+        await asyncio.sleep(0)
+        return tracing.served_request()
+
+    async def both():
+        return await asyncio.gather(task(), other_task())
+
+    assert asyncio.run(both()) == [served.trace(), None]  # each task its own: the other sees none
+    assert tracing.served_request() is None  # nor the thread that ran them
 
 
 def test_where_spans_go_is_read_off_the_servers_command_line_when_a_span_first_needs_it(monkeypatch):
