@@ -10,7 +10,6 @@ need nothing. Clients send it with every call (:class:`KeyedClient`), in the hea
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
 import stat
@@ -100,6 +99,8 @@ class KeyedClient:
 
 
 def _takes_headers(method: Callable[..., Any]) -> bool:
+    import inspect  # here: 10 ms of a command's start, needed only where a key is sent
+
     try:
         return "headers" in inspect.signature(method).parameters
     except (TypeError, ValueError):
