@@ -37,6 +37,7 @@ from instructions import COUNTED, MB4, count_instructions
 from packages import packages_bench
 from repos import assemble
 from servers import PyTritonServer, repogen_server
+from settle import settle
 
 from repogen.server.provision.install import default_cache_dir
 from repogen.server.provision.perf_analyzer import VERSION as PERF_ANALYZER_VERSION
@@ -92,6 +93,8 @@ def run_rounds(
         url = server.grpc_url if protocol == "grpc" else server.http_url
         before = onnx_bench.executions(server.http_url, model) if batches else (0, 0)
         measured = perf.measure(analyzer, model, url, protocol, {"x": elements}, concurrency, window)
+        if impl == "pytriton":  # its processes idle before the next model is measured (bench/settle.py)
+            measured["settled_s"] = round(settle(server.group), 2)
         if batches:
             after = onnx_bench.executions(server.http_url, model)
             measured["mean_batch"] = (after[0] - before[0]) / max(1, after[1] - before[1])

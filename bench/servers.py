@@ -89,6 +89,12 @@ class PyTritonServer:
             raise RuntimeError(f"PyTriton did not become ready; log: {self.log_path}") from None
         return self
 
+    @property
+    def group(self) -> int:
+        """The process group of PyTriton's app, its tritonserver and its stubs (started in a session of their own)."""
+        assert self._proc is not None, "not started"
+        return self._proc.pid
+
     def stop(self, timeout: float = 30.0) -> None:
         proc = self._proc
         if proc is None:
