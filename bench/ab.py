@@ -38,6 +38,8 @@ def measure(models: list[str], args: argparse.Namespace, work: Path, repository:
     try:
         url = server.grpc_url if args.protocol == "grpc" else server.http_url
         shapes = {"x": args.elements}
+        for model in models:  # unrecorded: the first model measured on a fresh server would pay its start alone
+            perf.measure(analyzer, model, url, args.protocol, shapes, args.concurrency, 1.0, streaming=args.streaming)
         for index in range(args.rounds):
             order = models[index % len(models) :] + models[: index % len(models)]
             point = (args.protocol, shapes, args.concurrency, 2.0)
