@@ -26,6 +26,7 @@ import onnx_bench
 import perf
 import stats
 from servers import repogen_server
+from settle import cpu_seconds
 
 from repogen.server.provision.perf_analyzer import ensure_perf_analyzer
 
@@ -45,15 +46,6 @@ def served(models: list[str], work: Path, rebuild: bool) -> Path:
     for model in models:
         shutil.copytree(built / model, repository / model, symlinks=True, copy_function=os.link)
     return repository
-
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of process ``pid``, all its threads (onnxruntime's pool too)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def stubs(server: Any, model: str) -> list[int]:

@@ -11,40 +11,43 @@ suspect out of the measurement; whether it was the cause is for the next full ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from pathlib import Path
 
+from repogen.server.running.host import group_pids
+
 IDLE_SHARE = 0.05  # of one core, over a step: below it the group is idle
 STEP_S = 0.5  # /proc counts in ticks of 10 ms: a 0.5 s step tells 5 % from 0
 LIMIT_S = 10.0
+TICK = os.sysconf("SC_CLK_TCK")
 
 
-def group_ticks(group: int) -> int:
-    """CPU ticks (user + system) so far of every live process in process group ``group``."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # gone meanwhile
-            continue
-        if int(fields[2]) == group:
-            total += int(fields[11]) + int(fields[12])
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid``, all its threads (onnxruntime's pool too)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def group_seconds(group: int) -> float:
+    """CPU time so far of every live process in process group ``group``."""
+    total = 0.0
+    for pid in group_pids(group):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            total += cpu_seconds(pid)
     return total
 
 
 def settle(group: int, idle_share: float = IDLE_SHARE, step: float = STEP_S, limit: float = LIMIT_S) -> float:
     """Wait until process group ``group`` uses under ``idle_share`` of a core over a ``step``; the seconds waited
     (``limit`` at most: a group that never goes idle is measured beside, and the sample says how long was waited)."""
-    ticks_per_s = os.sysconf("SC_CLK_TCK")
     began = time.monotonic()
-    before = group_ticks(group)
+    before = group_seconds(group)
     while True:
         time.sleep(step)
-        now = group_ticks(group)
+        now = group_seconds(group)
         waited = time.monotonic() - began
-        if (now - before) / ticks_per_s < idle_share * step or waited >= limit:
+        if now - before < idle_share * step or waited >= limit:
             return waited
         before = now
