@@ -86,21 +86,21 @@ class ModelClient:
         self.url = (url or DEFAULT_URLS[protocol]).split("://", 1)[-1].rstrip("/")
         self.token, self.token_source = find_token(token, self.url)
         try:
-            self.client: Any = KeyedClient(self._connect(), headers(self.token, protocol))
+            raw, self.errors = self._connect()
+            self.client: Any = KeyedClient(raw, headers(self.token, protocol))
         except Exception as exc:
             raise InferError(f"--url {url!r} is not a usable {protocol} address ({exc}); expected HOST:PORT.") from exc
 
-    def _connect(self) -> Any:
+    def _connect(self) -> tuple[Any, tuple[type[Any], ...]]:
+        """The protocol's client and what it raises when the server answers with an error."""
         if self.protocol == "http":
             from .kserve_http import HttpClient, ServerError
 
-            self.errors: tuple[type[Any], ...] = (ServerError,)
-            return HttpClient(self.url)
+            return HttpClient(self.url), (ServerError,)
         import tritonclient.grpc
         from tritonclient.utils import InferenceServerException
 
-        self.errors = (InferenceServerException,)
-        return tritonclient.grpc.InferenceServerClient(self.url)
+        return tritonclient.grpc.InferenceServerClient(self.url), (InferenceServerException,)
 
     def __enter__(self) -> ModelClient:
         return self

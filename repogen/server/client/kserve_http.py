@@ -69,11 +69,18 @@ class HttpClient:
             self.connection.request(method, self.base + path, body=body, headers=sent)
             return self.connection.getresponse()
 
-    def _json(self, method: str, path: str, headers: dict[str, str] | None, body: bytes | None = None) -> Any:
+    def _answer(
+        self, method: str, path: str, headers: dict[str, str] | None, body: bytes | None = None
+    ) -> tuple[http.client.HTTPResponse, bytes]:
+        """The response and its body; :class:`ServerError` for an error status."""
         response = self._call(method, path, headers, body)
         content = response.read()
         if response.status != 200:
             raise _error(response.status, content)
+        return response, content
+
+    def _json(self, method: str, path: str, headers: dict[str, str] | None, body: bytes | None = None) -> Any:
+        content = self._answer(method, path, headers, body)[1]
         return json.loads(content) if content else {}
 
     def _healthy(self, path: str, headers: dict[str, str] | None) -> bool:
@@ -130,10 +137,9 @@ class HttpClient:
             request["parameters"] = {"binary_data_output": True}
         header = json.dumps(request).encode()
         sent = {**(headers or {}), HEADER_LENGTH: str(len(header)), "Content-Type": "application/octet-stream"}
-        response = self._call("POST", f"v2/models/{quote(model_name)}/infer", sent, b"".join([header, *blobs]))
-        content = response.read()
-        if response.status != 200:
-            raise _error(response.status, content)
+        response, content = self._answer(
+            "POST", f"v2/models/{quote(model_name)}/infer", sent, b"".join([header, *blobs])
+        )
         length = int(response.getheader(HEADER_LENGTH) or len(content))
         answer = json.loads(content[:length])
         offset, arrays_out = length, {}

@@ -100,15 +100,16 @@ def _from_json(name: str, value: Any, datatype: str, dtype: np.dtype[Any]) -> np
         raw = np.asarray(value)
     except ValueError as exc:  # ragged lists
         raise InferError(f"{expects}, found {value!r} ({exc}); pass a rectangular nested list.") from exc
+    # numbers, or ints no numpy integer dtype holds (beyond uint64, or beyond int64 with negatives): object
     numbers = raw.dtype.kind in "biuf" or (raw.dtype.kind == "O" and all(type(v) is int for v in raw.flat))
-    if not numbers:  # an object array of ints only: some beyond int64 and uint64 both
+    if not numbers:
         raise InferError(f"{expects}, found {value!r}; pass numbers (a JSON value such as 3 or [[1,2]]).")
     if dtype.kind == "b":
         if raw.dtype.kind != "b" and not np.isin(raw, (0, 1)).all():
             raise InferError(f"{expects}, found {value!r}; pass true/false (or 1/0).")
         return raw.astype(dtype)
     if dtype.kind in "iu":
-        return _whole_numbers(name, value, datatype, dtype, raw.shape)
+        return _whole_numbers(expects, name, value, datatype, dtype, raw.shape)
     with np.errstate(over="ignore"):
         array = raw.astype(dtype)
     if (np.isfinite(raw) & ~np.isfinite(array)).any():
@@ -116,9 +117,10 @@ def _from_json(name: str, value: Any, datatype: str, dtype: np.dtype[Any]) -> np
     return array
 
 
-def _whole_numbers(name: str, value: Any, datatype: str, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+def _whole_numbers(
+    expects: str, name: str, value: Any, datatype: str, dtype: np.dtype[Any], shape: tuple[int, ...]
+) -> np.ndarray:
     """Integers checked as Python's, exact at any size: numpy reads [0, 2**64-1] as float64, 2**64-1 rounded up."""
-    expects = f"input {name!r} expects {datatype} values"
     items = list(np.asarray(value, dtype=object).flat)
     for item in items:
         if isinstance(item, float) and not (math.isfinite(item) and item.is_integer()):
