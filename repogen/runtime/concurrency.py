@@ -105,6 +105,7 @@ class ConcurrentCalls:
         self._held_up = False  # whether the last execute waited for room long enough for its followers to be asked
         self._room = threading.Condition()
         self._calls: set[_Call] = set()  # the event loop's thread only
+        self._streaming = 0  # streams being stepped on the event loop now (its thread only)
         self._watching = False
         self._executing: Any = None  # the request this class registered with runtime.streams (its barrier)
         self._loop = asyncio.new_event_loop()
@@ -313,13 +314,14 @@ class ConcurrentCalls:
         """Each step of an (async) generator, one response per request still wanted; closed once none is."""
         flags, cancelled = serving_stream(), False  # this task's own context: streams in flight do not mix
         watch = call.watch
+        self._streaming += 1
         try:
             while True:
                 try:
                     step = await results.__anext__() if inspect.isasyncgen(results) else next(results)
                 except (StopAsyncIteration, StopIteration):
                     return
-                if not watch.step():
+                if not watch.step(self._streaming):
                     cancelled = True
                     return
                 self._send(call, step, final=False)
@@ -328,6 +330,7 @@ class ConcurrentCalls:
             cancelled = True
             raise
         finally:
+            self._streaming -= 1
             stream_done(flags, cancelled)
             if inspect.isasyncgen(results):
                 await results.aclose()

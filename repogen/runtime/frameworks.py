@@ -43,6 +43,10 @@ class Framework:
     def element(self, value: Any) -> str:
         return element_name(value.dtype)
 
+    def placed(self, value: Any) -> tuple[str, int] | None:
+        """(device, byte count) of a tensor in device memory, None in host memory (asked where ``batch_transfers``)."""
+        raise NotImplementedError(self.name)
+
     def output(self, value: Any, plan: Any) -> Any:
         """``value`` checked against ``plan`` (a conversion.OutputPlan, typed Any: conversion imports this module)
         like an array and made right where it lives: cast and made contiguous on its own device, never through the
@@ -202,6 +206,9 @@ class Torch(Framework):
         if not base.is_contiguous() or start < 0 or start + nbytes > base.numel() * base.element_size():
             return None
         return self.raw(base)[start : start + nbytes]
+
+    def placed(self, value: Any) -> tuple[str, int] | None:
+        return None if (device := value.device).type == "cpu" else (str(device), value.nbytes)
 
     def address(self, value: Any) -> tuple[str, int, int]:
         """(device, first byte's address, byte count) of a contiguous tensor."""

@@ -143,9 +143,12 @@ class StreamWatch(Watch):
         self.work = 0.0
         return super().poll()
 
-    def step(self) -> bool:
-        """At a step of the stream: True while any request is still wanted, asking them when it is due."""
-        took = time.perf_counter() - self.resumed
+    def step(self, sharing: int = 1) -> bool:
+        """At a step of the stream: True while any request is still wanted, asking them when it is due. ``sharing``:
+        how many streams one event loop was serving meanwhile (runtime/concurrency.py), whose steps ran between this
+        one's (``await asyncio.sleep(0)``): its own share of the time taken is what counts, or 8 streams of 0.3 ms
+        tokens would each be asked after every token, a round trip per token (issue 57's GPU run, c=8)."""
+        took = (time.perf_counter() - self.resumed) / sharing
         self.work += took
         if took < SLOW_STEP_S and self.work < STREAM_POLL_S:
             return True

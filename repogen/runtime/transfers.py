@@ -32,7 +32,7 @@ import numpy as np
 
 from .contract import BF16, GPU, STRING
 from .contract.tritonserver_flags import CUDA_POOL_DEFAULT, POOL_FLAG
-from .frameworks import Framework, framework_of, on_cpu
+from .frameworks import Framework, framework_of
 
 ALIGN = 256
 """Bytes: where each input's rows start in the staged buffer (CUDA's allocation alignment, so every view is)."""
@@ -144,6 +144,10 @@ class Ready:
         self.tensor = tensor
 
 
+_Found = tuple[int, str, Any, Any, str, int, str]
+"""A GPU output on its way out: (result's index, output name, tensor, framework, device, byte count, element)."""
+
+
 class Departure:
     """A batch's GPU outputs out of the instance: to host memory for network readers, as capsules for GPU readers."""
 
@@ -171,7 +175,7 @@ class Departure:
         ``convert`` gives a result's outputs checked and converted as its response would send them (None where
         that fails: the response says why). Anything else is left for the response as it is.
         """
-        found: list[tuple[int, str, Any, Any]] = []
+        found: list[_Found] = []
         converted: dict[int, dict[str, Any]] = {}
         for index, result in enumerate(results):
             if type(result) is dict and all(type(v) is np.ndarray for v in result.values()):
@@ -181,47 +185,55 @@ class Departure:
                 continue
             for name, value in outputs.items():
                 framework = framework_of(value) if type(value) is not np.ndarray else None
-                if framework is None or not framework.batch_transfers or on_cpu(value):
+                if framework is None or not framework.batch_transfers:
                     continue
-                if framework.element(value) != "bfloat16":  # numpy cannot hold BF16: it leaves as it did
-                    found.append((index, name, value, framework))
+                placed = framework.placed(value)
+                if placed is None:
+                    continue
+                element = framework.element(value)
+                if element != "bfloat16":  # numpy cannot hold BF16: it leaves as it did
+                    found.append((index, name, value, framework, placed[0], placed[1], element))
                     converted[index] = outputs
         if not found:
             return results
         results = list(results)
-        sizes = sum(framework.address(value)[2] for _, _, value, framework in found)
+        sizes = sum(item[5] for item in found)
         if self.output_memory == GPU and sizes > self.pool:
             self._warn_pool(sizes)
         if self.output_memory == GPU and sizes <= self.pool:
             self._capsules(found, converted)
+        elif len(found) == 1:
+            self._one_to_host(found[0], converted)
         else:
             self._to_host(found, converted)
         for index, outputs in converted.items():
             results[index] = outputs
         return results
 
-    def _capsules(self, found: list[tuple[int, str, Any, Any]], converted: dict[int, dict[str, Any]]) -> None:
+    def _capsules(self, found: list[_Found], converted: dict[int, dict[str, Any]]) -> None:
         self._wait(found)
         from_dlpack = self.pb_utils.Tensor.from_dlpack
-        for index, name, value, framework in found:
+        for index, name, value, framework, *_ in found:
             converted[index][name] = Ready(from_dlpack(name, framework.capsule(value)))
 
-    def _to_host(self, found: list[tuple[int, str, Any, Any]], converted: dict[int, dict[str, Any]]) -> None:
-        if len(found) == 1:  # one tensor (a stream's token): its copy, without laying out runs
-            index, name, value, framework = found[0]
-            nbytes = framework.address(value)[2]
-            pinned, view = self._staging(framework).take(nbytes)
-            framework.download(pinned[:nbytes], framework.raw(value))
-            self._wait(found)
-            dtype = np.dtype(framework.element(value))
-            converted[index][name] = view[:nbytes].view(dtype).reshape(framework.shape(value))
-            return
+    def _one_to_host(self, one: _Found, converted: dict[int, dict[str, Any]]) -> None:
+        """One tensor (a stream's token, a lone request's output): copied into a typed view of the staged memory
+        that repeats from call to call, so a stream's tokens make no new view (a tensor-API call each on a GPU)."""
+        index, name, value, framework, _, nbytes, element = one
+        staging = self._staging(framework)
+        staging.take(nbytes)
+        tensor, array = staging.typed(0, np.dtype(element), framework.shape(value))
+        framework.download(tensor, value)
+        self._wait([one])
+        converted[index][name] = array
+
+    def _to_host(self, found: list[_Found], converted: dict[int, dict[str, Any]]) -> None:
         runs = _runs(sorted(found, key=lambda item: (item[1], item[0])))  # each output's rows, request by request
         size = 0
         laid = []
         for run in runs:
             offset = aligned(size)
-            nbytes = sum(framework.address(value)[2] for _, _, value, framework in run)
+            nbytes = sum(item[5] for item in run)
             laid.append((run, offset, nbytes))
             size = offset + nbytes
         framework = found[0][3]
@@ -232,10 +244,8 @@ class Departure:
             framework.download(pinned[offset : offset + nbytes], source)
         self._wait(found)
         for run, offset, _ in laid:
-            for index, name, value, framework in run:
-                nbytes = framework.address(value)[2]
-                dtype = np.dtype(framework.element(value))
-                converted[index][name] = view[offset : offset + nbytes].view(dtype).reshape(framework.shape(value))
+            for index, name, value, framework, _, nbytes, element in run:
+                converted[index][name] = view[offset : offset + nbytes].view(element).reshape(framework.shape(value))
                 offset += nbytes
 
     def _staging(self, framework: Any) -> Staging:
@@ -243,9 +253,9 @@ class Departure:
             self.staging = Staging(framework)
         return self.staging
 
-    def _wait(self, found: list[tuple[int, str, Any, Any]]) -> None:
+    def _wait(self, found: list[_Found]) -> None:
         """The batch's one wait (one per GPU its outputs are on: one, but for a callable that spreads them)."""
-        devices = {framework.address(value)[0] for _, _, value, framework in found}
+        devices = {item[4] for item in found}
         for device in devices if len(devices) == 1 else sorted(devices):
             found[0][3].synchronize(device)
         if self.arrival is not None:
@@ -269,14 +279,14 @@ def _names(requests: Sequence[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _runs(found: list[tuple[int, str, Any, Any]]) -> list[list[tuple[int, str, Any, Any]]]:
+def _runs(found: list[_Found]) -> list[list[_Found]]:
     """Consecutive outputs of one name that lie one after another in device memory, with a view over them all
     (``@batch``'s rows of one output): one copy each; anything else, one copy per tensor."""
-    runs: list[list[tuple[int, str, Any, Any]]] = []
+    runs: list[list[_Found]] = []
     end: tuple[str, str, int] | None = None
     for item in found:
-        _, name, value, framework = item
-        device, start, nbytes = framework.address(value)
+        name, value, framework, device, nbytes = item[1], item[2], item[3], item[4], item[5]
+        start = framework.address(value)[1]
         joined = runs and end == (name, device, start)
         # a view over the whole run, where one tensor holds it: whether it exists, never its truth value (a tensor)
         if joined and framework.span(runs[-1][0][2], start + nbytes - _start(runs[-1])) is not None:
@@ -287,7 +297,7 @@ def _runs(found: list[tuple[int, str, Any, Any]]) -> list[list[tuple[int, str, A
     return runs
 
 
-def _start(run: list[tuple[int, str, Any, Any]]) -> int:
+def _start(run: list[_Found]) -> int:
     first = run[0]
     return first[3].address(first[2])[1]  # type: ignore[no-any-return]
 

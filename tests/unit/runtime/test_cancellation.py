@@ -263,6 +263,52 @@ def test_fast_steps_ask_once_their_work_adds_up(kind, monkeypatch):
     assert asked == 4  # once every STREAM_POLL_S of work
 
 
+def test_streams_served_at_once_are_asked_by_their_own_share_of_the_time(monkeypatch):
+    """Eight async streams on one instance's event loop (runtime/concurrency.py), each step a quarter of
+    SLOW_STEP_S of its own work, then ``await asyncio.sleep(0)``: a stream's step spans the other seven's too (twice
+    SLOW_STEP_S), yet each is asked only once its own share adds up to STREAM_POLL_S, as one stream alone is; asked
+    after every step, each token would pay a round trip to the server (bench/gpu.py's tokens at c=8)."""
+    clock = _Clock(monkeypatch)  # installs the backend shim, which runtime.concurrency imports
+    from repogen.runtime.concurrency import ConcurrentCalls
+
+    streams, step_ms = 8, stream_cancellation.SLOW_STEP_S * 1000 / 4
+    steps = int(4 * stream_cancellation.STREAM_POLL_S / (step_ms / 1000))  # 4 x STREAM_POLL_S of each one's work
+    arrived: list[asyncio.Event] = []
+
+    async def paced(requests):
+        arrived.append(asyncio.Event())
+        if len(arrived) == streams:
+            for event in arrived:
+                event.set()
+        await arrived[-1].wait()  # every stream in flight before any step
+        for i in range(steps):
+            clock.take(step_ms)
+            yield [{"token": np.array([i], np.int32)}]
+            await asyncio.sleep(0)  # the other streams' turn
+
+    models = Repository()
+    models.model("Paced", **_PACE)(paced)
+    local = models.local()
+    spec = local._model_spec("Paced")
+    inputs = {"n": np.array([steps], np.int32), "ms": np.array([step_ms], np.float32)}
+    instance = local._instance(spec)
+    counted = [_CountedRequest(local._request(spec, inputs, None)[1], 0, clock.take) for _ in range(streams)]
+    calls = ConcurrentCalls(instance, 64, decoupled=True)
+    try:
+        for request in counted:
+            calls.execute([request])
+        deadline = time.monotonic() + 30
+        while not all(r.sent and r.sent[-1][1] for r in counted) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        calls.close()
+    for request in counted:
+        assert [int(r.output_tensors()[0].as_numpy()[0]) for r, _ in request.sent[:-1]] == list(range(steps))
+    # each about once every STREAM_POLL_S of its own work (its share of the last steps, as the others end, is a
+    # guess), not after each of its 80 steps
+    assert all(3 <= r.asked <= 4 for r in counted), [r.asked for r in counted]
+
+
 @pytest.mark.parametrize("batched", [False, True], ids=["lean stream", "batched stream"])
 def test_stream_cancelled_turns_true_for_the_thread_a_stream_handed_its_work(batched):
     """The flag a stream's body makes with stream_cancelled() is what its own thread reads: false while it is read,

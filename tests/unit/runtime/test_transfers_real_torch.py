@@ -1,8 +1,8 @@
 """runtime/transfers.py on real torch tensors (torch's CPU build), only the device posed: CPU memory stands in for
-the GPU (``on_cpu`` answers False), pinned memory is plain host memory and the wait is a no-op. Whatever torch
-itself enforces (the truth value of a tensor of many elements, views and their ``_base``, dtype views) holds, which
-a hand-made stand-in does not: issue 57's bug, ``_runs`` taking a uint8 view for a truth value, fails every
-batch of two or more requests here."""
+the GPU (``Torch.placed`` answers device "cpu" where it would answer None), pinned memory is plain host memory and
+the wait is a no-op. Whatever torch itself enforces (the truth value of a tensor of many elements, views and their
+``_base``, dtype views) holds, which a hand-made stand-in does not: issue 57's bug, ``_runs`` taking a uint8 view for
+a truth value, fails every batch of two or more requests here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from torch_cpu import torch
 
-from repogen.runtime import frameworks, transfers
+from repogen.runtime import frameworks
 from repogen.runtime.transfers import Departure
 
 
@@ -20,7 +20,7 @@ from repogen.runtime.transfers import Departure
 def posed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """torch's CPU tensors posing as device memory; the waits asked for, by device."""
     waits: list[str] = []
-    monkeypatch.setattr(transfers, "on_cpu", lambda value: False)
+    monkeypatch.setattr(frameworks.Torch, "placed", lambda self, value: ("cpu", value.nbytes))
     monkeypatch.setattr(frameworks.Torch, "synchronize", lambda self, device: waits.append(device))
 
     def pinned(self: Any, nbytes: int) -> tuple[Any, np.ndarray]:
