@@ -3,7 +3,8 @@
 # Python made, a first light (the kit's tritonserver serving a KIND_CPU torch model), the GPU suite (tests/gpu)
 # and the GPU benchmark (bench/gpu.py). Everything lands under $OUT as it happens: steps.log, each test's result
 # as a JSON line (gpu-results.jsonl) beside pytest's log, each benchmark point as a JSON line
-# (gpu-bench-points.jsonl) and the figures after every round (gpu-bench.json), the servers' logs at the end.
+# (gpu-bench-points.jsonl) and the figures after every round (gpu-bench.json), the servers' logs at the end; on
+# exit, every file but those six goes into logs.tgz (the device tool brings back 8 files at most).
 #
 #   timeout -k 20 540 bash tests/gpu/device.sh     # PYTHON (default python3): the frameworks' Python; timeout_s 570
 #
@@ -48,10 +49,18 @@ stop_servers() {
         rm -f "$file"
     done
 }
+# The device tool brings back at most 8 files of $OUT (2026-11-30: 13 were written, and steps.log was one of the five
+# left behind): the figures and the logs read first stay as they are, everything else goes into logs.tgz.
+KEPT=(steps.log gpu-results.jsonl gpu-suite.log gpu-bench.json gpu-bench-points.jsonl gpu-bench.log)
 finish() {
     stop_servers
     find "$WORK" -name 'tritonserver*.log' -newer "$WORK/started" 2>/dev/null \
         | tar -czf "$OUT/server-logs.tgz" -T - 2>/dev/null
+    local rest=() file
+    for file in "$OUT"/*; do
+        [[ " ${KEPT[*]} logs.tgz " == *" $(basename "$file") "* ]] || rest+=("$(basename "$file")")
+    done
+    [ ${#rest[@]} -eq 0 ] || { tar -czf "$OUT/logs.tgz" -C "$OUT" "${rest[@]}" && (cd "$OUT" && rm -f "${rest[@]}"); }
 }
 trap finish EXIT
 trap 'log "stopped by a signal"; exit 143' TERM INT

@@ -44,7 +44,10 @@ env -u PYTHONPATH -u VIRTUAL_ENV PIP_NO_INDEX=1 PIP_FIND_LINKS= PATH="/usr/bin:/
     REPOGEN_GPU_REHEARSAL=1 timeout -k 20 600 bash tests/gpu/device.sh || rc=$?
 if [ $rc -ne 0 ]; then
     echo "== the rehearsal FAILED (device.sh exit $rc); its logs:"
+    [ ! -f "$WORK/out/logs.tgz" ] || tar -xzf "$WORK/out/logs.tgz" -C "$WORK/out"
     tail -n 60 "$WORK"/out/*.log
     exit 1
 fi
+files=$(find "$WORK/out" -type f | wc -l)
+[ "$files" -le 8 ] || { echo "== device.sh left $files files in \$OUT: the device tool brings back 8"; exit 1; }
 echo "== gpu-rehearsal passed in $((SECONDS - start)) s (kit and frameworks $kit_s s); the kit: $(sed -n 's/.*"mib": \(.*\)/\1/p' "$WORK/kit/kit.json") MiB"
