@@ -9,13 +9,15 @@ output slice sent with ``pb_utils.Tensor.from_dlpack``), and ``<Model>BP``, as a
 join into pinned memory, one non-blocking copy in, one copy per output out into pinned memory, one wait, numpy
 views). Both twins get the generated model's own config (only the name differs); tests/unit/bench/test_gpu_twins.py
 holds all three to the same answers. Also measured: ``TwoStepGpu``/``TwoStepHost`` at c=1, and, for reference,
-``GpuNumpy`` (numpy in and out) against ``GpuNumpyHW`` at c=8.
+``GpuNumpy`` (numpy in and out) against ``GpuNumpyHW`` at c=8, and ``GpuTokensHost`` (the token stream, each token
+taken to host memory by the callable) against ``GpuTokensBP`` at c=1: where the generated stream's time goes.
 
 The goals (issue 52, item 4), each on the median over rounds of the ratio taken within a round: generated >= 1.0x
 NV at every point; >= 1.2x NV at c=8 (every workload's outputs go to network clients); >= 0.97x BP at every
 point; TwoStepGpu >= 1.5x TwoStepHost; GPU memory of an instance, generated <= 1.05x NV. Throughput is
 perf_analyzer's inferences/s, for the token streams its responses/s (``--streaming``, as bench/streaming.py
-measures; the time to first response from its profile export is kept beside it).
+measures, in windows long enough for about 50 streams: ``STREAM_WINDOW_S``; the time to first response from its
+profile export is kept beside it).
 
 One tritonserver (2.51.0, the wheel's CUDA build) from the GPU suite's server Python (``REPOGEN_GPU_SERVER_VENV``:
 numpy 1.26.4 and torch) serves every model; perf_analyzer over gRPC, closed loop. Every model is warmed up once,
@@ -79,7 +81,9 @@ WORKLOADS = {
 PAIRS = (
     ("ensemble-4MB", "TwoStepGpu", "TwoStepHost", (1,), 1.5),
     ("numpy-linear-256", "GpuNumpy", "GpuNumpyHW", (8,), None),
+    ("tokens-host-64", "GpuTokensHost", "GpuTokensBP", (1,), None),
 )  # fmt: skip
+STREAMING = frozenset(models[0] for models in WORKLOADS.values() if models[3]) | {"GpuTokensHost"}  # decoupled
 TWIN_OF = {twin: models[0] for models in WORKLOADS.values() for twin in models[1:3]} | {"GpuNumpyHW": "GpuNumpy"}
 GOAL_NV, GOAL_NV_C8, GOAL_BP, GOAL_MEMORY = 1.0, 1.2, 0.97, 1.05
 NO_GPU = 3  # the exit status without a GPU (the CPU rehearsal expects it)
@@ -87,6 +91,13 @@ NO_GPU = 3  # the exit status without a GPU (the CPU rehearsal expects it)
 POOL = ["--cuda-memory-pool-byte-size=0:536870912"]
 MEMORY_MODELS = tuple(model for models in WORKLOADS.values() for model in models[:3])  # generated, NV and BP
 MEMORY_RESERVE_S = 27  # what reading the memory of MEMORY_MODELS at rest takes at the end (~1-3 s a model)
+# Stopping the server: the models left unloaded at once, then tritonserver's exit, which waits for open connections
+# as long as --exit-timeout-secs (2026-11-30: the default 30 s ran the benchmark 20 s past its budget)
+STOP_RESERVE_S, EXIT_TIMEOUT_S = 12, 5
+# A token stream's window by concurrency: 64 tokens make a stream of 20-40 ms at c=1 and 0.5-0.8 s at c=32 (H200,
+# 2026-11-30), so a 0.5 s window held a few dozen streams, its rate moved in steps of one stream, and perf_analyzer
+# found no stable three windows in eight at c=8 and c=32; these hold about 50 streams or more.
+STREAM_WINDOW_S = {1: 1.0, 8: 1.0, 32: 2.0}
 FIRST_GUESS_S = 6.0  # a point's time before one was measured: perf_analyzer's windows and its start
 MIN_ROUNDS = 3  # every group's, before rounds go on with only the groups whose goals their spread leaves open
 WARM_C, WARM_WINDOW_S = 8, 0.25  # each model's warm-up: CUDA's lazy loading, torch's first kernels, the allocator
@@ -108,7 +119,7 @@ def groups() -> list[tuple[str, int, tuple[str, ...], bool]]:
     """Every group of points a round measures, in the order it does: (workload or pair, c, models, streaming).
     The goals' workloads first, the ensembles, then the reference pair: a budget that cuts a round cuts those last."""
     found = [(name, c, models[:3], models[3]) for name, models in WORKLOADS.items() for c in CONCURRENCIES]
-    found += [(name, c, (first, second), False) for name, first, second, cs, _ in PAIRS for c in cs]
+    found += [(name, c, (first, second), first in STREAMING) for name, first, second, cs, _ in PAIRS for c in cs]
     return found
 
 
@@ -242,11 +253,13 @@ def main(argv: list[str] | None = None) -> int:
         venv = venv_info(os.environ["REPOGEN_GPU_SERVER_VENV"])
         result: dict[str, Any] = {
             "card": card, "tritonserver": "2.51.0", "server_python": venv.python_version, "protocol": "grpc",
-            "window_s": args.window, "rounds": 0, "points": [], "summary": [], "goals": [], "gpu_memory_mib": {},
+            "window_s": args.window, "stream_window_s": STREAM_WINDOW_S, "rounds": 0, "points": [], "summary": [],
+            "goals": [], "gpu_memory_mib": {},
         }  # fmt: skip
         # A model that fails to load loses its own points only: the server stays up and ready without it.
         lenient = ["--exit-on-error=false", "--strict-readiness=false"]
-        extra = ["--model-control-mode=explicit", "--load-model=*", *lenient, *POOL]
+        extra = ["--model-control-mode=explicit", "--load-model=*", *lenient, *POOL,
+                 f"--exit-timeout-secs={EXIT_TIMEOUT_S}"]  # fmt: skip
         server = TritonServer(repo, ensure_server("2.51.0"), venv, log_path=Path(tmp) / "tritonserver.log",
                               extra_args=extra)  # fmt: skip
         analyzer = ensure_perf_analyzer()
@@ -264,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
                 point["gpu_transient_mib"] = transient_mib(sampler.readings, begun, ended)
             result["gpu_memory_mib"] = peaks(at_rest(server, MEMORY_MODELS), result["points"])
             result["goals"] = goals(result["summary"], result["gpu_memory_mib"])
+            args.out.write_text(json.dumps(result, indent=2) + "\n")  # before the server stops, should that hang
+            report(result, WORKLOADS)
         finally:
+            server.stop(timeout=STOP_RESERVE_S, unload_first=True)
             shutil.copy(Path(tmp) / "tritonserver.log", args.out.with_suffix(".server.log"))
-            server.stop()
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    report(result, WORKLOADS)
+    print(f"stopped after {time.monotonic() - started:.0f} s", flush=True)
     return 0
 
 
@@ -325,7 +339,7 @@ def _round(args: argparse.Namespace, run: _Run, round_: int) -> tuple[int, list[
         if wanted is not None and (group, concurrency) not in wanted:
             continue
         guess = run.took.get((group, concurrency), FIRST_GUESS_S * len(models))
-        if time.monotonic() - run.started + guess + MEMORY_RESERVE_S > args.budget_s:
+        if time.monotonic() - run.started + guess + MEMORY_RESERVE_S + STOP_RESERVE_S > args.budget_s:
             left_out.append(f"{group} c={concurrency}")
             continue
         begun = time.monotonic()
@@ -345,7 +359,8 @@ def _point(args: argparse.Namespace, run: _Run, round_: int, where: tuple[str, i
     group, concurrency, model, streams = where
     begun = time.monotonic()
     try:
-        point = measure(run.analyzer, run.server, model, concurrency, args.window, streams)
+        window = max(args.window, STREAM_WINDOW_S.get(concurrency, 1.0)) if streams else args.window
+        point = measure(run.analyzer, run.server, model, concurrency, window, streams)
     except RuntimeError as exc:  # a model that did not load, or perf_analyzer failing on it
         print(f"round {round_} {group} c={concurrency} {model}: no point: {exc}", flush=True)
         return

@@ -121,6 +121,19 @@ class GpuTokens:
 models.bind("GpuTokens", GpuTokens, inputs=PROMPT, outputs=TOKEN, config=STREAM_CONFIG, strict=True)
 
 
+class GpuTokensHost(GpuTokens):
+    """GpuTokens whose callable takes each token to host memory itself (``.cpu().numpy()``): bench/gpu.py's
+    reference beside the best-practice twin for where a generated stream's time goes, the way its GPU tokens leave
+    (runtime/transfers.py) or the stream's own way (runtime/concurrency.py)."""
+
+    async def __call__(self, requests):
+        async for step in super().__call__(requests):
+            yield [{"token": step[0]["token"].cpu().numpy()}]
+
+
+models.bind("GpuTokensHost", GpuTokensHost, inputs=PROMPT, outputs=TOKEN, config=STREAM_CONFIG, strict=True)
+
+
 @models.model("ScaleGpu", inputs=BIG, outputs=BIG_Y, config=STEP_GPU)
 @batch
 def scale_gpu(x):

@@ -195,6 +195,17 @@ def test_on_an_emulated_gpu_the_token_twins_stream_as_the_generated_model(built:
         close(answers(one), answers(other))
 
 
+def test_on_an_emulated_gpu_the_host_token_stream_streams_as_the_generated_model(built: Path) -> None:
+    """bench/gpu.py's ``GpuTokensHost`` (each token taken to host memory by the callable) makes GpuTokens' tokens."""
+    prompt = np.random.default_rng(4).standard_normal(APP.WIDTH, dtype=np.float32)
+    with emulated() as gpu:
+        streams = [streamed(generated_on(built, name, 0), pb.InferenceRequest([pb.Tensor("prompt", prompt)]))
+                   for name in ("GpuTokens", "GpuTokensHost")]  # fmt: skip
+        assert gpu.counts["d2h blocking"] >= APP.TOKENS  # the host stream's own copies
+    mine, host = ([answers(response)["token"] for response, _ in sent[:-1]] for sent in streams)
+    assert len(mine) == APP.TOKENS and np.array_equal(np.concatenate(mine), np.concatenate(host))
+
+
 class Logged(pb.ResponseSender):
     """A sender that also notes, in one log shared by every stream, which stream sent each response."""
 
