@@ -297,6 +297,9 @@ class ConcurrentCalls:
                 sender.send(response, flags=FINAL)
             return
         live = call.watch.live
+        if not final and call.asking is None and len(live) == 1 and live[0]:  # a stream's step: one request's
+            call.senders[0].send(self._model.responses(results)[0])
+            return
         keep = [index for index, still in enumerate(live) if still]
         requests = [call.asking[index] for index in keep] if call.asking is not None else None
         responses = iter(self._model.responses([results[index] for index in keep], requests))
@@ -313,12 +316,12 @@ class ConcurrentCalls:
     async def _stream(self, call: _Call, results: Any) -> None:
         """Each step of an (async) generator, one response per request still wanted; closed once none is."""
         flags, cancelled = serving_stream(), False  # this task's own context: streams in flight do not mix
-        watch = call.watch
+        watch, stepping = call.watch, inspect.isasyncgen(results)
         self._streaming += 1
         try:
             while True:
                 try:
-                    step = await results.__anext__() if inspect.isasyncgen(results) else next(results)
+                    step = await results.__anext__() if stepping else next(results)
                 except (StopAsyncIteration, StopIteration):
                     return
                 if not watch.step(self._streaming):
@@ -332,7 +335,7 @@ class ConcurrentCalls:
         finally:
             self._streaming -= 1
             stream_done(flags, cancelled)
-            if inspect.isasyncgen(results):
+            if stepping:
                 await results.aclose()
             else:
                 results.close()

@@ -14,6 +14,8 @@ from .contract import BY_ENUM, NUMPY_DTYPES, STRING
 from .errors import InferenceError
 from .tensors import framework_of, made_ready
 
+SHAPES_KEPT = 64  # shapes an OutputPlan remembers as checked
+
 
 def to_bytes_array(value: np.ndarray) -> np.ndarray:
     """BYTES tensors travel as object arrays of ``bytes``; ``str`` is encoded as UTF-8."""
@@ -35,7 +37,8 @@ class OutputPlan:
     """How one declared output is checked and converted."""
 
     __slots__ = (
-        "name", "dtype", "element", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed", "data_type"
+        "name", "dtype", "element", "dims", "is_bytes", "batched", "strict", "model", "ndim", "fixed", "data_type",
+        "shapes_seen",
     )  # fmt: skip
 
     def __init__(self, model: str, name: str, data_type: str, dims: list[int], batched: bool, strict: bool):
@@ -52,16 +55,13 @@ class OutputPlan:
         self.ndim = len(self.dims) + (1 if batched else 0)
         offset = 1 if batched else 0
         self.fixed = tuple((i + offset, d) for i, d in enumerate(self.dims) if d != -1)
+        self.shapes_seen: set[tuple[int, ...]] = set()  # passed check_shape
 
     def accepts(self, value: Any, rows: int | None = None) -> bool:
-        """The fast lane's one rule: ``value`` goes out as it is, with no conversion and no check left.
-
-        An ndarray of the declared dtype, C-contiguous, with a batch axis, of ``rows`` rows (when given),
-        and, for a strict model, the declared rank and every fixed dimension. The ``execute`` that
-        emit/model_source.py writes inline checks exactly this, so a change to one is a change to the other
-        (tested in tests/unit/emit/test_fast_lane.py); fused.py asks it of each step's outputs. Anything else takes
-        the general path.
-        """
+        """The fast lane's one rule, ``value`` going out as it is: an ndarray of the declared dtype, C-contiguous,
+        with a batch axis of ``rows`` rows (when given), and, for a strict model, the declared rank and fixed
+        dimensions. emit/model_source.py's inline check is exactly this (tests/unit/emit/test_fast_lane.py);
+        fused.py asks it of each step's outputs."""
         if type(value) is not np.ndarray or value.dtype != self.dtype or not value.flags.c_contiguous:
             return False
         if self.strict:
@@ -74,7 +74,7 @@ class OutputPlan:
     def convert(self, value: Any) -> Any:
         if type(value) is np.ndarray and value.dtype == self.dtype and value.flags.c_contiguous:
             # Fast path (numeric output of the declared dtype): only the strict shape check remains.
-            if self.strict and (value.ndim != self.ndim or any(value.shape[i] != d for i, d in self.fixed)):
+            if self.strict and value.shape not in self.shapes_seen:
                 self.check_shape(value.shape)
             return value
         if made_ready(value):  # already made into the backend's tensor, after these checks (runtime/transfers.py)
@@ -111,6 +111,8 @@ class OutputPlan:
         )
 
     def check_shape(self, shape: tuple[int, ...]) -> None:
+        if shape in self.shapes_seen:
+            return
         dims = shape[1:] if self.batched else shape
         ok = len(dims) == len(self.dims) and all(d == -1 or d == s for d, s in zip(self.dims, dims, strict=True))
         if self.batched and not shape:
@@ -118,6 +120,8 @@ class OutputPlan:
         if not ok:
             expected = ("[batch, " if self.batched else "[") + ", ".join(map(str, self.dims)) + "]"
             self.fail(f"shape {expected}, found {list(shape)}")
+        if len(self.shapes_seen) < SHAPES_KEPT:
+            self.shapes_seen.add(tuple(shape))
 
     def unconvertible(self, value: Any, exc: BaseException) -> InferenceError:
         """The error for a returned value that cannot become this output: what was declared, what came back."""

@@ -43,9 +43,8 @@ class Responses:
 
     def responses(self, results: list[Any], requests: list[Request] | None = None) -> list[Any]:
         """One response per result, with the outputs its request's client asked for (runtime/requested.py); a GPU
-        instance's outputs leave together (runtime/transfers.py): one copy per output and one wait for the batch, or
-        one wait and capsules where a GPU reads them."""
-        asked, results = asked_for(results, requests, self._order)
+        instance's outputs leave together (runtime/transfers.py)."""
+        asked, results = asked_for(results, requests, self._order) if requests is not None else (None, results)
         if self._departure is not None:
             try:
                 results = self._departure.prepare(results, self._converted)
@@ -58,6 +57,8 @@ class Responses:
     def _converted(self, result: Any) -> dict[str, Any] | None:
         """A result's outputs as its response would send them, None where it cannot (the response says why)."""
         try:
+            if type(result) is dict and len(result) == self._output_count:
+                return {plan.name: plan.convert(result[plan.name]) for plan in self.output_plans}
             return {plan.name: plan.convert(value) for plan, value in self.output_pairs(result)}
         except Exception:
             return None

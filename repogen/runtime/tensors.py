@@ -1,21 +1,19 @@
 """The boundary between python_backend's tensors and the callable's: numpy, or the framework a model declared.
 
-Every path that takes tensors in or sends them out goes through here: the general ``execute``, the
-generated straight-line ``execute`` (numpy only: anything else falls back to the general path), the
-fused pipeline's steps and BLS calls.
+Every path of tensors in and out goes through here: the general ``execute`` and the generated straight-line
+one (numpy only), fused steps, BLS calls.
 
-In: a numpy model reads each input with ``as_numpy()`` (the stub's own aligned copy, the cheapest way
-in); an input that reached it in GPU memory is copied to the host once. A model that declared
+In: a numpy model reads each input with ``as_numpy()`` (the stub's own aligned copy); an input that reached
+it in GPU memory is copied to the host once. A model that declared
 ``tensors="torch"`` (or ``"cupy"``, or any array-API module) gets that framework's tensors on its
 instance's device: inputs already on a GPU (an ensemble step, a BLS caller, CUDA shared memory) are
 taken through DLPack without a copy, CPU inputs are moved there once. BYTES inputs stay numpy object
 arrays, which no framework holds.
 
 Out: a numpy array becomes ``pb_utils.Tensor(name, array)`` (``from_dlpack`` of a numpy array kills
-2.51's stub); a framework's tensor in host memory goes out as a numpy view of it; one in GPU memory goes
-out through ``pb_utils.Tensor.from_dlpack`` with the tensor object itself, which makes the stub
-synchronise the producer's stream, and is never copied through the host. BF16, which numpy cannot
-hold, always goes out through DLPack.
+2.51's stub); a framework's tensor in host memory, a numpy view of it; a GPU instance's GPU outputs leave
+through transfers.py, any other GPU tensor through ``pb_utils.Tensor.from_dlpack``. BF16, which numpy
+cannot hold, always goes out through DLPack.
 
 numpy's paths never leave this module: frameworks.py and transfers.py are imported only once another
 framework's tensor exists or a GPU instance needs them, so a model version that can meet none (numpy on
@@ -43,14 +41,18 @@ _TRANSFERS = f"{__package__}.transfers"
 _concatenate = getattr(np.concatenate, "_implementation", np.concatenate)
 
 
+_FRAMEWORKS = f"{__package__}.frameworks"
+
+
 def framework_of(value: Any) -> Framework | None:
     """The framework of a tensor that is not a numpy array (runtime/frameworks.py, imported only once one exists:
     a ``__dlpack__`` object), None for anything else."""
     if isinstance(value, np.ndarray) or not hasattr(value, "__dlpack__"):
         return None
-    from .frameworks import framework_of as found
-
-    return found(value)
+    module: Any = sys.modules.get(_FRAMEWORKS)
+    if module is None:  # once: an import statement costs ~1 µs a call
+        from . import frameworks as module
+    return module.framework_of(value)  # type: ignore[no-any-return]
 
 
 def made_ready(value: Any) -> bool:

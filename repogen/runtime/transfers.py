@@ -70,7 +70,7 @@ class Staging:
         self.array: np.ndarray | None = None
         self.pending: Any = None
         """The marker of the last copy out of this memory, until a wait that covers it (a batch's) settles it."""
-        self.views: dict[tuple[int, np.dtype, tuple[int, ...]], tuple[Any, np.ndarray]] = {}
+        self.views: dict[tuple[int, Any, tuple[int, ...]], tuple[Any, np.ndarray]] = {}
         """Typed views of this memory by (offset, dtype, shape), made once (runtime/gpu_batch.py's batches repeat)."""
 
     def take(self, nbytes: int) -> tuple[Any, np.ndarray]:
@@ -85,15 +85,16 @@ class Staging:
         assert self.array is not None
         return self.tensor, self.array
 
-    def typed(self, offset: int, dtype: np.dtype, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
-        """Bytes ``offset``.. of the memory (taken already) as ``dtype`` of ``shape``: the framework's tensor and a
-        numpy array over the same bytes."""
+    def typed(self, offset: int, dtype: np.dtype | str, shape: tuple[int, ...]) -> tuple[Any, np.ndarray]:
+        """Bytes ``offset``.. of the memory (taken already) as ``dtype`` (or its name) of ``shape``: the framework's
+        tensor and a numpy array over the same bytes."""
         key = (offset, dtype, shape)
         found = self.views.get(key)
         if found is None:
             if len(self.views) >= VIEWS_KEPT:
                 self.views.clear()
             assert self.array is not None
+            dtype = np.dtype(dtype)
             nbytes = dtype.itemsize * prod(shape)
             array = self.array[offset : offset + nbytes].view(dtype).reshape(shape)
             found = self.views[key] = (self.framework.typed(self.tensor, offset, dtype, shape), array)
@@ -178,8 +179,12 @@ class Departure:
         found: list[_Found] = []
         converted: dict[int, dict[str, Any]] = {}
         for index, result in enumerate(results):
-            if type(result) is dict and all(type(v) is np.ndarray for v in result.values()):
-                continue  # numpy only: nothing crosses
+            if type(result) is dict:
+                for value in result.values():
+                    if type(value) is not np.ndarray:
+                        break
+                else:
+                    continue  # numpy only: nothing crosses
             outputs = convert(result)
             if outputs is None:
                 continue
@@ -197,7 +202,7 @@ class Departure:
         if not found:
             return results
         results = list(results)
-        sizes = sum(item[5] for item in found)
+        sizes = found[0][5] if len(found) == 1 else sum(item[5] for item in found)
         if self.output_memory == GPU and sizes > self.pool:
             self._warn_pool(sizes)
         if self.output_memory == GPU and sizes <= self.pool:
@@ -218,13 +223,18 @@ class Departure:
 
     def _one_to_host(self, one: _Found, converted: dict[int, dict[str, Any]]) -> None:
         """One tensor (a stream's token, a lone request's output): copied into a typed view of the staged memory
-        that repeats from call to call, so a stream's tokens make no new view (a tensor-API call each on a GPU)."""
-        index, name, value, framework, _, nbytes, element = one
-        staging = self._staging(framework)
+        that repeats from call to call, so a stream's tokens make no new view (a tensor-API call each on a GPU), in
+        as few steps as a stream's every token can take."""
+        index, name, value, framework, device, nbytes, element = one
+        staging = self.staging
+        if staging is None or staging.framework is not framework:
+            staging = self.staging = Staging(framework)
         staging.take(nbytes)
-        tensor, array = staging.typed(0, np.dtype(element), framework.shape(value))
+        tensor, array = staging.typed(0, element, framework.shape(value))
         framework.download(tensor, value)
-        self._wait([one])
+        framework.synchronize(device)
+        if self.arrival is not None:
+            self.arrival.settle()
         converted[index][name] = array
 
     def _to_host(self, found: list[_Found], converted: dict[int, dict[str, Any]]) -> None:
