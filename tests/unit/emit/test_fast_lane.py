@@ -94,3 +94,16 @@ def test_a_streams_steps_take_the_fast_lane_as_accepts_says(tensor, strict):
     for value, sent in zip(VALUES, sender.sent, strict=True):
         if not isinstance(sent, tuple):
             assert sent.output_tensors()[0].as_numpy() is value
+
+
+def test_a_strict_output_checks_each_new_shape_and_remembers_only_those_that_passed():
+    """``OutputPlan.shapes_seen`` spares a stream's tokens and a batcher's sizes the check after their first: a
+    shape that failed stays unremembered and fails every time, the message naming it."""
+    from repogen.runtime.errors import InferenceError
+
+    plan = OutputPlan("M", "y", "TYPE_FP32", [2, -1], True, True)
+    assert plan.convert(np.zeros((3, 2, 5), np.float32)).shape == (3, 2, 5)
+    for _ in range(2):
+        with pytest.raises(InferenceError, match=r"output 'y': expected shape \[batch, 2, -1\], found \[3, 4, 5\]"):
+            plan.convert(np.zeros((3, 4, 5), np.float32))
+    assert plan.shapes_seen == {(3, 2, 5)}
