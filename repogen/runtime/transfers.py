@@ -202,7 +202,7 @@ class Departure:
         if not found:
             return results
         results = list(results)
-        sizes = found[0][5] if len(found) == 1 else sum(item[5] for item in found)
+        sizes = sum(item[5] for item in found)
         if self.output_memory == GPU and sizes > self.pool:
             self._warn_pool(sizes)
         if self.output_memory == GPU and sizes <= self.pool:
@@ -223,18 +223,13 @@ class Departure:
 
     def _one_to_host(self, one: _Found, converted: dict[int, dict[str, Any]]) -> None:
         """One tensor (a stream's token, a lone request's output): copied into a typed view of the staged memory
-        that repeats from call to call, so a stream's tokens make no new view (a tensor-API call each on a GPU), in
-        as few steps as a stream's every token can take."""
-        index, name, value, framework, device, nbytes, element = one
-        staging = self.staging
-        if staging is None or staging.framework is not framework:
-            staging = self.staging = Staging(framework)
+        that repeats from call to call, so a stream's tokens make no new view (a tensor-API call each on a GPU)."""
+        index, name, value, framework, _, nbytes, element = one
+        staging = self._staging(framework)
         staging.take(nbytes)
         tensor, array = staging.typed(0, element, framework.shape(value))
         framework.download(tensor, value)
-        framework.synchronize(device)
-        if self.arrival is not None:
-            self.arrival.settle()
+        self._wait([one])
         converted[index][name] = array
 
     def _to_host(self, found: list[_Found], converted: dict[int, dict[str, Any]]) -> None:
