@@ -44,6 +44,7 @@ OPTIONAL = {
     "fused": "a fused ensemble (its steps run in-process)",
     "frameworks": "a model that can meet another framework's tensors: declared tensors=, a GPU instance, inputs left "
     "on the GPU (FORCE_CPU_ONLY_INPUT_TENSORS), BF16 tensors, or a payload importing anything beyond numpy",
+    "devices": "as frameworks.py: the instance's GPU, inputs left on it, out-of-memory answers",
     "transfers": "as frameworks.py: a GPU instance's batch transfers",
     "gpu_batch": "as frameworks.py: a GPU instance's torch @batch batch, straight through",
     "packages": "a model that ships package trees",
@@ -111,7 +112,7 @@ def optional_modules(model: ModelSpec, funcs: Sequence[Any], metadata: Mapping[s
     if fused:
         found.add("fused")
     if _meets_frameworks(model, metadata, fused):
-        found |= {"frameworks", "transfers", "gpu_batch"}
+        found |= {"frameworks", "devices", "transfers", "gpu_batch"}
     if metadata.get(Metadata.PACKAGES):
         found.add("packages")
     if fused or any(_may_be_ready(func) for func in funcs):

@@ -89,7 +89,7 @@ def out_of_gpu_memory(exc: BaseException) -> bool:
     """A framework's failed GPU allocation: torch's and cupy's ``OutOfMemoryError``, older torch's RuntimeError, and
     CUDA's own ``cudaErrorMemoryAllocation`` as torch raises it ("CUDA error: out of memory"), which is what a failed
     page-locked host allocation (``pin_memory=True``, runtime/transfers.py's staging) gives. Its answer is
-    runtime/frameworks.py's ``out_of_gpu_memory_message``, where the model carries frameworks.py."""
+    runtime/devices.py's ``out_of_gpu_memory_message``, where the model carries devices.py."""
     return type(exc).__name__ == "OutOfMemoryError" or (
         isinstance(exc, RuntimeError) and ("CUDA out of memory" in str(exc) or "CUDA error: out of memory" in str(exc))
     )

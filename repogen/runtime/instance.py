@@ -56,8 +56,8 @@ def made_callable(
     """This instance's callable (one of ``infer_func=[...]``, a class or a factory's made here), and what answers its
     model's ready endpoint (its ``is_ready``: runtime/readiness.py; None: ready once loaded). A GPU instance's
     frameworks are pointed at its GPU first; ``imports``: the modules the build recorded the payload importing."""
-    if context.device.startswith("cuda"):  # runtime/frameworks.py ships with every model that has GPU instances
-        from .frameworks import use_device
+    if context.device.startswith("cuda"):  # runtime/devices.py ships with every model that has GPU instances
+        from .devices import use_device
 
         use_device(context.device, imports or ())
     target = funcs[context.instance_index % len(funcs)]

@@ -132,9 +132,9 @@ class Responses:
                 stop(self, exc)  # PyTriton's contract: this instance stops serving, and the server stops
         if out_of_gpu_memory(exc):  # what the failed batch left cached is given back: the next one may fit
             try:  # carried where the model can meet a framework's tensors (emit/vendoring.py); elsewhere, as any error
-                from .frameworks import free_gpu_caches, out_of_gpu_memory_message
+                from .devices import free_gpu_caches, out_of_gpu_memory_message
             except ModuleNotFoundError as missing:
-                if missing.name != f"{__package__}.frameworks":
+                if missing.name != f"{__package__}.devices":
                     raise
             else:
                 free_gpu_caches()

@@ -152,6 +152,6 @@ def _numpy_input(model: str, tensor: Any, data_types: dict[str, str]) -> np.ndar
                 'ModelConfig(tensors="torch") to receive it as a torch.bfloat16 tensor'
             )
         return tensor.as_numpy()  # type: ignore[no-any-return]
-    from .frameworks import host_input  # inputs left on the GPU (FORCE_CPU_ONLY_INPUT_TENSORS): carried then
+    from .devices import host_input  # inputs left on the GPU (FORCE_CPU_ONLY_INPUT_TENSORS): carried then
 
     return host_input(model, tensor)

@@ -213,7 +213,7 @@ def test_a_model_on_another_frameworks_tensors_carries_them(tmp_path: Path) -> N
     config = ModelConfig(max_batch_size=8, tensors="torch")
     repo.bind("Torch", infer_func=_double, inputs=X, outputs=Y, config=config)
     out = _built(tmp_path, repo)
-    assert {"frameworks", "transfers"} <= _carried(out / "Torch" / "1")
+    assert {"frameworks", "devices", "transfers"} <= _carried(out / "Torch" / "1")
     assert (out / "Torch" / "1" / "cloudpickle").is_dir()  # third-party code may import it (joblib's loky does)
     assert load_problems(out) == {}
 

@@ -33,7 +33,7 @@ from repogen.ondisk.describe import MADE_ON_GPU as SHOWN_KEY
 from repogen.packages.options import PackageOptions
 from repogen.pickling import cuda_scan as devices
 from repogen.pickling import picklers as pickling
-from repogen.runtime import frameworks as runtime_frameworks
+from repogen.runtime import devices as runtime_devices
 from repogen.runtime import payload as runtime_payload
 from repogen.runtime import rebuilt_tensors, triton_model
 from repogen.runtime.context import TritonContext, instance_index
@@ -430,7 +430,7 @@ def test_each_stand_in_instance_serves_its_callable_with_its_tensors_on_its_devi
     monkeypatch.setattr(
         TritonContext, "device_of", staticmethod(lambda args: "meta" if args["model_instance_kind"] == "GPU" else "cpu")
     )
-    monkeypatch.setattr(runtime_frameworks, "use_device", lambda device, imports=(): None)
+    monkeypatch.setattr(runtime_devices, "use_device", lambda device, imports=(): None)
     loads = []
 
     def loading_on(*args):

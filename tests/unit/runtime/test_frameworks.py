@@ -29,7 +29,8 @@ from repogen.ir import lower
 from repogen.local import backend_shim as pb
 from repogen.runtime.context import TritonContext
 from repogen.runtime.contract import FORCE_CPU_ONLY_INPUT_TENSORS
-from repogen.runtime.frameworks import framework_of, use_device
+from repogen.runtime.devices import use_device
+from repogen.runtime.frameworks import framework_of
 
 F32 = np.float32
 X = [Tensor(name="x", dtype=F32, shape=(-1,))]
