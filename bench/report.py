@@ -21,8 +21,13 @@ ROOT = BENCH.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 
 
+def full_runs() -> list[Path]:
+    """``make bench``'s own results (``<date>.json``), oldest first: not the ``--only``, GPU or ONNX side runs."""
+    return sorted(p for p in (BENCH / "results").glob("*.json") if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem))
+
+
 def latest() -> Path:
-    runs = sorted(p for p in (BENCH / "results").glob("*.json") if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem))
+    runs = full_runs()
     return runs[-1] if runs else sorted((BENCH / "results").glob("*.json"))[-1]
 
 
@@ -209,8 +214,7 @@ def _with_counts(result: dict[str, Any], path: Path) -> dict[str, Any]:
     counts, named as such (``counted_in``), rather than empty tables."""
     if result["instructions_per_request"]:
         return result
-    earlier = (p for p in sorted((BENCH / "results").glob("*.json"), reverse=True) if p.stem < path.stem)
-    for candidate in (p for p in earlier if re.fullmatch(r"\d{4}-\d\d-\d\d", p.stem)):
+    for candidate in (p for p in reversed(full_runs()) if p.stem < path.stem):
         counts = json.loads(candidate.read_text()).get("instructions_per_request")
         if counts:
             return {**result, "instructions_per_request": counts, "counted_in": candidate.relative_to(ROOT)}

@@ -1,7 +1,7 @@
 """A GPU instance's dealings with its device beyond a batch's tensors: which GPU ``cuda`` means in the user's code,
 a numpy model's input that python_backend left on the GPU, and what an out-of-memory failure frees and answers.
 
-Carried with frameworks.py (emit/vendoring.py), never by a numpy model on CPU instances.
+Carried wherever frameworks.py is (emit/vendoring.py).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ _ASKED = re.compile(r"Tried to allocate ([0-9.]+ ?[KMGT]?i?B)")
 
 def out_of_gpu_memory_message(model: str, device: str, exc: BaseException) -> str:
     """The answer to a request whose batch ran out of GPU memory: the model, the device, what was asked, the fix."""
-    from .failures import error_message  # at its use: importing frameworks.py needs no backend
+    from .failures import error_message  # at its use: importing devices.py needs no backend
 
     found = _ASKED.search(str(exc))
     asked = f" asking for {found.group(1)}" if found else ""
