@@ -58,6 +58,15 @@ COUNTED = {  # callgrind: (label, model, float32 elements[, the stubs counted wh
 }
 
 
+SERVED_APART = (
+    tuple(group for group in COUNTED if not group.startswith("onnx")),
+    tuple(group for group in COUNTED if group.startswith("onnx")),
+)
+"""The groups counted on one callgrind server each: the ONNX models' stubs (onnxruntime under valgrind) apart from
+the rest, since one stub that misses python_backend's health check fails its server's every count after it (the
+run of 2026-11-30 09:53 lost every count to ``Stub process 'OnnxMlpX4_0_0' is not healthy``)."""
+
+
 def count_instructions(
     repository: Path, work: Path, requests: int, groups: list[str] | None = None
 ) -> dict[str, dict[str, float]]:
