@@ -119,8 +119,9 @@ integration: install
 
 # `make mutation` (issue 57, item 3; not part of `make test`, whose unit tests it relies on): mutmut (pyproject.toml's
 # [tool.mutmut]) mutates runtime/transfers.py, Torch's device methods in runtime/frameworks.py, runtime/devices.py
-# (what an instance does with its GPU beyond a batch's tensors) and ir/placement.py's transfer decisions, and runs the unit tests on the emulated GPU against each mutant; `mutmut results` then lists
-# the survivors, each of which tests/mutation/survivors.md must name with why it cannot change behaviour.
+# (what an instance does with its GPU beyond a batch's tensors) and ir/placement.py's transfer decisions, and runs
+# the unit tests on the emulated GPU against each mutant; `mutmut results` then lists the survivors, each of which
+# tests/mutation/survivors.md must name with why it cannot change behaviour.
 MUTMUT ?= mutmut==3.8.1
 MUTANTS ?= "repogen.runtime.transfers.*" "repogen.runtime.frameworks.xǁTorchǁ*" "repogen.runtime.devices.*" \
 	"repogen.ir.placement.x_settle_transfers*" "repogen.ir.placement.x__settled*"

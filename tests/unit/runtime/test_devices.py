@@ -45,6 +45,12 @@ def get_default_memory_pool():
 """
 
 
+@pytest.fixture(autouse=True)
+def _cupy_forgotten():
+    yield
+    sys.modules.pop("cupy", None)  # the stand-in imported from a test's directory
+
+
 def _cupy_on_path(tmp_path: Path, monkeypatch: Any) -> None:
     """A ``cupy`` that ``import cupy`` finds, not yet imported (a payload the build saw import it)."""
     (tmp_path / "cupy.py").write_text(CUPY)
@@ -104,9 +110,3 @@ def test_the_out_of_memory_answer_in_full():
         "serves the next one: send fewer or smaller requests at once (lower max_batch_size), or give the model a GPU "
         "with more free memory"
     )
-
-
-@pytest.fixture(autouse=True)
-def _cupy_forgotten():
-    yield
-    sys.modules.pop("cupy", None)  # the stand-in imported from a test's directory
