@@ -33,12 +33,12 @@ def forget(name: str) -> None:
     sys.modules.pop(name, None)
 
 
-def initialize_args(spec: ModelSpec, name: str, directory: Path) -> dict[str, str]:
-    """What tritonserver hands ``initialize`` for instance 0 of ``spec`` in ``directory``."""
+def initialize_args(spec: ModelSpec, name: str, directory: Path, kind: str = "CPU") -> dict[str, str]:
+    """What tritonserver hands ``initialize`` for instance 0 of ``spec`` in ``directory``, of ``kind`` (CPU, GPU)."""
     return {
         "model_config": json_format.MessageToJson(model_config(spec), preserving_proto_field_name=True),
         "model_name": name, "model_version": "1", "model_repository": str(directory),
-        "model_instance_name": f"{name}_0_0", "model_instance_kind": "CPU", "model_instance_device_id": "0",
+        "model_instance_name": f"{name}_0_0", "model_instance_kind": kind, "model_instance_device_id": "0",
     }  # fmt: skip
 
 

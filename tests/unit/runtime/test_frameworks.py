@@ -39,8 +39,7 @@ Y = [Tensor(name="y", dtype=F32, shape=(-1,))]
 
 def _model(repo: Repository, name: str, tmp_path, kind: str = "CPU") -> Any:
     spec = lower(repo).model(name)
-    args = initialize_args(spec, name, tmp_path)
-    args["model_instance_kind"] = kind
+    args = initialize_args(spec, name, tmp_path, kind)
     model = TritonPythonModel()
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors)
     return model

@@ -26,7 +26,7 @@ YZ = [*Y, Tensor(name="z", dtype=F32, shape=(1,))]
 
 def _model(repo: Repository, name: str, tmp_path: Any, lane: bool = True) -> Any:
     spec = lower(repo).model(name)
-    args = initialize_args(spec, name, tmp_path) | {"model_instance_kind": "GPU"}
+    args = initialize_args(spec, name, tmp_path, "GPU")
     model = TritonPythonModel()
     output_memory = spec.placement.output_memory or "host"
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None, output_memory)

@@ -54,8 +54,7 @@ def _repository() -> Repository:
 
 def _instance(built: Any, name: str, root) -> Any:
     """``name`` as the stub loads it from the build (its callable unpickled: a handle it calls is a BLS client)."""
-    args = initialize_args(built.spec.model(name), name, root / name)
-    args["model_instance_kind"] = "GPU"
+    args = initialize_args(built.spec.model(name), name, root / name, "GPU")
     model = TritonPythonModel()
     model.initialize(args)
     return model

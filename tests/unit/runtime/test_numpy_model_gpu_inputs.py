@@ -48,8 +48,7 @@ def built(request: Any, tmp_path: Path) -> Any:
 
 def _instance(built: Any) -> Any:
     result, root, kind = built
-    args = initialize_args(result.spec.model("Numpy"), "Numpy", root / "repo" / "Numpy")
-    args["model_instance_kind"] = kind.removeprefix("KIND_")
+    args = initialize_args(result.spec.model("Numpy"), "Numpy", root / "repo" / "Numpy", kind.removeprefix("KIND_"))
     model = TritonPythonModel()
     model.initialize(args)
     return model

@@ -45,8 +45,7 @@ def _model(repo: Repository, name: str, tmp_path, kind: str = "GPU", device: int
     """An instance of ``name``; ``lane=False`` serves its batches by the general path (runtime/gpu_batch.py's lane
     left out), as a model that does not take the lane would be."""
     spec = lower(repo).model(name)
-    args = initialize_args(spec, name, tmp_path)
-    args["model_instance_kind"] = kind
+    args = initialize_args(spec, name, tmp_path, kind)
     args["model_instance_device_id"] = str(device)
     model = TritonPythonModel()
     output_memory = spec.placement.output_memory or "host"
@@ -205,8 +204,7 @@ def test_output_memory_travels_from_the_config_through_model_json_to_the_runtime
     meta = json.loads((tmp_path / "repo" / "M" / "1" / "model.json").read_text())
     assert meta.get("output_memory") == ("gpu" if output_memory == "gpu" else None)  # written only where not host
     model = TritonPythonModel()
-    args = initialize_args(built.spec.model("M"), "M", tmp_path / "repo" / "M")
-    args["model_instance_kind"] = "GPU"
+    args = initialize_args(built.spec.model("M"), "M", tmp_path / "repo" / "M", "GPU")
     model.initialize(args)
     clear(gpu)
     assert _answers(model.execute(_requests(2)), meta.get("output_memory", "host")) == _expected(2)
@@ -234,8 +232,7 @@ def test_a_fused_pipeline_crosses_once_each_way(count, gpu, tmp_path):
     built = build_repository(repo, tmp_path / "repo", packages=PackageOptions(mode="record"))
     spec = built.spec.fused_spec("Fused").model
     model = TritonPythonModel()
-    args = initialize_args(spec, "Fused", tmp_path / "repo" / "Fused")
-    args["model_instance_kind"] = "GPU"
+    args = initialize_args(spec, "Fused", tmp_path / "repo" / "Fused", "GPU")
     model.initialize(args)
     clear(gpu)
     assert _answers(model.execute(_requests(count))) == _expected(count)

@@ -27,8 +27,7 @@ BATCHES = [1, 4, 16]
 
 def _model(repo: Repository, name: str, tmp_path) -> Any:
     spec = lower(repo).model(name)
-    args = initialize_args(spec, name, tmp_path)
-    args["model_instance_kind"] = "GPU"
+    args = initialize_args(spec, name, tmp_path, "GPU")
     model = TritonPythonModel()
     model.configure(args, list(spec.versions[-1].infer_funcs), spec.strict, spec.placement.tensors, None,
                     spec.placement.output_memory or "host")  # fmt: skip
